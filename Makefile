@@ -1,0 +1,97 @@
+# slime-image: build, check and ship the SLIME image. `make` or `make help` lists the targets.
+# Versions are never written here: TAG comes from slime.Dockerfile through scripts/versions.py.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.SUFFIXES:
+
+PYTHON       ?= python3
+VENV         ?= .venv
+VPY          := $(VENV)/bin/python
+IMAGE        ?= slime-image
+TAG          ?= $(shell $(PYTHON) scripts/versions.py tag)
+PLATFORM     ?= linux/amd64
+AWS_REGION   ?= us-west-2
+ECR_REPOSITORY ?= $(IMAGE)
+REPORTS      ?= reports
+# Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
+AWS_ACCOUNT_ID ?=
+
+# One line naming what is missing and how to get it, then a non-zero exit.
+need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
+need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
+	timeout 5 docker info >/dev/null 2>&1 || { echo "make $@: no Docker engine answers on this machine ('docker info' failed): start dockerd, or use make lint / make test, which need none" >&2; exit 1; }
+
+.PHONY: help
+help: ## List the targets
+	@echo "slime-image: the SLIME image recipe for EKS (H200, B300, CUDA 13)"
+	@echo
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(None if sys.version_info >= (3, 11) else "make: Python 3.11 or newer is needed for the project tools; set PYTHON=")'
+	@$(PYTHON) -m venv $(VENV)
+	@$(PYTHON) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' > $(VENV)/dev-requirements.txt
+	@$(VPY) -m pip install -q --disable-pip-version-check -r $(VENV)/dev-requirements.txt
+	@touch $@
+
+.PHONY: venv
+venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools (other targets do it themselves)
+
+.PHONY: test
+test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+.PHONY: lint
+lint: $(VENV)/.installed ## ruff, hadolint and the README version table
+	$(VENV)/bin/ruff check scripts tests
+	$(VENV)/bin/ruff format --check scripts tests
+	$(VENV)/bin/hadolint -c .hadolint.yaml slime.Dockerfile
+	$(VPY) scripts/versions.py readme --check
+	$(VPY) scripts/recipe_rules.py
+
+.PHONY: versions
+versions: ## Print the version set declared in slime.Dockerfile
+	@$(PYTHON) scripts/versions.py json
+
+.PHONY: tag
+tag: ## Print the default image tag
+	@echo $(TAG)
+
+.PHONY: readme
+readme: ## Regenerate the README's version table from slime.Dockerfile
+	$(PYTHON) scripts/versions.py readme
+
+.PHONY: build
+build: ## docker build the image as $(IMAGE):$(TAG) for $(PLATFORM)
+	@$(need_engine)
+	docker buildx build --platform $(PLATFORM) -f slime.Dockerfile \
+		--build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
+		-t $(IMAGE):$(TAG) --load .
+
+.PHONY: push
+push: ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)
+	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
+	@$(need_engine)
+	@account="$(AWS_ACCOUNT_ID)"; \
+	if [ -z "$$account" ]; then \
+	  account=$$(timeout 20 aws sts get-caller-identity --query Account --output text 2>/dev/null) || \
+	    { echo "make push: no AWS credentials ('aws sts get-caller-identity' failed): run 'aws configure' or 'aws sso login', or set AWS_ACCOUNT_ID" >&2; exit 1; }; \
+	fi; \
+	registry="$$account.dkr.ecr.$(AWS_REGION).amazonaws.com"; \
+	docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make push: image $(IMAGE):$(TAG) is not built here: run make build first" >&2; exit 1; }; \
+	aws ecr describe-repositories --region $(AWS_REGION) --repository-names $(ECR_REPOSITORY) >/dev/null 2>&1 || \
+	  aws ecr create-repository --region $(AWS_REGION) --repository-name $(ECR_REPOSITORY) >/dev/null || exit 1; \
+	aws ecr get-login-password --region $(AWS_REGION) | docker login --username AWS --password-stdin "$$registry" || exit 1; \
+	docker tag $(IMAGE):$(TAG) "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
+	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)"
+
+.PHONY: smoke-test
+smoke-test: ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in $(REPORTS)/
+	@$(need_engine)
+	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
+	@mkdir -p $(REPORTS)
+	docker run --rm --gpus all --ipc=host -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
+		python3 /opt/slime-image/scripts/smoke_test.py --stage all --json /reports/smoke.json --junit /reports/smoke.xml

@@ -1,0 +1,89 @@
+"""The Makefile's entry points on a machine with no Docker engine and no AWS credentials.
+
+This machine has the docker client but no engine, which is the case the tests exercise. A PATH
+without docker or aws is made from links to the few tools make's recipes use.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+from conftest import ROOT
+
+
+def _path_without(tmp_path, *missing):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "sh", "python3", "grep", "awk", "timeout", "git", "env", "mkdir", "cat", "docker", "aws"):
+        found = shutil.which(tool)
+        if found and tool not in missing:
+            (bin_dir / tool).symlink_to(found)
+    return str(bin_dir)
+
+
+def _make(*args, path=None, env_extra=None):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")} | (env_extra or {})
+    if path:
+        env["PATH"] = path
+    start = time.monotonic()
+    run = subprocess.run([shutil.which("make"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    return run, time.monotonic() - start
+
+
+def _own_lines(stderr):
+    return [line for line in stderr.splitlines() if not line.startswith("make: ***")]
+
+
+def test_help_is_the_default_and_lists_every_target():
+    run, _ = _make()
+    assert run.returncode == 0
+    targets = re.findall(r"^([a-z][a-z-]*):.*## ", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    for target in targets:
+        assert f"make {target}" in run.stdout
+    for required in ("build", "push", "smoke-test", "test", "lint"):
+        assert required in targets
+
+
+@pytest.mark.parametrize("target", ["build", "push", "smoke-test"])
+def test_docker_targets_fail_fast_without_an_engine(target):
+    if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        pytest.skip("a Docker engine answers here")
+    run, seconds = _make(target, env_extra={"AWS_ACCOUNT_ID": "123456789012"})
+    assert run.returncode != 0
+    assert seconds < 5
+    lines = _own_lines(run.stderr)
+    assert len(lines) == 1 and "Docker engine" in lines[0], run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_build_without_docker_client_names_it(tmp_path):
+    run, seconds = _make("build", path=_path_without(tmp_path, "docker"))
+    assert run.returncode != 0 and seconds < 5
+    assert _own_lines(run.stderr) == [
+        "make build: 'docker' is not installed: install Docker (https://docs.docker.com/engine/install/)"
+    ]
+
+
+def test_push_without_aws_cli_names_it(tmp_path):
+    run, seconds = _make("push", path=_path_without(tmp_path, "aws"))
+    assert run.returncode != 0 and seconds < 5
+    lines = _own_lines(run.stderr)
+    assert len(lines) == 1 and lines[0].startswith("make push: 'aws' is not installed"), run.stderr
+
+
+def test_push_without_credentials_says_so(tmp_path):
+    """A stand-in docker whose engine answers, so push reaches the credentials question."""
+    bin_dir = tmp_path / "fake"
+    bin_dir.mkdir()
+    (bin_dir / "docker").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "aws").write_text("#!/bin/sh\necho 'Unable to locate credentials' >&2\nexit 255\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    path = f"{bin_dir}:{_path_without(tmp_path, 'docker', 'aws')}"
+    run, seconds = _make("push", path=path)
+    assert run.returncode != 0 and seconds < 5
+    lines = _own_lines(run.stderr)
+    assert len(lines) == 1 and "no AWS credentials" in lines[0], run.stderr
