@@ -24,3 +24,54 @@ def recipe_copy(tmp_path):
         return dockerfile
 
     return make
+
+
+SMOKE = ROOT / "scripts" / "smoke_test.py"
+
+
+def hide_cuda13(command: list[str], empty_dir) -> list[str]:
+    """Run `command` in a private mount namespace where this machine's own CUDA 13 runtime is hidden.
+
+    The host has a CUDA 13 toolkit in its ld cache; hiding it lets a test decide which libcudart exists
+    (through LD_LIBRARY_PATH), as on a CUDA 12 host or in a pure pip environment. Needs root.
+    """
+    import artifacts
+
+    folder = artifacts.system_cudart13_dir()
+    if folder is None:
+        return command
+    script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, "sh", str(empty_dir), folder, *command]
+
+
+def run_suite(python, *args, env=None, hide=None):
+    """Run the smoke suite with `python` (the interpreter under test); return (exit code, JSON report, stderr)."""
+    import json
+    import os
+    import subprocess
+
+    command = [str(python), str(SMOKE), *args, "--json", "-"]
+    if hide is not None:
+        command = hide_cuda13(command, hide)
+    run_env = {**os.environ, **(env or {})}
+    proc = subprocess.run(command, capture_output=True, text=True, env=run_env, timeout=300)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        report = None
+    return proc.returncode, report, proc.stderr
+
+
+def by_id(report):
+    return {c["id"]: c for c in report["checks"]}
+
+
+@pytest.fixture(scope="session")
+def unshare_works(tmp_path_factory):
+    import subprocess
+
+    empty = tmp_path_factory.mktemp("empty")
+    probe = hide_cuda13(["true"], empty)
+    if probe[0] == "unshare" and subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip("cannot make a private mount namespace here (tests need root): the CUDA 12 host cannot be simulated")
+    return empty

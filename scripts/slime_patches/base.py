@@ -1,0 +1,62 @@
+"""What every patch shares: its outcome, source edits located by ast positions, and safe writes."""
+
+from __future__ import annotations
+
+import ast
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+APPLIED, ALREADY_APPLIED, NOT_NEEDED, ERROR = "applied", "already-applied", "not-needed", "error"
+GOOD = {APPLIED, ALREADY_APPLIED, NOT_NEEDED}
+
+
+@dataclass
+class Outcome:
+    status: str
+    message: str
+    edits: dict[Path, str] = field(default_factory=dict)  # file -> its full new text
+
+
+def _char_offset(lines: list[str], lineno: int, col: int) -> int:
+    """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
+    before = sum(len(line) for line in lines[: lineno - 1])
+    return before + len(lines[lineno - 1].encode()[:col].decode())
+
+
+def replace_node_span(text: str, first: ast.AST, last: ast.AST, replacement: str, whole_lines: bool) -> str:
+    """Replace the source from `first` to `last` (whole lines when asked) with `replacement`."""
+    lines = text.splitlines(keepends=True)
+    if whole_lines:
+        start = sum(len(line) for line in lines[: first.lineno - 1])
+        end = sum(len(line) for line in lines[: last.end_lineno])
+    else:
+        start = _char_offset(lines, first.lineno, first.col_offset)
+        end = _char_offset(lines, last.end_lineno, last.end_col_offset)
+    return text[:start] + replacement + text[end:]
+
+
+def compile_check(path: Path, text: str) -> str | None:
+    """None when the new text compiles, else the error (nothing is written then)."""
+    if path.suffix != ".py":
+        return None
+    try:
+        compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{path}:{exc.lineno}: the patched file would not compile: {exc.msg}"
+    return None
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,133 @@
+"""GPU-stage checks: the device against torch's architectures (W19), and pause/resume under the preload (W3, W6)."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from slime_smoke import facts
+from slime_smoke.core import FAIL, GPU, PASS, Context, Result, check, run_child
+
+GIB = 1 << 30
+
+
+def arch_supported(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+    """The arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
+
+    sm_XY machine code runs on major X with minor >= Y ("a" variants only on exactly X.Y);
+    compute_XY PTX is JIT-compiled for any device of capability >= X.Y.
+    """
+    major, minor = capability
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry)
+        if not match:
+            continue
+        kind, x, y, variant = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
+        if kind == "sm" and x == major and (minor == y if variant == "a" else minor >= y):
+            return entry
+        if kind == "compute" and (major, minor) >= (x, y):
+            return entry
+    return None
+
+
+DEVICE_PROBE = """
+import json, torch
+if not torch.cuda.is_available():
+    print(json.dumps({"available": False, "torch": torch.__version__}))
+else:
+    devices = [[torch.cuda.get_device_name(i), list(torch.cuda.get_device_capability(i))] for i in range(torch.cuda.device_count())]
+    print(json.dumps({"available": True, "torch": torch.__version__, "cuda": torch.version.cuda,
+                      "driver": torch._C._cuda_getDriverVersion(), "arch_list": torch.cuda.get_arch_list(),
+                      "nccl": ".".join(map(str, torch.cuda.nccl.version())), "devices": devices}))
+"""
+
+
+def device_info(ctx: Context) -> dict:
+    def probe():
+        child = run_child(ctx, DEVICE_PROBE)
+        return child.json() or {"available": False, "error": child.tail(3)}
+
+    return ctx.once("device_info", probe)
+
+
+@check(
+    "gpu-visible",
+    "W19",
+    GPU,
+    "no kernel image is available for execution on the device; or no GPU reaches the container",
+    "run with --gpus all (or the nvidia.com/gpu request); use a torch build whose arch list covers the GPU",
+)
+def gpu_visible(ctx: Context) -> Result:
+    info = device_info(ctx)
+    if not info.get("available"):
+        return Result(FAIL, "torch sees no CUDA device", info.get("error", f"torch {info.get('torch')}"))
+    lines, unsupported = [], []
+    for i, (name, capability) in enumerate(info["devices"]):
+        entry = arch_supported(tuple(capability), info["arch_list"])
+        lines.append(f"GPU {i}: {name}, compute capability {capability[0]}.{capability[1]}, runs {entry or 'nothing'}")
+        if entry is None:
+            unsupported.append(f"GPU {i} ({name}, {capability[0]}.{capability[1]})")
+    detail = "\n".join([f"torch {info['torch']} CUDA {info['cuda']}, driver API {info['driver']}, NCCL {info['nccl']}",
+                        f"arch list: {' '.join(info['arch_list'])}", *lines])
+    if unsupported:
+        return Result(FAIL, f"torch has no kernels for {', '.join(unsupported)}", detail)
+    name, cap = info["devices"][0]
+    return Result(PASS, f"{len(info['devices'])} x {name} (sm {cap[0]}.{cap[1]}), CUDA {info['cuda']}", detail)
+
+
+PAUSE_RESUME = """
+import json, os, torch
+from torch_memory_saver import torch_memory_saver as tms
+report = {}
+try:
+    n = (1 << 30) // 4
+    with tms.region(enable_cpu_backup=True):
+        x = torch.full((n,), 7.0, device="cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.mem_get_info()[0]
+    tms.pause()
+    torch.cuda.synchronize()
+    paused = torch.cuda.mem_get_info()[0]
+    tms.resume()
+    kept = bool((x == 7.0).all().item())
+    x.add_(1.0)
+    written = bool((x == 8.0).all().item())
+    report = {"freed": paused - before, "kept": kept, "written": written}
+except Exception as exc:
+    report = {"error": f"{type(exc).__name__}: {exc}"}
+print(json.dumps(report), flush=True)
+# Ending here on purpose: the pooled tensor's teardown at interpreter exit aborts under the preload
+# (measured on an H200, FACTS.md), which says nothing about whether the library works.
+os._exit(0)
+"""
+
+
+@check(
+    "tms-pause-resume",
+    "W6",
+    GPU,
+    "train workers die at start (libcudart mismatch) or TorchMemorySaver observes invalid LD_PRELOAD",
+    "use the preload build that matches torch's CUDA runtime (apply the image's slime patch)",
+    exclusive=True,
+)
+def tms_pause_resume(ctx: Context) -> Result:
+    choice = facts.preload_choice(ctx)
+    if "path" not in choice:
+        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
+    path = choice["path"]
+    env = {**ctx.env, "LD_PRELOAD": path, "TMS_INIT_ENABLE": "1", "TMS_INIT_ENABLE_CPU_BACKUP": "1"}
+    child = run_child(ctx, PAUSE_RESUME, env=env, timeout=min(ctx.timeout, 180))
+    name = os.path.basename(path)
+    report = child.json()
+    if report is None:
+        why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
+        return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
+    if "error" in report:
+        return Result(FAIL, f"pause/resume under {name} raised", report["error"])
+    freed = report["freed"] / GIB
+    detail = f"LD_PRELOAD={path}\nfreed {freed:.2f} GiB on pause; data kept: {report['kept']}; writable: {report['written']}"
+    if freed < 0.9:
+        return Result(FAIL, f"pause released only {freed:.2f} GiB of 1 GiB", detail)
+    if not (report["kept"] and report["written"]):
+        return Result(FAIL, "the tensor lost its data or is not writable after resume", detail)
+    return Result(PASS, f"{name}: pause freed {freed:.2f} GiB, resume kept the data", detail)

@@ -1,0 +1,130 @@
+"""Real artifacts for the tests, fetched once into .cache/ (PyPI wheels, throwaway Python 3.12 venvs),
+and the one stand-in that cannot be had here: the GPU driver's libcuda.so.1.
+
+The pins below are test inputs (what the tests reproduce), not versions the image installs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import zipfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))
+PLATFORMS = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_34_x86_64"]
+
+TMS_OLD = "torch-memory-saver==0.0.9.post1"
+TMS_NEW = "torch-memory-saver==0.0.10"
+CUDART12 = "nvidia-cuda-runtime-cu12==12.9.79"
+CUDART13 = "nvidia-cuda-runtime==13.0.96"
+
+
+def python312() -> str:
+    """The Python 3.12 the tests build venvs with: $SLIME_IMAGE_TEST_PYTHON, pyenv's 3.12.1, or python3.12."""
+    explicit = os.environ.get("SLIME_IMAGE_TEST_PYTHON")
+    if explicit:
+        return explicit
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
+        candidate = Path(root) / "versions" / "3.12.1" / "bin" / "python3"
+        if candidate.exists():
+            return str(candidate)
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    found = shutil.which("python3.12")
+    if found:
+        return found
+    raise RuntimeError("no Python 3.12 found: set SLIME_IMAGE_TEST_PYTHON")
+
+
+def wheel(spec: str) -> Path:
+    """Download one wheel (no dependencies) for CPython 3.12 on x86_64 Linux; cached."""
+    folder = CACHE / "wheels" / spec.replace("==", "-")
+    found = sorted(folder.glob("*.whl"))
+    if found:
+        return found[0]
+    folder.mkdir(parents=True, exist_ok=True)
+    args = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(folder)]
+    args += [a for p in PLATFORMS for a in ("--platform", p)]
+    subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
+    return sorted(folder.glob("*.whl"))[0]
+
+
+def unpacked(spec: str) -> Path:
+    """A wheel's files, unpacked as pip would lay them out in site-packages."""
+    target = CACHE / "unpacked" / spec.replace("==", "-")
+    if not target.exists():
+        tmp = target.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with zipfile.ZipFile(wheel(spec)) as archive:
+            archive.extractall(tmp)
+        tmp.rename(target)
+    return target
+
+
+def venv(name: str, steps: list[list[str]]) -> Path:
+    """A Python 3.12 venv built by running `pip install <step>` for each step in order; cached by its steps.
+
+    Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it.
+    Returns the venv's python.
+    """
+    key = hashlib.sha256(json.dumps(steps).encode()).hexdigest()[:12]
+    folder = CACHE / "venvs" / f"{name}-{key}"
+    python = folder / "bin" / "python"
+    if (folder / ".complete").exists():
+        return python
+    shutil.rmtree(folder, ignore_errors=True)
+    subprocess.run([python312(), "-m", "venv", str(folder)], check=True)
+    for step in steps:
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *step],
+            check=True,
+            capture_output=True,
+        )
+    (folder / ".complete").touch()
+    return python
+
+
+def site_packages(python: Path) -> Path:
+    return next((python.parent.parent / "lib").glob("python3.*/site-packages"))
+
+
+def driver_symbols(libraries: list[Path]) -> list[str]:
+    names = set()
+    for library in libraries:
+        out = subprocess.run(["nm", "-D", "--undefined-only", str(library)], capture_output=True, text=True).stdout
+        names |= {m.group(1) for m in re.finditer(r"\bU (cu[A-Z]\w*)$", out, re.MULTILINE)}
+    return sorted(names)
+
+
+def libcuda_standin(libraries: list[Path]) -> Path:
+    """STAND-IN for the GPU driver's libcuda.so.1, which cannot exist on a machine without a GPU.
+
+    It only defines (as no-ops) the driver entry points the given libraries import, so that the
+    dynamic loader gets past `libcuda.so.1` and reaches the question the tests ask: which libcudart.
+    """
+    symbols = driver_symbols(libraries)
+    folder = CACHE / "libcuda-standin" / hashlib.sha256(" ".join(symbols).encode()).hexdigest()[:12]
+    library = folder / "libcuda.so.1"
+    if library.exists():
+        return library
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "libcuda_standin.c"
+    source.write_text("".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols))
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library), str(source)], check=True
+    )
+    return library
+
+
+def system_cudart13_dir() -> str | None:
+    """The folder the ld cache gives for libcudart.so.13 on this machine, if any."""
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    match = re.search(r"libcudart\.so\.13 \(libc6,x86-64\) => (\S+)", out)
+    return str(Path(match.group(1)).parent) if match else None
