@@ -84,13 +84,22 @@ RUN pip install --no-deps --force-reinstall \
     pip install --no-deps -e /opt/slime && \
     pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
 
-# Hook point: slime's self-neutralizing patches, then the build-time smoke gate, go here.
-
-# What the image claims to contain (W18): OCI labels, and every declared version in versions.json.
+# The image's own scripts (standard library only, run by the image's Python) and the recipe they read.
 COPY slime.Dockerfile /opt/slime-image/slime.Dockerfile
 COPY scripts/ /opt/slime-image/scripts/
+
+# slime's self-neutralizing patches: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
+# Each reports not-needed once upstream fixes its defect; an unknown source shape fails the build here.
+RUN python3 /opt/slime-image/scripts/apply_slime_patches.py --slime-root /opt/slime --megatron-root /opt/Megatron-LM
+
+# What the image claims to contain (W18): every declared version in versions.json, and the OCI labels below.
 RUN python3 /opt/slime-image/scripts/versions.py record --dockerfile /opt/slime-image/slime.Dockerfile \
       --out /opt/slime-image/versions.json
+
+# Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
+# a 16-GPU job. The report stays in the image.
+RUN python3 /opt/slime-image/scripts/smoke_test.py --stage build --json /opt/slime-image/smoke-build.json
+
 LABEL org.opencontainers.image.source="${IMAGE_SOURCE}" \
       org.opencontainers.image.revision="${IMAGE_REVISION}" \
       org.opencontainers.image.version="${SLIME_REF}-sgl${SGLANG_VERSION}" \

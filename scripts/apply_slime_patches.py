@@ -19,8 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from slime_patches import PATCHES  # noqa: E402
-from slime_patches.base import APPLIED, ERROR, GOOD, Outcome, compile_check, write_atomically  # noqa: E402
+from slime_patches import PATCHES
+from slime_patches.base import APPLIED, ERROR, GOOD, Outcome, compile_check, write_atomically
 
 NEEDS_APPLYING = "needs-applying"
 

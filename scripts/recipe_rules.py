@@ -122,6 +122,20 @@ def build_time_assertions(ins, root):
     return problems
 
 
+def patches_then_smoke_gate(ins, root):
+    runs = [i for i in ins if i.cmd == "RUN"]
+    text = [" ".join(i.value) for i in runs]
+    slime = [i for i, r in enumerate(text) if "pip install --no-deps -e /opt/slime" in r]
+    patches = [i for i, r in enumerate(text) if "apply_slime_patches.py" in r and "--check" not in r]
+    gate = [i for i, r in enumerate(text) if re.search(r"smoke_test\.py .*--stage build", r)]
+    problems = []
+    if not patches or not slime or patches[0] < slime[0]:
+        problems.append("slime's patches must be applied in a RUN after slime is installed")
+    if not gate or gate[-1] != len(runs) - 1:
+        problems.append("the last RUN must be the build-time smoke gate (smoke_test.py --stage build)")
+    return problems
+
+
 RULES = {
     "sglang-before-requirements": sglang_before_requirements,
     "no-deps-after-requirements": no_deps_after_requirements,
@@ -131,6 +145,7 @@ RULES = {
     "no-build-time-ssh-keys": no_build_time_ssh_keys,
     "no-cuda-compat-on-loader-path": no_cuda_compat_on_loader_path,
     "build-time-assertions": build_time_assertions,
+    "patches-then-smoke-gate": patches_then_smoke_gate,
 }
 
 

@@ -44,13 +44,15 @@ def read_dynamic(path: str) -> dict[str, list[str]]:
     is64 = data[4] == 2
     end = "<" if data[5] == 1 else ">"
     if is64:
-        e_phoff, e_phentsize, e_phnum = struct.unpack_from(end + "Q", data, 32)[0], *struct.unpack_from(
-            end + "HH", data, 54
+        e_phoff, e_phentsize, e_phnum = (
+            struct.unpack_from(end + "Q", data, 32)[0],
+            *struct.unpack_from(end + "HH", data, 54),
         )
         ph_fmt, dyn_fmt = end + "IIQQQQQQ", end + "qQ"
     else:
-        e_phoff, e_phentsize, e_phnum = struct.unpack_from(end + "I", data, 28)[0], *struct.unpack_from(
-            end + "HH", data, 42
+        e_phoff, e_phentsize, e_phnum = (
+            struct.unpack_from(end + "I", data, 28)[0],
+            *struct.unpack_from(end + "HH", data, 42),
         )
         ph_fmt, dyn_fmt = end + "IIIIIIII", end + "iI"
     loads, dynamic = [], None
@@ -143,9 +145,7 @@ def why_not_loadable(path: str, cuda_major: int, env: dict[str, str] | None = No
     if majors and cuda_major not in majors:
         return f"links libcudart.so.{majors[0]}, but torch uses CUDA {cuda_major}"
     excused = set() if driver_present(env) else {DRIVER_LIBRARY}
-    missing = [
-        n for n in dynamic["needed"] if n not in excused and not resolve(n, os.path.dirname(path), dynamic, env)
-    ]
+    missing = [n for n in dynamic["needed"] if n not in excused and not resolve(n, os.path.dirname(path), dynamic, env)]
     if missing:
         return f"needs {', '.join(missing)}, not found on the loader path (LD_LIBRARY_PATH, ld cache)"
     return None
@@ -177,7 +177,10 @@ def select_preload_library(package_parent: str, cuda_major: int | None = None) -
     major = torch_cuda_major() if cuda_major is None else cuda_major
     resolved, resolver_error = _resolver_choice()
     candidates = [resolved] if resolved else []
-    candidates += [os.path.join(package_parent, f"{STEM}_cu{major}.abi3.so"), os.path.join(package_parent, f"{STEM}.abi3.so")]
+    candidates += [
+        os.path.join(package_parent, f"{STEM}_cu{major}.abi3.so"),
+        os.path.join(package_parent, f"{STEM}.abi3.so"),
+    ]
     rejected = [resolver_error] if resolver_error else []
     for path in dict.fromkeys(candidates):
         reason = why_not_loadable(path, major)

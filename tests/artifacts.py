@@ -117,9 +117,7 @@ def libcuda_standin(libraries: list[Path]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "libcuda_standin.c"
     source.write_text("".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols))
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library), str(source)], check=True
-    )
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library), str(source)], check=True)
     return library
 
 

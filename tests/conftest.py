@@ -73,5 +73,7 @@ def unshare_works(tmp_path_factory):
     empty = tmp_path_factory.mktemp("empty")
     probe = hide_cuda13(["true"], empty)
     if probe[0] == "unshare" and subprocess.run(probe, capture_output=True).returncode != 0:
-        pytest.skip("cannot make a private mount namespace here (tests need root): the CUDA 12 host cannot be simulated")
+        pytest.skip(
+            "cannot make a private mount namespace here (tests need root): the CUDA 12 host cannot be simulated"
+        )
     return empty

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-ACTOR_GROUP = '''\
+ACTOR_GROUP = """\
 import os
 
 import ray
@@ -31,7 +31,7 @@ class RayTrainGroup:
             env_vars["TMS_INIT_ENABLE_CPU_BACKUP"] = "1"
 
         return ray.remote(num_gpus=1, runtime_env={{"env_vars": env_vars}})
-'''
+"""
 
 _SINGLE = """\
 dynlib_path = os.path.join(
@@ -82,7 +82,7 @@ dynlib_path = sorted(glob.glob(os.path.join(os.path.dirname(torch_memory_saver._
 """,
 }
 
-INITIALIZE = '''\
+INITIALIZE = """\
 import numpy as np
 import torch
 
@@ -91,7 +91,7 @@ def init(args):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
 {assertion}
-'''
+"""
 
 NUMPY_ASSERTIONS = {
     "present": '    assert np.__version__.startswith("1."), "Megatron does not support numpy 2.x"\n',
@@ -117,7 +117,7 @@ def slime_tree(root: Path, selection: str = "v0.3.0", numpy_assertion: str = "pr
     return root
 
 
-VALIDATE_ARGS = '''\
+VALIDATE_ARGS = """\
 import os
 
 import torch
@@ -140,7 +140,7 @@ def validate_args(args, defaults={{}}):
         args.high_priority_stream_groups.append("dp_cp")
 
     return args
-'''
+"""
 
 _MOE = """\
     if args.moe_grouped_gemm:

@@ -33,13 +33,17 @@ def test_applies_then_reports_already_applied_with_identical_bytes(tmp_path, sha
     slime = shapes.slime_tree(tmp_path / "slime", selection=shape)
     megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
     code, report, _ = patch(slime, megatron)
-    assert code == 0 and statuses(report) == {"tms-preload-cuda-aware": "applied", "gpuless-head-validate-args": "applied"}
+    assert code == 0 and statuses(report) == {
+        "tms-preload-cuda-aware": "applied",
+        "gpuless-head-validate-args": "applied",
+    }
     after_first = snapshot(slime, megatron)
     for path in after_first:
         compile(after_first[path], str(path), "exec")
-    assert b"select_preload_library(os.path.dirname(os.path.dirname(torch_memory_saver.__file__)))" in after_first[
-        slime / "slime/ray/actor_group.py"
-    ]
+    assert (
+        b"select_preload_library(os.path.dirname(os.path.dirname(torch_memory_saver.__file__)))"
+        in after_first[slime / "slime/ray/actor_group.py"]
+    )
     assert (slime / "slime/ray/tms_preload.py").read_text() == (ROOT / "scripts/tms_preload.py").read_text()
     code, report, _ = patch(slime, megatron)
     assert code == 0 and set(statuses(report).values()) == {"already-applied"}
@@ -52,7 +56,7 @@ def test_check_mode_writes_nothing_and_fails_when_a_patch_is_due(tmp_path):
     slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
     megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
     before = snapshot(slime, megatron)
-    code, report, stderr = patch(slime, megatron, "--check")
+    code, report, _stderr = patch(slime, megatron, "--check")
     assert code == 1 and set(statuses(report).values()) == {"needs-applying"}
     assert snapshot(slime, megatron) == before
     assert not (slime / "slime/ray/tms_preload.py").exists()
@@ -69,7 +73,7 @@ def test_not_needed_where_upstream_selects_by_cuda_runtime(tmp_path):
 
 def test_not_needed_when_validate_args_no_longer_probes(tmp_path):
     megatron = shapes.megatron_tree(tmp_path / "megatron", "no-probes")
-    code, report, _ = patch(shapes.slime_tree(tmp_path / "slime"), megatron, "--only", "gpuless-head-validate-args")
+    _code, report, _ = patch(shapes.slime_tree(tmp_path / "slime"), megatron, "--only", "gpuless-head-validate-args")
     assert statuses(report) == {"gpuless-head-validate-args": "not-needed"}
 
 
@@ -77,7 +81,7 @@ def test_unrecognised_shapes_are_errors_that_change_nothing(tmp_path):
     slime = shapes.slime_tree(tmp_path / "slime", selection="mutated")
     megatron = shapes.megatron_tree(tmp_path / "megatron", "mutated")
     before = snapshot(slime, megatron)
-    code, report, stderr = patch(slime, megatron)
+    code, report, _stderr = patch(slime, megatron)
     assert code == 1 and set(statuses(report).values()) == {"error"}
     messages = {p["id"]: p["message"] for p in report["patches"]}
     assert "actor_group.py:16: unrecognised preload-selection shape" in messages["tms-preload-cuda-aware"]
@@ -99,7 +103,7 @@ def test_a_stale_selector_copy_is_refreshed(tmp_path):
     slime = shapes.slime_tree(tmp_path / "slime", selection="main")
     patch(slime, None, "--only", "tms-preload-cuda-aware")
     (slime / "slime/ray/tms_preload.py").write_text("# an older copy\n")
-    code, report, _ = patch(slime, None, "--only", "tms-preload-cuda-aware")
+    _code, report, _ = patch(slime, None, "--only", "tms-preload-cuda-aware")
     assert statuses(report) == {"tms-preload-cuda-aware": "applied"}
     assert (slime / "slime/ray/tms_preload.py").read_text() == (ROOT / "scripts/tms_preload.py").read_text()
 

@@ -45,7 +45,9 @@ def cudart():
 
 @pytest.fixture(scope="session")
 def driver_standin(tms09, tms010):
-    libraries = [p for python in (tms09, tms010) for p in artifacts.site_packages(python).glob("torch_memory_saver_*.so")]
+    libraries = [
+        p for python in (tms09, tms010) for p in artifacts.site_packages(python).glob("torch_memory_saver_*.so")
+    ]
     return str(artifacts.libcuda_standin(libraries))
 
 
@@ -53,9 +55,16 @@ def _slime(tmp_path, shape, patched=False):
     root = shapes.slime_tree(tmp_path / f"slime-{shape}", selection=shape)
     if patched:
         subprocess.run(
-            [sys.executable, str(ROOT / "scripts" / "apply_slime_patches.py"), "--slime-root", str(root),
-             "--only", "tms-preload-cuda-aware"],
-            check=True, capture_output=True,
+            [
+                sys.executable,
+                str(ROOT / "scripts" / "apply_slime_patches.py"),
+                "--slime-root",
+                str(root),
+                "--only",
+                "tms-preload-cuda-aware",
+            ],
+            check=True,
+            capture_output=True,
         )
     return root
 
@@ -80,7 +89,7 @@ def test_cuda13_with_v0_3_0_shape_fails_naming_libcudart_12(tmp_path, tms09, cud
 
 def test_cuda13_with_v0_2_4_shape_fails(tmp_path, tms09, cudart, driver_standin, unshare_works):
     env = {"LD_LIBRARY_PATH": cudart[13], "SLIME_SMOKE_DRIVER_STUB": driver_standin}
-    code, check = _preload(tms09, _slime(tmp_path, "v0.2.4"), 13, env, unshare_works)
+    _code, check = _preload(tms09, _slime(tmp_path, "v0.2.4"), 13, env, unshare_works)
     assert check["status"] == "fail" and "CUDA 12 build on CUDA 13" in check["summary"]
     assert "slime picks torch_memory_saver_hook_mode_preload.abi3.so" in check["detail"]
 
@@ -98,13 +107,16 @@ def test_patched_shape_passes_on_both_majors(tmp_path, tms09, cudart, driver_sta
     env = {"LD_LIBRARY_PATH": cudart[major], "SLIME_SMOKE_DRIVER_STUB": driver_standin}
     code, check = _preload(tms09, _slime(tmp_path, shape, patched=True), major, env, unshare_works)
     assert (code, check["status"]) == (0, "pass"), check
-    assert check["summary"] == f"torch_memory_saver_hook_mode_preload_cu{major}.abi3.so matches CUDA {major}, resolves and loads"
+    assert (
+        check["summary"]
+        == f"torch_memory_saver_hook_mode_preload_cu{major}.abi3.so matches CUDA {major}, resolves and loads"
+    )
     assert "CDLL loaded it" in check["detail"]
 
 
 def test_patched_shape_passes_with_tms_0_0_10(tmp_path, tms010, cudart, driver_standin, unshare_works):
     env = {"LD_LIBRARY_PATH": cudart[13], "SLIME_SMOKE_DRIVER_STUB": driver_standin}
-    code, check = _preload(tms010, _slime(tmp_path, "v0.3.0", patched=True), 13, env, unshare_works)
+    _code, check = _preload(tms010, _slime(tmp_path, "v0.3.0", patched=True), 13, env, unshare_works)
     assert check["status"] == "pass", check
 
 
@@ -119,7 +131,7 @@ def test_runtime_only_under_site_packages_fails_w5(tmp_path, tms09_pip_cuda, dri
 
 def test_patched_selection_raises_named_error_when_nothing_loads(tmp_path, tms09, driver_standin, unshare_works):
     env = {"LD_LIBRARY_PATH": "", "SLIME_SMOKE_DRIVER_STUB": driver_standin}
-    code, check = _preload(tms09, _slime(tmp_path, "v0.3.0", patched=True), 13, env, unshare_works)
+    _code, check = _preload(tms09, _slime(tmp_path, "v0.3.0", patched=True), 13, env, unshare_works)
     assert check["status"] == "fail"
     assert "raises PreloadSelectionError" in check["summary"]
     assert "no torch_memory_saver preload library loads with CUDA runtime 13" in check["detail"]
@@ -137,23 +149,27 @@ def test_no_driver_is_not_reported_as_a_cuda_mismatch(tmp_path, tms09, cudart, u
 
 def test_no_driver_still_catches_the_mismatch(tmp_path, tms09, cudart, unshare_works):
     env = {"LD_LIBRARY_PATH": cudart[13], "SLIME_SMOKE_DRIVER_STUB": str(tmp_path / "no-stub-here")}
-    code, check = _preload(tms09, _slime(tmp_path, "v0.3.0"), 13, env, unshare_works)
+    _code, check = _preload(tms09, _slime(tmp_path, "v0.3.0"), 13, env, unshare_works)
     assert check["summary"] == "slime would preload the CUDA 12 build on CUDA 13"
 
 
 def test_without_torch_or_cuda_major_the_runtime_is_unknown(tmp_path, tms09):
-    code, report, _ = run_suite(tms09, "--only", "tms-preload", "--slime-root", str(_slime(tmp_path, "v0.3.0")))
+    _code, report, _ = run_suite(tms09, "--only", "tms-preload", "--slime-root", str(_slime(tmp_path, "v0.3.0")))
     check = by_id(report)["tms-preload"]
     assert check["status"] == "fail"
     assert check["summary"] == "cannot tell the CUDA runtime of the train workers: torch is not installed"
 
 
 def test_elf_reader_agrees_with_readelf(tms09, tms010):
-    libraries = [p for python in (tms09, tms010) for p in artifacts.site_packages(python).glob("torch_memory_saver_*.so")]
+    libraries = [
+        p for python in (tms09, tms010) for p in artifacts.site_packages(python).glob("torch_memory_saver_*.so")
+    ]
     assert len(libraries) == 12
     for library in libraries:
         out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
-        assert tms_preload.read_dynamic(str(library))["needed"] == re.findall(r"\(NEEDED\)\s+Shared library: \[(.+)\]", out)
+        assert tms_preload.read_dynamic(str(library))["needed"] == re.findall(
+            r"\(NEEDED\)\s+Shared library: \[(.+)\]", out
+        )
 
 
 def test_elf_reader_rejects_non_elf(tmp_path):

@@ -49,7 +49,10 @@ def test_numpy2_fails_slimes_assertion(tmp_path, numpy2):
     code, check = one(numpy2, "megatron-numpy", "--slime-root", str(shapes.slime_tree(tmp_path)))
     assert code == 1 and check["status"] == "fail"
     assert check["summary"] == "numpy 2.3.5 fails slime's assertion slime/backends/megatron_utils/initialize.py"
-    assert 'np.__version__.startswith(\'1.\')' in check["detail"] and "Megatron does not support numpy 2.x" in check["detail"]
+    assert (
+        "np.__version__.startswith('1.')" in check["detail"]
+        and "Megatron does not support numpy 2.x" in check["detail"]
+    )
 
 
 def test_numpy1_satisfies_slimes_assertion(tmp_path, numpy1):
@@ -60,18 +63,18 @@ def test_numpy1_satisfies_slimes_assertion(tmp_path, numpy1):
 
 def test_assertion_gone_passes_and_says_so(tmp_path, numpy2):
     root = shapes.slime_tree(tmp_path, numpy_assertion="absent")
-    code, check = one(numpy2, "megatron-numpy", "--slime-root", str(root))
+    _code, check = one(numpy2, "megatron-numpy", "--slime-root", str(root))
     assert check["status"] == "pass" and check["summary"] == "slime carries no numpy-version assertion (numpy 2.3.5)"
 
 
 def test_changed_assertion_is_evaluated_as_written(tmp_path, numpy2):
     root = shapes.slime_tree(tmp_path, numpy_assertion="changed")
-    code, check = one(numpy2, "megatron-numpy", "--slime-root", str(root))
+    _code, check = one(numpy2, "megatron-numpy", "--slime-root", str(root))
     assert check["status"] == "pass" and "satisfies 1" in check["summary"]
 
 
 def test_slime_absent_fails(numpy2):
-    code, check = one(numpy2, "megatron-numpy")
+    _code, check = one(numpy2, "megatron-numpy")
     assert check["status"] == "fail" and check["summary"] == "slime is not installed in this interpreter"
 
 
@@ -102,7 +105,7 @@ def test_a_reviewed_allowlist_entry_accepts_the_conflict(tmp_path, numpy_downgra
 def test_an_allowlist_entry_without_a_reason_fails(tmp_path, numpy1):
     allow = tmp_path / "allow.json"
     allow.write_text(json.dumps([{"package": "scipy", "requirement": "numpy", "reason": "", "date": "2026-12-02"}]))
-    code, check = one(numpy1, "pip-check", "--pip-allowlist", str(allow))
+    _code, check = one(numpy1, "pip-check", "--pip-allowlist", str(allow))
     assert check["status"] == "fail" and "entry 0 lacks reason" in check["detail"]
 
 
@@ -118,10 +121,10 @@ def stand_in_packages(root: Path, files: dict[str, str]) -> dict[str, str]:
 
 def test_stock_router_fails_slime_router_passes(tmp_path, numpy1):
     stock = stand_in_packages(tmp_path / "stock", {"sglang_router/__init__.py": '__version__ = "0.3.2"\n'})
-    code, check = one(numpy1, "router-slime", env=stock)
+    _, check = one(numpy1, "router-slime", env=stock)
     assert check["status"] == "fail" and "stock build" in check["summary"]
     ours = stand_in_packages(tmp_path / "ours", {"sglang_router/__init__.py": '__version__ = "0.3.2+slime.5f8d397"\n'})
-    code, check = one(numpy1, "router-slime", env=ours)
+    _code, check = one(numpy1, "router-slime", env=ours)
     assert check["status"] == "pass"
 
 
@@ -130,22 +133,22 @@ def test_mbridge_missing_fails_and_present_passes(tmp_path, numpy2):
     plugin = root / "slime_plugins" / "bridge.py"
     plugin.parent.mkdir(parents=True)
     plugin.write_text("from mbridge import AutoBridge\n")
-    code, check = one(numpy2, "mbridge", "--slime-root", str(root))
+    _, check = one(numpy2, "mbridge", "--slime-root", str(root))
     assert check["status"] == "fail" and "mbridge is not installed" in check["summary"]
     env = stand_in_packages(tmp_path / "lacking", {"mbridge/__init__.py": "class Other: pass\n"})
-    code, check = one(numpy2, "mbridge", "--slime-root", str(root), env=env)
+    _, check = one(numpy2, "mbridge", "--slime-root", str(root), env=env)
     assert check["status"] == "fail" and "mbridge AutoBridge" in check["detail"]
     env = stand_in_packages(tmp_path / "full", {"mbridge/__init__.py": "class AutoBridge: pass\n"})
-    code, check = one(numpy2, "mbridge", "--slime-root", str(root), env=env)
+    _code, check = one(numpy2, "mbridge", "--slime-root", str(root), env=env)
     assert check["status"] == "pass", check
 
 
 def test_megatron_helpers_missing_fails_and_compiled_passes(tmp_path, numpy2):
     base = {"megatron/__init__.py": "", "megatron/core/__init__.py": "", "megatron/core/datasets/__init__.py": ""}
-    code, check = one(numpy2, "megatron-helpers", env=stand_in_packages(tmp_path / "lazy", base))
+    _, check = one(numpy2, "megatron-helpers", env=stand_in_packages(tmp_path / "lazy", base))
     assert check["status"] == "fail" and "helpers_cpp does not import" in check["summary"]
     built = {**base, "megatron/core/datasets/helpers_cpp.py": "BUILT = True\n"}
-    code, check = one(numpy2, "megatron-helpers", env=stand_in_packages(tmp_path / "built", built))
+    _code, check = one(numpy2, "megatron-helpers", env=stand_in_packages(tmp_path / "built", built))
     assert check["status"] == "pass"
 
 
@@ -155,17 +158,17 @@ def test_megatron_helpers_missing_fails_and_compiled_passes(tmp_path, numpy2):
 def test_declared_versions_compared_with_installed(tmp_path, numpy1):
     versions = tmp_path / "versions.json"
     versions.write_text(json.dumps({"versions": {"MBRIDGE_VERSION": "0.15.1"}}))
-    code, check = one(numpy1, "versions-declared", "--versions-file", str(versions))
+    _, check = one(numpy1, "versions-declared", "--versions-file", str(versions))
     assert check["status"] == "pass" and check["summary"] == "1 declared versions match what is installed"
     versions.write_text(json.dumps({"versions": {"MBRIDGE_VERSION": "0.16.0", "SGLANG_VERSION": "0.5.12.post1"}}))
-    code, check = one(numpy1, "versions-declared", "--versions-file", str(versions))
+    _code, check = one(numpy1, "versions-declared", "--versions-file", str(versions))
     assert check["status"] == "fail"
     assert "MBRIDGE_VERSION=0.16.0 but mbridge 0.15.1" in check["detail"]
     assert "SGLANG_VERSION=0.5.12.post1 but sglang is not installed" in check["detail"]
 
 
 def test_no_versions_file_is_a_skip_not_a_pass(tmp_path, numpy1):
-    code, check = one(numpy1, "versions-declared", "--versions-file", str(tmp_path / "absent.json"))
+    _code, check = one(numpy1, "versions-declared", "--versions-file", str(tmp_path / "absent.json"))
     assert check["status"] == "skip"
 
 
@@ -192,14 +195,14 @@ def torch_cpu():
 def test_torch_other_than_declared_fails(tmp_path, torch_cpu):
     versions = tmp_path / "versions.json"
     versions.write_text(json.dumps({"versions": {"TORCH_VERSION": "2.11.0+cu130"}}))
-    code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions))
+    _code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions))
     assert check["status"] == "fail" and check["summary"] == "torch is 2.13.0+cpu, the recipe intends 2.11.0+cu130"
 
 
 def test_extension_built_for_another_torch_fails_and_declared_torch_alone_passes(tmp_path, torch_cpu):
     versions = tmp_path / "versions.json"
     versions.write_text(json.dumps({"versions": {"TORCH_VERSION": "2.13.0+cpu"}}))
-    code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions))
+    _, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions))
     assert check["status"] == "pass", check
     target = tmp_path / "torchvision-site"
     subprocess.run(
@@ -207,6 +210,6 @@ def test_extension_built_for_another_torch_fails_and_declared_torch_alone_passes
         check=True,
         capture_output=True,
     )
-    code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions), env={"PYTHONPATH": str(target)})
+    _code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions), env={"PYTHONPATH": str(target)})
     assert check["status"] == "fail"
     assert "import torchvision" in check["detail"] and "torchvision::nms does not exist" in check["detail"]

@@ -15,6 +15,7 @@ import ast
 from pathlib import Path
 
 import slime_source
+
 from slime_patches.base import ALREADY_APPLIED, APPLIED, ERROR, NOT_NEEDED, Outcome, replace_node_span
 
 ID = "gpuless-head-validate-args"
@@ -79,7 +80,9 @@ def plan(root: Path) -> Outcome:
     for probe in probes:
         kind, target = _guard_target(func, probe, parents)
         if kind == "unrecognised":
-            return Outcome(ERROR, f"{path}:{probe.lineno}: GPU probe outside an `if` it could guard: unrecognised shape")
+            return Outcome(
+                ERROR, f"{path}:{probe.lineno}: GPU probe outside an `if` it could guard: unrecognised shape"
+            )
         ours += kind == "ours"
         if target is not None:
             to_guard[id(target)] = target

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import slime_source
 import tms_preload
+
 from slime_patches.base import ALREADY_APPLIED, APPLIED, ERROR, NOT_NEEDED, Outcome, replace_node_span
 
 ID = "tms-preload-cuda-aware"

@@ -12,22 +12,24 @@ GIB = 1 << 30
 
 
 def arch_supported(capability: tuple[int, int], arch_list: list[str]) -> str | None:
-    """The arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
+    """The best arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
 
     sm_XY machine code runs on major X with minor >= Y ("a" variants only on exactly X.Y);
     compute_XY PTX is JIT-compiled for any device of capability >= X.Y.
     """
     major, minor = capability
+    runs = []
     for entry in arch_list:
         match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry)
         if not match:
             continue
         kind, x, y, variant = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
         if kind == "sm" and x == major and (minor == y if variant == "a" else minor >= y):
-            return entry
-        if kind == "compute" and (major, minor) >= (x, y):
-            return entry
-    return None
+            runs.append((1, x, y, entry))
+        elif kind == "compute" and (major, minor) >= (x, y):
+            runs.append((0, x, y, entry))
+    # Machine code over PTX, then the newest: what the CUDA runtime itself would pick.
+    return max(runs)[3] if runs else None
 
 
 DEVICE_PROBE = """
@@ -35,7 +37,8 @@ import json, torch
 if not torch.cuda.is_available():
     print(json.dumps({"available": False, "torch": torch.__version__}))
 else:
-    devices = [[torch.cuda.get_device_name(i), list(torch.cuda.get_device_capability(i))] for i in range(torch.cuda.device_count())]
+    devices = [[torch.cuda.get_device_name(i), list(torch.cuda.get_device_capability(i))]
+               for i in range(torch.cuda.device_count())]
     print(json.dumps({"available": True, "torch": torch.__version__, "cuda": torch.version.cuda,
                       "driver": torch._C._cuda_getDriverVersion(), "arch_list": torch.cuda.get_arch_list(),
                       "nccl": ".".join(map(str, torch.cuda.nccl.version())), "devices": devices}))
@@ -67,8 +70,13 @@ def gpu_visible(ctx: Context) -> Result:
         lines.append(f"GPU {i}: {name}, compute capability {capability[0]}.{capability[1]}, runs {entry or 'nothing'}")
         if entry is None:
             unsupported.append(f"GPU {i} ({name}, {capability[0]}.{capability[1]})")
-    detail = "\n".join([f"torch {info['torch']} CUDA {info['cuda']}, driver API {info['driver']}, NCCL {info['nccl']}",
-                        f"arch list: {' '.join(info['arch_list'])}", *lines])
+    detail = "\n".join(
+        [
+            f"torch {info['torch']} CUDA {info['cuda']}, driver API {info['driver']}, NCCL {info['nccl']}",
+            f"arch list: {' '.join(info['arch_list'])}",
+            *lines,
+        ]
+    )
     if unsupported:
         return Result(FAIL, f"torch has no kernels for {', '.join(unsupported)}", detail)
     name, cap = info["devices"][0]
@@ -125,7 +133,9 @@ def tms_pause_resume(ctx: Context) -> Result:
     if "error" in report:
         return Result(FAIL, f"pause/resume under {name} raised", report["error"])
     freed = report["freed"] / GIB
-    detail = f"LD_PRELOAD={path}\nfreed {freed:.2f} GiB on pause; data kept: {report['kept']}; writable: {report['written']}"
+    detail = (
+        f"LD_PRELOAD={path}\nfreed {freed:.2f} GiB on pause; data kept: {report['kept']}; writable: {report['written']}"
+    )
     if freed < 0.9:
         return Result(FAIL, f"pause released only {freed:.2f} GiB of 1 GiB", detail)
     if not (report["kept"] and report["written"]):

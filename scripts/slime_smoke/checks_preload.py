@@ -6,6 +6,7 @@ import json
 import os
 
 import tms_preload
+
 from slime_smoke import facts
 from slime_smoke.core import BUILD, FAIL, PASS, SCRIPTS, WARN, Context, Result, check, run_child
 
@@ -55,7 +56,8 @@ def tms_preload_check(ctx: Context) -> Result:
     except (OSError, tms_preload.ElfError) as exc:
         return Result(FAIL, f"slime would preload {name}, which cannot be read", str(exc))
     links = tms_preload.cudart_majors(dynamic["needed"])
-    facts_line = f"slime picks {name}; it links {', '.join(f'libcudart.so.{m}' for m in links) or 'no libcudart'}; runtime {choice['cuda']}"
+    linked = ", ".join(f"libcudart.so.{m}" for m in links) or "no libcudart"
+    facts_line = f"slime picks {name}; it links {linked}; runtime {choice['cuda']}"
     if links and major not in links:
         other = f"{tms_preload.STEM}_cu{major}.abi3.so"
         exists = os.path.exists(os.path.join(os.path.dirname(path), other))

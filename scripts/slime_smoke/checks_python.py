@@ -9,6 +9,7 @@ import types
 from concurrent.futures import ThreadPoolExecutor
 
 import slime_source
+
 from slime_smoke import facts
 from slime_smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, import_in_child, run_child
 
@@ -18,7 +19,9 @@ NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklea
 
 def _no_slime(ctx: Context) -> Result:
     where = f"--slime-root {ctx.slime_root}" if ctx.slime_root else "this interpreter"
-    return Result(FAIL, f"slime is not installed in {where}", "the image must contain slime (pip install -e . --no-deps)")
+    return Result(
+        FAIL, f"slime is not installed in {where}", "the image must contain slime (pip install -e . --no-deps)"
+    )
 
 
 @check(
@@ -47,7 +50,11 @@ def megatron_numpy(ctx: Context) -> Result:
         where = f"{path.relative_to(root)}:{node.lineno}"
         stand_in = types.SimpleNamespace(__version__=version)
         try:
-            holds = eval(compile(ast.Expression(node.test), str(path), "eval"), {"__builtins__": SAFE_BUILTINS}, {alias: stand_in})
+            holds = eval(
+                compile(ast.Expression(node.test), str(path), "eval"),
+                {"__builtins__": SAFE_BUILTINS},
+                {alias: stand_in},
+            )
         except Exception as exc:
             unknown.append(f"{where}: `{ast.unparse(node.test)}` could not be evaluated ({exc})")
             continue
@@ -55,7 +62,9 @@ def megatron_numpy(ctx: Context) -> Result:
             message = f" ({ast.unparse(node.msg)})" if node.msg is not None else ""
             failed.append(f"{where}: `{ast.unparse(node.test)}`{message}")
     if failed:
-        return Result(FAIL, f"numpy {version} fails slime's assertion {failed[0].split(':')[0]}", "\n".join(failed + unknown))
+        return Result(
+            FAIL, f"numpy {version} fails slime's assertion {failed[0].split(':')[0]}", "\n".join(failed + unknown)
+        )
     if unknown:
         return Result(WARN, f"{len(unknown)} numpy assertion(s) in slime could not be evaluated", "\n".join(unknown))
     return Result(PASS, f"numpy {version} satisfies {len(found)} numpy assertion(s) in slime")
@@ -105,7 +114,8 @@ def pip_check(ctx: Context) -> Result:
     if child.returncode != 0 and not conflicts:
         return Result(FAIL, "pip check could not run", child.tail())
     allowed = [
-        line for package, line in conflicts
+        line
+        for package, line in conflicts
         if any(e["package"].lower() == package and e["requirement"] in line for e in entries)
     ]
     broken = [line for _, line in conflicts if line not in allowed]
@@ -238,7 +248,15 @@ def versions_declared(ctx: Context) -> Result:
 
 
 # Compiled extensions that must have been built against the installed torch.
-TORCH_EXTENSIONS = ("transformer_engine.pytorch", "flash_attn", "apex", "torchvision", "torchaudio", "sgl_kernel", "flashinfer")
+TORCH_EXTENSIONS = (
+    "transformer_engine.pytorch",
+    "flash_attn",
+    "apex",
+    "torchvision",
+    "torchaudio",
+    "sgl_kernel",
+    "flashinfer",
+)
 
 
 @check(
@@ -261,6 +279,8 @@ def torch_provenance(ctx: Context) -> Result:
         children = dict(zip(present, pool.map(lambda m: import_in_child(ctx, m, env=env), present), strict=True))
     failed = [f"import {m}: {c.tail(2)}" for m, c in children.items() if not c.ok]
     if failed:
-        return Result(FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed))
-    intent = f" as declared" if declared else " (no versions file to compare)"
+        return Result(
+            FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed)
+        )
+    intent = " as declared" if declared else " (no versions file to compare)"
     return Result(PASS, f"torch {version}{intent}; imported {', '.join(present) or 'no extensions'} (with {driver})")

@@ -6,6 +6,7 @@ import glob
 import os
 
 import tms_preload
+
 from slime_smoke import facts
 from slime_smoke.core import BUILD, FAIL, PASS, Context, Result, check
 
@@ -22,7 +23,9 @@ def cuda_compat_path(ctx: Context) -> Result:
     for directory in filter(None, ctx.env.get("LD_LIBRARY_PATH", "").split(":")):
         libcuda = glob.glob(os.path.join(directory, "libcuda.so*"))
         if "compat" in directory.split(os.sep) or ("compat" in directory and libcuda):
-            found.append(f"LD_LIBRARY_PATH lists {directory}" + (f" (holds {os.path.basename(libcuda[0])})" if libcuda else ""))
+            found.append(
+                f"LD_LIBRARY_PATH lists {directory}" + (f" (holds {os.path.basename(libcuda[0])})" if libcuda else "")
+            )
     cached = tms_preload.ld_cache().get(tms_preload.DRIVER_LIBRARY, "")
     if "compat" in cached:
         found.append(f"the ld cache resolves {tms_preload.DRIVER_LIBRARY} to {cached}")
@@ -51,12 +54,15 @@ def efa_plugin(ctx: Context) -> Result:
             problems.append(f"{plugin}: {exc}")
             continue
         missing = [
-            n for n in dynamic["needed"]
+            n
+            for n in dynamic["needed"]
             if n not in excused and not tms_preload.resolve(n, os.path.dirname(plugin), dynamic, ctx.env)
         ]
         if missing:
             problems.append(f"{plugin} needs {', '.join(missing)}, not found on the loader path")
-    if not any(os.path.dirname(p) in loader_path for p in plugins) and not ctx.env.get("NCCL_NET_PLUGIN", "").startswith("/"):
+    if not any(os.path.dirname(p) in loader_path for p in plugins) and not ctx.env.get(
+        "NCCL_NET_PLUGIN", ""
+    ).startswith("/"):
         problems.append(f"NCCL cannot find the plugin: {os.path.dirname(plugins[0])} is not on LD_LIBRARY_PATH")
     if problems:
         return Result(FAIL, "the OFI NCCL plugin would not load", "\n".join(problems))

@@ -21,7 +21,10 @@ STAGES = {"build": {BUILD}, "gpu": {GPU}, "all": {BUILD, GPU}}
 def run_one(check: Check, ctx: Context, stages: set[str]) -> report.Row:
     start = time.monotonic()
     if check.stage not in stages:
-        result = Result(SKIP, f"needs {'a GPU and its driver' if check.stage == GPU else 'the build stage'} (--stage {check.stage} or all)")
+        result = Result(
+            SKIP,
+            f"needs {'a GPU and its driver' if check.stage == GPU else 'no GPU'} (--stage {check.stage} or all)",
+        )
     else:
         try:
             result = check.run(ctx)

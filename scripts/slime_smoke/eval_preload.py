@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import slime_source  # noqa: E402
+import slime_source
 
 
 def main() -> None:

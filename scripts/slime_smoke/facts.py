@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import tms_preload
+
 from slime_smoke.core import SCRIPTS, Context, run_child
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
@@ -142,7 +143,10 @@ def env_with_driver(ctx: Context) -> tuple[dict[str, str], str]:
     if stub is None:
         return ctx.env, "no driver and no driver stub"
     path = ":".join(p for p in (str(stub), ctx.env.get("LD_LIBRARY_PATH", "")) if p)
-    return {**ctx.env, "LD_LIBRARY_PATH": path}, f"the driver stub {ctx.env.get('SLIME_SMOKE_DRIVER_STUB', DRIVER_STUB)}"
+    return {
+        **ctx.env,
+        "LD_LIBRARY_PATH": path,
+    }, f"the driver stub {ctx.env.get('SLIME_SMOKE_DRIVER_STUB', DRIVER_STUB)}"
 
 
 def declared_versions(ctx: Context) -> dict[str, str] | None:
@@ -168,4 +172,3 @@ def git_head(repo: Path) -> str | None:
     except OSError:
         return None
     return None
-

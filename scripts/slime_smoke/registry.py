@@ -4,7 +4,9 @@ import importlib
 
 from slime_smoke.core import REGISTRY
 
-for _module in ("checks_python", "checks_preload", "checks_system", "checks_gpu"):
+MODULES = ("checks_python", "checks_preload", "checks_system", "checks_gpu")
+
+for _module in MODULES:
     importlib.import_module(f"slime_smoke.{_module}")
 
-CHECKS = list(REGISTRY)
+CHECKS = sorted(REGISTRY, key=lambda c: (MODULES.index(c.run.__module__.rsplit(".", 1)[-1]), REGISTRY.index(c)))
