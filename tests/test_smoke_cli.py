@@ -230,3 +230,4 @@ TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 )
 def test_arch_rule(capability, arch_list, expected):
     assert checks_gpu.arch_supported(capability, arch_list) == expected
+

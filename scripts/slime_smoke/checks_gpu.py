@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from slime_smoke import facts
 from slime_smoke.core import FAIL, GPU, PASS, Context, Result, check, run_child
@@ -40,9 +41,19 @@ else:
     devices = [[torch.cuda.get_device_name(i), list(torch.cuda.get_device_capability(i))]
                for i in range(torch.cuda.device_count())]
     print(json.dumps({"available": True, "torch": torch.__version__, "cuda": torch.version.cuda,
-                      "driver": torch._C._cuda_getDriverVersion(), "arch_list": torch.cuda.get_arch_list(),
+                      "arch_list": torch.cuda.get_arch_list(),
                       "nccl": ".".join(map(str, torch.cuda.nccl.version())), "devices": devices}))
 """
+
+
+def driver_version() -> str:
+    """The kernel driver's version from /proc (no NVML, no import)."""
+    try:
+        first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return "unknown"
+    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", first)
+    return match.group(1) if match else "unknown"
 
 
 def device_info(ctx: Context) -> dict:
@@ -72,7 +83,7 @@ def gpu_visible(ctx: Context) -> Result:
             unsupported.append(f"GPU {i} ({name}, {capability[0]}.{capability[1]})")
     detail = "\n".join(
         [
-            f"torch {info['torch']} CUDA {info['cuda']}, driver API {info['driver']}, NCCL {info['nccl']}",
+            f"torch {info['torch']} CUDA {info['cuda']}, driver {driver_version()}, NCCL {info['nccl']}",
             f"arch list: {' '.join(info['arch_list'])}",
             *lines,
         ]
@@ -84,12 +95,16 @@ def gpu_visible(ctx: Context) -> Result:
 
 
 PAUSE_RESUME = """
-import json, os, torch
+import contextlib, json, os, traceback, torch
 from torch_memory_saver import torch_memory_saver as tms
 report = {}
 try:
     n = (1 << 30) // 4
-    with tms.region(enable_cpu_backup=True):
+    # TMS_INIT_ENABLE=1, as slime sets for a train actor, opens the region at start-up (with CPU backup
+    # from TMS_INIT_ENABLE_CPU_BACKUP=1), and torch_memory_saver refuses a nested region() then.
+    init_region = os.environ.get("TMS_INIT_ENABLE") == "1"
+    region = contextlib.nullcontext() if init_region else tms.region(enable_cpu_backup=True)
+    with region:
         x = torch.full((n,), 7.0, device="cuda")
     torch.cuda.synchronize()
     before = torch.cuda.mem_get_info()[0]
@@ -100,9 +115,10 @@ try:
     kept = bool((x == 7.0).all().item())
     x.add_(1.0)
     written = bool((x == 8.0).all().item())
-    report = {"freed": paused - before, "kept": kept, "written": written}
+    report = {"freed": paused - before, "kept": kept, "written": written,
+              "region": "opened at start-up by TMS_INIT_ENABLE=1" if init_region else "region()"}
 except Exception as exc:
-    report = {"error": f"{type(exc).__name__}: {exc}"}
+    report = {"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc().strip().splitlines()[-3:]}
 print(json.dumps(report), flush=True)
 # Ending here on purpose: the pooled tensor's teardown at interpreter exit aborts under the preload
 # (measured on an H200, FACTS.md), which says nothing about whether the library works.
@@ -131,10 +147,12 @@ def tms_pause_resume(ctx: Context) -> Result:
         why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
         return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
     if "error" in report:
-        return Result(FAIL, f"pause/resume under {name} raised", report["error"])
+        return Result(FAIL, f"pause/resume under {name} raised {report['error']}", "\n".join(report["where"]))
     freed = report["freed"] / GIB
     detail = (
-        f"LD_PRELOAD={path}\nfreed {freed:.2f} GiB on pause; data kept: {report['kept']}; writable: {report['written']}"
+        f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
+        f"{report['region']}\nfreed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
+        f"writable after resume: {report['written']}"
     )
     if freed < 0.9:
         return Result(FAIL, f"pause released only {freed:.2f} GiB of 1 GiB", detail)
