@@ -46,8 +46,8 @@ test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
 
 .PHONY: lint
 lint: $(VENV)/.installed ## ruff, hadolint and the README version table
-	$(VENV)/bin/ruff check scripts tests
-	$(VENV)/bin/ruff format --check scripts tests
+	$(VENV)/bin/ruff check scripts tests benchmarks
+	$(VENV)/bin/ruff format --check scripts tests benchmarks
 	$(VENV)/bin/hadolint -c .hadolint.yaml slime.Dockerfile
 	$(VPY) scripts/versions.py readme --check
 	$(VPY) scripts/recipe_rules.py

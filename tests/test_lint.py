@@ -9,10 +9,10 @@ RUFF = shutil.which("ruff") or str(ROOT / ".venv" / "bin" / "ruff")
 
 
 def test_ruff_check_clean():
-    run = subprocess.run([RUFF, "check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([RUFF, "check", "scripts", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout
 
 
 def test_ruff_format_clean():
-    run = subprocess.run([RUFF, "format", "--check", "scripts", "tests"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([RUFF, "format", "--check", "scripts", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout

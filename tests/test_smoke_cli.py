@@ -231,3 +231,15 @@ TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
 def test_arch_rule(capability, arch_list, expected):
     assert checks_gpu.arch_supported(capability, arch_list) == expected
 
+
+def test_a_hanging_import_fails_its_check_within_the_timeout(tmp_path):
+    """A stand-in sglang_router whose import never returns: the check fails, the suite does not hang."""
+    package = tmp_path / "sglang_router"
+    package.mkdir()
+    (package / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    env = {"PYTHONPATH": str(tmp_path)}
+    code, report, _ = run_suite(sys.executable, "--only", "router-slime", "--timeout", "2", env=env)
+    check = by_id(report)["router-slime"]
+    assert code == 1 and check["status"] == "fail"
+    assert "timed out after 2 s" in check["detail"]
+    assert check["seconds"] < 10
