@@ -14,5 +14,7 @@ def test_ruff_check_clean():
 
 
 def test_ruff_format_clean():
-    run = subprocess.run([RUFF, "format", "--check", "scripts", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(
+        [RUFF, "format", "--check", "scripts", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
+    )
     assert run.returncode == 0, run.stdout
