@@ -44,6 +44,7 @@ class PipStep:
 
     line: int
     words: list[str]
+    action: str = "install"  # or "uninstall"
     requirements: list[str] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     packages: list[str] = field(default_factory=list)
@@ -94,8 +95,8 @@ def shell_commands(script: str) -> list[list[str]]:
     return [c for c in commands if c]
 
 
-def _pip_words(command: list[str]) -> list[str] | None:
-    """The words after `install` if this simple command is a pip install, else None."""
+def _pip_words(command: list[str]) -> tuple[str, list[str]] | None:
+    """(action, the words after it) if this simple command is a pip install or uninstall, else None."""
     words = list(command)
     while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
         words.pop(0)  # environment assignments before the command
@@ -104,15 +105,19 @@ def _pip_words(command: list[str]) -> list[str] | None:
     if not words:
         return None
     program = words[0].rsplit("/", 1)[-1]
-    if program in {"pip", "pip3"} and words[1:2] == ["install"]:
-        return words[2:]
-    if program.startswith("python") and words[1:4] == ["-m", "pip", "install"]:
-        return words[4:]
+    if program in {"pip", "pip3"}:
+        rest = words[1:]
+    elif program.startswith("python") and words[1:3] == ["-m", "pip"]:
+        rest = words[3:]
+    else:
+        return None
+    if rest[:1] in (["install"], ["uninstall"]):
+        return rest[0], rest[1:]
     return None
 
 
-def _pip_step(line: int, args: list[str]) -> PipStep:
-    step = PipStep(line=line, words=["pip", "install", *args])
+def _pip_step(line: int, action: str, args: list[str]) -> PipStep:
+    step = PipStep(line=line, words=["pip", action, *args], action=action)
     it = iter(args)
     for word in it:
         if word in ("-r", "--requirement"):
@@ -124,6 +129,8 @@ def _pip_step(line: int, args: list[str]) -> PipStep:
             (step.requirements if key == "--requirement" else step.constraints).append(value)
         elif word == "--no-deps":
             step.no_deps = True
+        elif word in ("-y", "--yes"):
+            continue
         elif word == "--force-reinstall":
             step.force_reinstall = True
         elif word in ("-e", "--editable"):
@@ -133,7 +140,8 @@ def _pip_step(line: int, args: list[str]) -> PipStep:
     return step
 
 
-def pip_steps(instructions: list[Instruction]) -> list[PipStep]:
+def pip_steps(instructions: list[Instruction], actions: tuple[str, ...] = ("install",)) -> list[PipStep]:
+    """The pip commands of the RUN lines, in order; installs only unless `actions` says otherwise."""
     variables = arg_defaults(instructions)
     steps = []
     for ins in instructions:
@@ -145,7 +153,7 @@ def pip_steps(instructions: list[Instruction]) -> list[PipStep]:
         except ValueError as exc:
             raise RecipeError(f"RUN at line {ins.line}: cannot split its shell: {exc}", "check its quoting") from None
         for command in commands:
-            args = _pip_words(command)
-            if args is not None:
-                steps.append(_pip_step(ins.line, args))
+            found = _pip_words(command)
+            if found is not None and found[0] in actions:
+                steps.append(_pip_step(ins.line, *found))
     return steps

@@ -1,0 +1,377 @@
+#!/usr/bin/env python3
+"""The layer planner: what each pip step of slime.Dockerfile does to the image's Python environment.
+
+    plan.py [--dockerfile F] [--base-manifest F] [--platform x86_64|aarch64] [--json PATH|-] [--lock PATH]
+
+It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files followed through the
+COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
+environment (dist-info folders with real metadata in a Python 3.12 venv): per step, what it adds,
+upgrades, downgrades, removes and leaves broken; at the end, `pip check` and the recipe's invariants.
+Resolutions are cached by their inputs, so a second plan of the same inputs takes seconds.
+Exit 0 when the final environment is clean and every invariant holds, 1 when not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+import recipe
+from plan_env import ROOT, Dist, FakeEnv, canonical, dist_from_report, load_manifest, planner_pip
+
+CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
+PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
+# Local source trees the Dockerfile installs, which the planner cannot read: what it simulates instead.
+LOCAL_SOURCES = {
+    "/opt/Megatron-LM": ("megatron-core", "simulated as megatron-core from PyPI, the package the checkout builds"),
+}
+NETWORK_ERRORS = ("NewConnectionError", "Max retries exceeded", "Temporary failure in name resolution",
+                  "Network is unreachable", "ConnectionError", "ProxyError")
+
+
+class PlanError(Exception):
+    def __init__(self, cause: str, fix: str):
+        super().__init__(cause)
+        self.cause, self.fix = cause, fix
+
+
+@dataclass
+class StepResult:
+    line: int
+    command: str
+    seconds: float
+    simulated: bool
+    note: str = ""
+    added: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "line": self.line,
+            "command": self.command,
+            "simulated": self.simulated,
+            "note": self.note,
+            "seconds": round(self.seconds, 2),
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "broken": self.broken,
+        }
+
+
+def is_older(old: str, new: str) -> bool:
+    try:
+        return Version(new) < Version(old)
+    except InvalidVersion:
+        return False
+
+
+def copy_map(instructions: list[recipe.Instruction]) -> dict[str, Path]:
+    """Image path -> repository file, from the COPY lines (so -r /opt/slime-image/x.txt finds x.txt)."""
+    mapping = {}
+    for ins in instructions:
+        if ins.cmd == "COPY" and not any(f.startswith("--from") for f in ins.flags) and len(ins.value) == 2:
+            mapping[ins.value[1].rstrip("/")] = ROOT / ins.value[0]
+    return mapping
+
+
+def wheel_name_version(url: str) -> tuple[str, str] | None:
+    match = re.match(r"([^-/]+)-([^-]+)-", url.rsplit("/", 1)[-1])
+    return (match.group(1), match.group(2)) if match and url.endswith(".whl") else None
+
+
+def platform_args(arch: str) -> list[str]:
+    if arch == PLATFORMS.get(platform.machine()):
+        return []  # this host is the image's architecture: pip's own tags (glibc 2.34+ needed by sglang)
+    tags = [f"manylinux_2_{n}_{arch}" for n in range(39, 16, -1)] + [f"manylinux2014_{arch}"]
+    args = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"]
+    return args + [a for tag in tags for a in ("--platform", tag)]
+
+
+class Planner:
+    def __init__(self, dockerfile: Path, manifest: Path | None, arch: str, log=print):
+        self.dockerfile = dockerfile
+        self.instructions = recipe.parse(dockerfile)
+        self.args = recipe.arg_defaults(self.instructions)
+        self.copies = copy_map(self.instructions)
+        self.arch = arch
+        self.log = log
+        self.manifest_path = manifest or self.default_manifest()
+        self.env = FakeEnv(CACHE / f"env-py312-{arch}")
+        self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+
+    def default_manifest(self) -> Path:
+        image = self.args.get("BASE_IMAGE", "")
+        return ROOT / "base-manifests" / (re.sub(r"[/:@]", "_", image) + ".json")
+
+    def start(self) -> dict:
+        if not self.manifest_path.is_file():
+            raise PlanError(f"no base-image manifest at {self.manifest_path}", "run `make base-manifest` with Docker")
+        data, dists = load_manifest(self.manifest_path)
+        self.env.create()
+        for dist in dists:
+            self.env.add(dist)
+        return data
+
+    def _cache_key(self, pip_args: list[str], files: list[Path]) -> str:
+        state = sorted(self.env.installed().items())
+        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip()]
+        return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
+
+    def _resolve(self, step: recipe.PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
+        pip_args = ["install", "--dry-run", "--quiet", "--use-feature=fast-deps", *platform_args(self.arch)]
+        if step.no_deps:
+            pip_args.append("--no-deps")
+        if step.force_reinstall:
+            pip_args.append("--force-reinstall")
+        for path in files:
+            pip_args += ["-r" if path in self._requirement_files(step) else "-c", str(path)]
+        pip_args += targets
+        key = self._cache_key(pip_args, files)
+        cached = CACHE / "resolutions" / f"{key}.json"
+        if cached.exists():
+            return json.loads(cached.read_text())["install"], "cached resolution"
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "report.json"
+            proc = self.env.pip(*pip_args[:2], "--report", str(report), *pip_args[2:])
+            if proc.returncode != 0:
+                tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
+                text = "\n".join(tail[-3:])
+                if any(marker in proc.stderr for marker in NETWORK_ERRORS):
+                    raise PlanError(
+                        f"cannot reach the package index while simulating line {step.line}: {tail[-1] if tail else ''}",
+                        "check the network or PIP_INDEX_URL; any plan made without the index would be stale",
+                    )
+                raise _Unsimulable(text or f"pip exited {proc.returncode}")
+            data = json.loads(report.read_text())
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps({"install": data["install"]}))
+        return data["install"], "resolved"
+
+    def _requirement_files(self, step: recipe.PipStep) -> list[Path]:
+        return [self._repo_file(r, step) for r in step.requirements]
+
+    def _repo_file(self, image_path: str, step: recipe.PipStep) -> Path:
+        found = self.copies.get(image_path)
+        if found is None or not found.is_file():
+            raise PlanError(
+                f"{self.dockerfile}:{step.line}: {image_path} is not COPY'd from a file in the repository",
+                "COPY the requirements or constraints file into the image before the pip step that reads it",
+            )
+        return found
+
+    def install(self, step: recipe.PipStep) -> tuple[bool, str]:
+        notes, targets = [], []
+        for package in step.packages:
+            if package.startswith(("http://", "https://")):
+                found = wheel_name_version(package)
+                if found and step.no_deps:
+                    self.env.add(Dist(*found))
+                    self.setter[canonical(found[0])] = step.line
+                    notes.append(f"{found[0]} {found[1]} from its wheel URL (not fetched; --no-deps)")
+                    continue
+                targets.append(package)
+            elif package.startswith("/"):
+                if package in LOCAL_SOURCES:
+                    name, why = LOCAL_SOURCES[package]
+                    targets.append(name)
+                    notes.append(f"{package}: {why}")
+                elif step.no_deps:
+                    name = Path(package).name.lower()
+                    version = self.args.get(f"{name.upper()}_REF", "0").lstrip("v")
+                    self.env.add(Dist(name, version))
+                    self.setter[canonical(name)] = step.line
+                    notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
+                else:
+                    notes.append(f"{package}: local tree not simulated (its metadata is only in the image)")
+            else:
+                targets.append(package)
+        files = self._requirement_files(step) + [self._repo_file(c, step) for c in step.constraints]
+        if not targets and not step.requirements:
+            return True, "; ".join(notes)
+        try:
+            items, how = self._resolve(step, targets, files)
+        except _Unsimulable as exc:
+            pinned = [t for t in targets if re.match(r"^[\w.\-\[\],]+==[\w.+]+$", t)]
+            for target in pinned:
+                name, version = target.split("==")
+                self.env.add(Dist(name.split("[")[0], version))
+                self.setter[canonical(name.split("[")[0])] = step.line
+            assumed = f"assumed {', '.join(pinned)} installed with no other change" if pinned else "assumed no change"
+            return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
+        for item in items:
+            dist = dist_from_report(item)
+            self.env.add(dist)
+            self.setter[canonical(dist.name)] = step.line
+        return True, "; ".join([*notes, how])
+
+    def run(self) -> dict:
+        manifest = self.start()
+        steps = recipe.pip_steps(self.instructions, ("install", "uninstall"))
+        results = []
+        requirements_line = next((s.line for s in steps if any(r.endswith("requirements.txt") for r in s.requirements)), None)
+        numpy_after_requirements = []
+        for index, step in enumerate(steps, 1):
+            before = self.env.installed()
+            start = time.monotonic()
+            self.log(f"[{index}/{len(steps)}] line {step.line}: {shorten(step.command)}", flush=True)
+            if step.action == "uninstall":
+                gone = [p for p in step.packages if self.env.remove(p)]
+                simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"
+            else:
+                simulated, note = self.install(step)
+            after = self.env.installed()
+            result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
+            result.added = {n: v for n, v in sorted(after.items()) if n not in before}
+            result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
+            result.removed = sorted(n for n in before if n not in after)
+            result.broken = self.env.check()
+            if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
+                numpy_after_requirements.append(step.line)
+            results.append(result)
+            self.log(describe(result), flush=True)
+        final = self.env.installed()
+        broken = self.env.check()
+        invariants = self.invariants(final, requirements_line, numpy_after_requirements)
+        ok = not broken and all(invariants.values())
+        return {
+            "base": {"manifest": str(self.manifest_path.relative_to(ROOT)), "partial": manifest.get("partial", False)},
+            "platform": self.arch,
+            "steps": [r.as_dict() for r in results],
+            "final": dict(sorted(final.items())),
+            "broken": broken,
+            "invariants": invariants,
+            "ok": ok,
+        }
+
+    def invariants(self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int]) -> dict:
+        numpy = final.get("numpy")
+        torch = final.get("torch", "")
+        intended = self.args.get("TORCH_VERSION", "").split("+")[0]
+        router_urls = [s.line for s in recipe.pip_steps(self.instructions) if any("sgl-router" in p for p in s.packages)]
+        return {
+            "numpy_below_2": bool(numpy) and Version(numpy) < Version("2"),
+            "torch_as_intended": torch.split("+")[0] == intended,
+            "stock_sglang_router_absent": "sglang-router" not in final
+            or self.setter.get("sglang-router") in router_urls,
+            "numpy_unchanged_after_requirements": requirements_line is not None and not numpy_moved,
+        }
+
+
+class _Unsimulable(Exception):
+    pass
+
+
+def shorten(command: str, width: int = 100) -> str:
+    return command if len(command) <= width else command[: width - 3] + "..."
+
+
+def describe(result: StepResult) -> str:
+    up = {n: v for n, v in result.changed.items() if not is_older(*v)}
+    down = {n: v for n, v in result.changed.items() if is_older(*v)}
+    lines = [
+        f"    {result.seconds:5.1f} s  +{len(result.added)} added, {len(up)} upgraded, {len(down)} downgraded, "
+        f"{len(result.removed)} removed, {len(result.broken)} broken"
+        + ("" if result.simulated else "  (NOT SIMULATED)")
+    ]
+    if result.note:
+        lines.append(f"    note: {result.note}")
+    if result.added:
+        names = [f"{n} {v}" for n, v in result.added.items()]
+        lines.append(f"    added: {', '.join(names[:12])}" + (f", ... ({len(names) - 12} more)" if len(names) > 12 else ""))
+    for label, group in (("upgraded", up), ("downgraded", down)):
+        if group:
+            lines.append(f"    {label}: " + ", ".join(f"{n} {a} -> {b}" for n, (a, b) in group.items()))
+    if result.removed:
+        lines.append(f"    removed: {', '.join(result.removed)}")
+    lines += [f"    BROKEN: {line}" for line in result.broken]
+    return "\n".join(lines)
+
+
+def summary(plan: dict) -> str:
+    lines = ["", f"final environment: {len(plan['final'])} distributions ({plan['platform']})"]
+    for name in ("torch", "numpy", "scipy", "sglang", "sglang-router", "transformer-engine", "megatron-core", "ray"):
+        if name in plan["final"]:
+            lines.append(f"    {name} {plan['final'][name]}")
+    lines.append("pip check: " + ("no broken requirements" if not plan["broken"] else f"{len(plan['broken'])} broken"))
+    lines += [f"    BROKEN: {line}" for line in plan["broken"]]
+    lines.append("invariants:")
+    lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
+    if plan["base"]["partial"]:
+        lines.append(f"note: the base manifest {plan['base']['manifest']} is partial; `make base-manifest` makes it exact")
+    lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
+    return "\n".join(lines)
+
+
+def lock_text(plan: dict) -> str:
+    """constraints.lock: every distribution the image ends with, except those the image builds itself."""
+    local = {"slime", "megatron-core"} | {canonical(n) for n, v in plan["final"].items() if "ngc" in v}
+    header = [
+        "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
+        "# Every pip step of the image is constrained by this file (PIP_CONSTRAINT), so a later rebuild",
+        "# installs the set that was planned and checked.",
+    ]
+    pins = [f"{n}=={v}" for n, v in plan["final"].items() if n not in local]
+    return "\n".join(header + pins) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dockerfile", type=Path, default=recipe.DOCKERFILE)
+    parser.add_argument("--base-manifest", type=Path)
+    parser.add_argument("--platform", default="x86_64")
+    parser.add_argument("--json", metavar="PATH|-")
+    parser.add_argument("--lock", type=Path, help="also write the constraints lock here")
+    args = parser.parse_args(argv)
+    arch = PLATFORMS.get(args.platform)
+    if arch is None:
+        parser.error(f"unknown platform {args.platform!r}: use x86_64 or aarch64")
+    log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
+    try:
+        plan = Planner(args.dockerfile, args.base_manifest, arch, log).run()
+    except (PlanError, recipe.RecipeError) as exc:
+        print(f"plan: {exc.cause}", file=sys.stderr)
+        print(f"fix: {exc.fix}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"plan: {exc}", file=sys.stderr)
+        print("fix: install Python 3.12 (the image's Python) or set PLAN_PYTHON", file=sys.stderr)
+        return 2
+    log(summary(plan))
+    if args.json:
+        text = json.dumps(plan, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            write_atomically(Path(args.json), text)
+    if args.lock:
+        if not plan["ok"]:
+            print("plan: not writing the lock: the plan failed", file=sys.stderr)
+            return 1
+        write_atomically(args.lock, lock_text(plan))
+    return 0 if plan["ok"] else 1
+
+
+def write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""A simulated Python environment for the layer planner: a Python 3.12 venv whose site-packages holds
+`*.dist-info` folders with real metadata (Name, Version, Requires-Dist) and no code.
+
+pip treats those folders as installed distributions, so `pip install --dry-run --report` in that venv
+resolves a layer exactly as it would over the image's environment, and `pip check` reports what a layer
+left broken.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class Dist:
+    name: str
+    version: str
+    requires: list[str] = field(default_factory=list)
+    requires_python: str | None = None
+    extras: list[str] = field(default_factory=list)
+
+    def metadata(self) -> str:
+        lines = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
+        if self.requires_python:
+            lines.append(f"Requires-Python: {self.requires_python}")
+        lines += [f"Provides-Extra: {e}" for e in self.extras]
+        lines += [f"Requires-Dist: {r}" for r in self.requires]
+        return "\n".join(lines) + "\n"
+
+
+def python312() -> str:
+    """The image's Python: $PLAN_PYTHON, pyenv's 3.12.x, or python3.12 on PATH."""
+    explicit = os.environ.get("PLAN_PYTHON")
+    if explicit:
+        return explicit
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
+        found = sorted((Path(root) / "versions").glob("3.12.*/bin/python3"))
+        if found:
+            return str(found[-1])
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    on_path = shutil.which("python3.12")
+    if on_path:
+        return on_path
+    raise EnvironmentError("no Python 3.12 found (the image's Python): install it or set PLAN_PYTHON")
+
+
+def planner_pip() -> str:
+    """The pip the planner resolves with, pinned in pyproject.toml ([tool.slime-image] planner-pip)."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["slime-image"]["planner-pip"]
+
+
+class FakeEnv:
+    """Distributions as dist-info folders in a venv built once and reused."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.python = folder / "bin" / "python"
+        self._site: Path | None = None
+
+    def create(self) -> None:
+        stamp = self.folder / ".planner-pip"
+        wanted = planner_pip()
+        if not (stamp.exists() and stamp.read_text() == wanted):
+            shutil.rmtree(self.folder, ignore_errors=True)
+            subprocess.run([python312(), "-m", "venv", str(self.folder)], check=True, capture_output=True)
+            subprocess.run(
+                [str(self.python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"pip=={wanted}"],
+                check=True,
+                capture_output=True,
+            )
+            stamp.write_text(wanted)
+        self.clear()
+
+    @property
+    def site(self) -> Path:
+        if self._site is None:
+            self._site = next((self.folder / "lib").glob("python3.*/site-packages"))
+        return self._site
+
+    def _tool_dists(self) -> set[str]:
+        return {"pip"}
+
+    def clear(self) -> None:
+        for info in self.site.glob("*.dist-info"):
+            if canonical(info.name.split("-")[0]) not in self._tool_dists():
+                shutil.rmtree(info)
+
+    def installed(self) -> dict[str, str]:
+        found = {}
+        for info in self.site.glob("*.dist-info"):
+            meta = (info / "METADATA").read_text(errors="replace")
+            name = re.search(r"^Name: (.+)$", meta, re.MULTILINE).group(1).strip()
+            version = re.search(r"^Version: (.+)$", meta, re.MULTILINE).group(1).strip()
+            if canonical(name) not in self._tool_dists():
+                found[canonical(name)] = version
+        return found
+
+    def remove(self, name: str) -> bool:
+        removed = False
+        for info in self.site.glob("*.dist-info"):
+            if canonical(info.name.split("-", 1)[0]) == canonical(name):
+                shutil.rmtree(info)
+                removed = True
+        return removed
+
+    def add(self, dist: Dist) -> None:
+        self.remove(dist.name)
+        info = self.site / f"{re.sub(r'[-.]+', '_', dist.name)}-{dist.version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(dist.metadata())
+        (info / "INSTALLER").write_text("slime-image-planner\n")
+        (info / "RECORD").write_text("")
+
+    def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        env.pop("PIP_CONSTRAINT", None)
+        return subprocess.run(
+            [str(self.python), "-m", "pip", *args], capture_output=True, text=True, env=env, timeout=timeout
+        )
+
+    def check(self) -> list[str]:
+        """`pip check` lines: what is broken in the environment now."""
+        out = self.pip("check").stdout
+        return [line.strip() for line in out.splitlines() if " requires " in line or " has requirement " in line]
+
+
+def dist_from_report(item: dict) -> Dist:
+    meta = item["metadata"]
+    return Dist(
+        name=meta["name"],
+        version=meta["version"],
+        requires=list(meta.get("requires_dist", [])),
+        requires_python=meta.get("requires_python"),
+        extras=list(meta.get("provides_extra", [])),
+    )
+
+
+def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
+    data = json.loads(path.read_text())
+    dists = [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in data["distributions"]]
+    return data, dists
+
