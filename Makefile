@@ -11,6 +11,7 @@ VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
 TAG          ?= $(shell $(PYTHON) scripts/versions.py tag)
 PLATFORM     ?= linux/amd64
+ARCH         := $(if $(filter linux/arm64,$(PLATFORM)),aarch64,x86_64)
 AWS_REGION   ?= us-west-2
 ECR_REPOSITORY ?= $(IMAGE)
 REPORTS      ?= reports
@@ -20,13 +21,13 @@ AWS_ACCOUNT_ID ?=
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
 need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
-	timeout 5 docker info >/dev/null 2>&1 || { echo "make $@: no Docker engine answers on this machine ('docker info' failed): start dockerd, or use make lint / make test, which need none" >&2; exit 1; }
+	timeout 5 docker info >/dev/null 2>&1 || { echo "make $@: no Docker engine answers on this machine ('docker info' failed): start dockerd, or use make plan / make test, which need none" >&2; exit 1; }
 
 .PHONY: help
 help: ## List the targets
 	@echo "slime-image: the SLIME image recipe for EKS (H200, B300, CUDA 13)"
 	@echo
-	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 	@echo
 	@echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"
 
@@ -39,6 +40,23 @@ $(VENV)/.installed: pyproject.toml
 
 .PHONY: venv
 venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools (other targets do it themselves)
+
+.PHONY: plan
+plan: $(VENV)/.installed ## Predict each pip layer of slime.Dockerfile and check the result (no Docker, no GPU)
+	$(VPY) scripts/plan.py --platform $(ARCH) $(PLAN_ARGS)
+
+.PHONY: lock
+lock: $(VENV)/.installed ## Re-plan without the lock and rewrite constraints.lock from the result
+	$(VPY) scripts/plan.py --platform $(ARCH) --lock constraints.lock
+
+.PHONY: base-manifest
+base-manifest: $(VENV)/.installed ## Regenerate the base image's manifest exactly, from the real image (needs Docker)
+	@$(need_engine)
+	@base=$$($(PYTHON) scripts/versions.py get BASE_IMAGE); tmp=$$(mktemp -d); \
+	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
+	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
+	$(VPY) scripts/base_manifest.py --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \
+	  --out "base-manifests/$$(echo "$$base" | tr '/:@' '___').json"; status=$$?; rm -rf $$tmp; exit $$status
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)

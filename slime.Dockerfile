@@ -34,6 +34,11 @@ RUN mkdir -p /opt/slime-image && \
       cp /etc/pip/constraint.txt /opt/slime-image/base-pip-constraint.txt && : > /etc/pip/constraint.txt; \
     fi
 
+# constraints.lock, written by `make lock` from the plan of this file: every pip step below installs the
+# versions that were planned and checked, so a rebuild next month installs the same set (W18).
+COPY constraints.lock /opt/slime-image/constraints.lock
+ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
+
 # System and EFA: without libfabric and aws-ofi-nccl on the loader path NCCL silently falls back to
 # TCP sockets on EKS (W13). No SSH server: Ray on Kubernetes does not use it, and a key baked in at
 # build time would be shared by every pod. GDRCopy is left out: it needs the gdrdrv kernel module on

@@ -19,16 +19,19 @@ import json
 import os
 import platform
 import re
+import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 import recipe
-from plan_env import ROOT, Dist, FakeEnv, canonical, dist_from_report, load_manifest, planner_pip
+from plan_env import ROOT, Dist, EnvSetupError, FakeEnv, canonical, dist_from_report, load_manifest, planner_pip
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
 PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
@@ -36,8 +39,15 @@ PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64
 LOCAL_SOURCES = {
     "/opt/Megatron-LM": ("megatron-core", "simulated as megatron-core from PyPI, the package the checkout builds"),
 }
-NETWORK_ERRORS = ("NewConnectionError", "Max retries exceeded", "Temporary failure in name resolution",
-                  "Network is unreachable", "ConnectionError", "ProxyError")
+UNSATISFIABLE = ("No matching distribution found", "ResolutionImpossible", "conflicting dependencies")
+NETWORK_ERRORS = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectionError",
+    "ProxyError",
+)
 
 
 class PlanError(Exception):
@@ -79,13 +89,21 @@ def is_older(old: str, new: str) -> bool:
         return False
 
 
-def copy_map(instructions: list[recipe.Instruction]) -> dict[str, Path]:
-    """Image path -> repository file, from the COPY lines (so -r /opt/slime-image/x.txt finds x.txt)."""
+def copy_map(instructions: list[recipe.Instruction], context: Path) -> dict[str, Path]:
+    """Image path -> build-context file, from the COPY lines (so -r /opt/slime-image/x.txt finds x.txt)."""
     mapping = {}
     for ins in instructions:
         if ins.cmd == "COPY" and not any(f.startswith("--from") for f in ins.flags) and len(ins.value) == 2:
-            mapping[ins.value[1].rstrip("/")] = ROOT / ins.value[0]
+            mapping[ins.value[1].rstrip("/")] = context / ins.value[0]
     return mapping
+
+
+def shown(path: Path) -> str:
+    """A path as the user knows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
 
 
 def wheel_name_version(url: str) -> tuple[str, str] | None:
@@ -102,16 +120,37 @@ def platform_args(arch: str) -> list[str]:
 
 
 class Planner:
-    def __init__(self, dockerfile: Path, manifest: Path | None, arch: str, log=print):
+    def __init__(
+        self, dockerfile: Path, manifest: Path | None, arch: str, log=print, use_lock: bool = True, cutoff: str = ""
+    ):
         self.dockerfile = dockerfile
         self.instructions = recipe.parse(dockerfile)
         self.args = recipe.arg_defaults(self.instructions)
-        self.copies = copy_map(self.instructions)
+        self.copies = copy_map(self.instructions, dockerfile.parent)
         self.arch = arch
         self.log = log
         self.manifest_path = manifest or self.default_manifest()
         self.env = FakeEnv(CACHE / f"env-py312-{arch}")
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+        self.lock = self.dockerfile_constraint() if use_lock else None
+        # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
+        self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
+
+    def dockerfile_constraint(self) -> Path | None:
+        """The file `ENV PIP_CONSTRAINT=...` applies to every pip step, as a repository path."""
+        for ins in self.instructions:
+            if ins.cmd == "ENV":
+                pairs = dict(zip(ins.value[::2], ins.value[1::2], strict=False))
+                if pairs.get("PIP_CONSTRAINT"):
+                    found = self.copies.get(pairs["PIP_CONSTRAINT"])
+                    if found is None or not found.is_file():
+                        raise PlanError(
+                            f"{self.dockerfile}:{ins.line}: PIP_CONSTRAINT={pairs['PIP_CONSTRAINT']} is not COPY'd "
+                            "from a file in the repository",
+                            "run `make lock`, and COPY the lock before setting PIP_CONSTRAINT",
+                        )
+                    return found
+        return None
 
     def default_manifest(self) -> Path:
         image = self.args.get("BASE_IMAGE", "")
@@ -121,7 +160,12 @@ class Planner:
         if not self.manifest_path.is_file():
             raise PlanError(f"no base-image manifest at {self.manifest_path}", "run `make base-manifest` with Docker")
         data, dists = load_manifest(self.manifest_path)
-        self.env.create()
+        try:
+            self.env.create()
+        except EnvSetupError as exc:
+            if not index_reachable():
+                raise unreachable("while preparing the planner's Python 3.12 venv") from None
+            raise PlanError(str(exc), "check that pip can install packages from your index") from None
         for dist in dists:
             self.env.add(dist)
         return data
@@ -133,6 +177,8 @@ class Planner:
 
     def _resolve(self, step: recipe.PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
         pip_args = ["install", "--dry-run", "--quiet", "--use-feature=fast-deps", *platform_args(self.arch)]
+        if self.cutoff:
+            pip_args += ["--uploaded-prior-to", self.cutoff]
         if step.no_deps:
             pip_args.append("--no-deps")
         if step.force_reinstall:
@@ -150,11 +196,10 @@ class Planner:
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
                 text = "\n".join(tail[-3:])
-                if any(marker in proc.stderr for marker in NETWORK_ERRORS):
-                    raise PlanError(
-                        f"cannot reach the package index while simulating line {step.line}: {tail[-1] if tail else ''}",
-                        "check the network or PIP_INDEX_URL; any plan made without the index would be stale",
-                    )
+                if any(marker in proc.stderr for marker in NETWORK_ERRORS) or not index_reachable():
+                    raise unreachable(f"while simulating line {step.line}")
+                if any(marker in proc.stderr for marker in UNSATISFIABLE):
+                    raise _WouldFail(text)
                 raise _Unsimulable(text or f"pip exited {proc.returncode}")
             data = json.loads(report.read_text())
         cached.parent.mkdir(parents=True, exist_ok=True)
@@ -200,10 +245,14 @@ class Planner:
             else:
                 targets.append(package)
         files = self._requirement_files(step) + [self._repo_file(c, step) for c in step.constraints]
+        if self.lock is not None:
+            files.append(self.lock)
         if not targets and not step.requirements:
             return True, "; ".join(notes)
         try:
             items, how = self._resolve(step, targets, files)
+        except _WouldFail as exc:
+            raise _StepFails(step.line, str(exc)) from None
         except _Unsimulable as exc:
             pinned = [t for t in targets if re.match(r"^[\w.\-\[\],]+==[\w.+]+$", t)]
             for target in pinned:
@@ -222,8 +271,11 @@ class Planner:
         manifest = self.start()
         steps = recipe.pip_steps(self.instructions, ("install", "uninstall"))
         results = []
-        requirements_line = next((s.line for s in steps if any(r.endswith("requirements.txt") for r in s.requirements)), None)
+        requirements_line = next(
+            (s.line for s in steps if any(r.endswith("requirements.txt") for r in s.requirements)), None
+        )
         numpy_after_requirements = []
+        failed_steps: list[int] = []
         for index, step in enumerate(steps, 1):
             before = self.env.installed()
             start = time.monotonic()
@@ -232,7 +284,11 @@ class Planner:
                 gone = [p for p in step.packages if self.env.remove(p)]
                 simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"
             else:
-                simulated, note = self.install(step)
+                try:
+                    simulated, note = self.install(step)
+                except _StepFails as exc:
+                    failed_steps.append(step.line)
+                    simulated, note = True, f"THIS STEP FAILS THE BUILD: {exc.why}"
             after = self.env.installed()
             result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
             result.added = {n: v for n, v in sorted(after.items()) if n not in before}
@@ -246,10 +302,14 @@ class Planner:
         final = self.env.installed()
         broken = self.env.check()
         invariants = self.invariants(final, requirements_line, numpy_after_requirements)
+        invariants["every_step_installs"] = not failed_steps
         ok = not broken and all(invariants.values())
         return {
-            "base": {"manifest": str(self.manifest_path.relative_to(ROOT)), "partial": manifest.get("partial", False)},
+            "base": {"manifest": shown(self.manifest_path), "partial": manifest.get("partial", False)},
             "platform": self.arch,
+            "lock": shown(self.lock) if self.lock else None,
+            "uploaded_prior_to": self.cutoff or None,
+            "inputs": self.input_digests(),
             "steps": [r.as_dict() for r in results],
             "final": dict(sorted(final.items())),
             "broken": broken,
@@ -257,11 +317,22 @@ class Planner:
             "ok": ok,
         }
 
+    def input_digests(self) -> dict[str, str]:
+        """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
+        steps = [s.words for s in recipe.pip_steps(self.instructions, ("install", "uninstall"))]
+        digests = {"slime.Dockerfile pip steps": json.dumps([steps, self.args])}
+        files = {self._repo_file(r, s) for s in recipe.pip_steps(self.instructions) for r in s.requirements}
+        for path in sorted(files) + [self.manifest_path]:
+            digests[shown(path)] = path.read_text()
+        return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
+
     def invariants(self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int]) -> dict:
         numpy = final.get("numpy")
         torch = final.get("torch", "")
         intended = self.args.get("TORCH_VERSION", "").split("+")[0]
-        router_urls = [s.line for s in recipe.pip_steps(self.instructions) if any("sgl-router" in p for p in s.packages)]
+        router_urls = [
+            s.line for s in recipe.pip_steps(self.instructions) if any("sgl-router" in p for p in s.packages)
+        ]
         return {
             "numpy_below_2": bool(numpy) and Version(numpy) < Version("2"),
             "torch_as_intended": torch.split("+")[0] == intended,
@@ -271,8 +342,46 @@ class Planner:
         }
 
 
+def index_url() -> str:
+    """The index pip will use: PIP_INDEX_URL, else pip's configuration, else PyPI."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
+    )
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "https://pypi.org/simple"
+
+
+def index_reachable() -> bool:
+    url = index_url().rstrip("/") + "/pip/"
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return True
+    except urllib.error.HTTPError:
+        return True  # the server answered
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def unreachable(where: str) -> PlanError:
+    return PlanError(
+        f"cannot reach the package index {index_url()} {where}",
+        "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
+    )
+
+
+class _StepFails(Exception):
+    def __init__(self, line: int, why: str):
+        super().__init__(why)
+        self.line, self.why = line, why
+
+
 class _Unsimulable(Exception):
-    pass
+    """pip could not work out the step here (for example an sdist whose metadata needs CUDA to build)."""
+
+
+class _WouldFail(Exception):
+    """pip says the step cannot be satisfied: the Docker build would fail at this step."""
 
 
 def shorten(command: str, width: int = 100) -> str:
@@ -291,7 +400,9 @@ def describe(result: StepResult) -> str:
         lines.append(f"    note: {result.note}")
     if result.added:
         names = [f"{n} {v}" for n, v in result.added.items()]
-        lines.append(f"    added: {', '.join(names[:12])}" + (f", ... ({len(names) - 12} more)" if len(names) > 12 else ""))
+        lines.append(
+            f"    added: {', '.join(names[:12])}" + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
+        )
     for label, group in (("upgraded", up), ("downgraded", down)):
         if group:
             lines.append(f"    {label}: " + ", ".join(f"{n} {a} -> {b}" for n, (a, b) in group.items()))
@@ -311,9 +422,31 @@ def summary(plan: dict) -> str:
     lines.append("invariants:")
     lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
     if plan["base"]["partial"]:
-        lines.append(f"note: the base manifest {plan['base']['manifest']} is partial; `make base-manifest` makes it exact")
+        lines.append(
+            f"note: the base manifest {plan['base']['manifest']} is partial; `make base-manifest` makes it exact"
+        )
     lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
     return "\n".join(lines)
+
+
+CUTOFF_LINE = "# uploaded-prior-to: "
+INPUT_LINE = "# input "
+
+
+def lock_inputs(lock: Path) -> dict[str, str]:
+    found = {}
+    for line in lock.read_text().splitlines():
+        if line.startswith(INPUT_LINE):
+            name, _, digest = line[len(INPUT_LINE) :].rpartition(" = ")
+            found[name] = digest
+    return found
+
+
+def lock_cutoff(lock: Path) -> str:
+    for line in lock.read_text().splitlines():
+        if line.startswith(CUTOFF_LINE):
+            return line[len(CUTOFF_LINE) :].strip()
+    return ""
 
 
 def lock_text(plan: dict) -> str:
@@ -322,7 +455,9 @@ def lock_text(plan: dict) -> str:
     header = [
         "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
         "# Every pip step of the image is constrained by this file (PIP_CONSTRAINT), so a later rebuild",
-        "# installs the set that was planned and checked.",
+        "# installs the set that was planned and checked. Plans resolve against the index as it stood then:",
+        f"{CUTOFF_LINE}{plan['uploaded_prior_to']}",
+        *[f"{INPUT_LINE}{name} = {digest}" for name, digest in plan["inputs"].items()],
     ]
     pins = [f"{n}=={v}" for n, v in plan["final"].items() if n not in local]
     return "\n".join(header + pins) + "\n"
@@ -334,14 +469,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--base-manifest", type=Path)
     parser.add_argument("--platform", default="x86_64")
     parser.add_argument("--json", metavar="PATH|-")
-    parser.add_argument("--lock", type=Path, help="also write the constraints lock here")
+    parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
+    parser.add_argument(
+        "--uploaded-prior-to", metavar="ISO-8601", help="resolve as the index stood then (default for --lock: now)"
+    )
     args = parser.parse_args(argv)
     arch = PLATFORMS.get(args.platform)
     if arch is None:
         parser.error(f"unknown platform {args.platform!r}: use x86_64 or aarch64")
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
     try:
-        plan = Planner(args.dockerfile, args.base_manifest, arch, log).run()
+        cutoff = args.uploaded_prior_to or ""
+        if args.lock is not None and not cutoff:
+            cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
+        plan = Planner(args.dockerfile, args.base_manifest, arch, log, args.lock is None, cutoff).run()
     except (PlanError, recipe.RecipeError) as exc:
         print(f"plan: {exc.cause}", file=sys.stderr)
         print(f"fix: {exc.fix}", file=sys.stderr)

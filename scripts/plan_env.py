@@ -65,6 +65,10 @@ def planner_pip() -> str:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["slime-image"]["planner-pip"]
 
 
+class EnvSetupError(Exception):
+    """The planner's own venv could not be made (no Python 3.12, or its pip could not be installed)."""
+
+
 class FakeEnv:
     """Distributions as dist-info folders in a venv built once and reused."""
 
@@ -79,11 +83,12 @@ class FakeEnv:
         if not (stamp.exists() and stamp.read_text() == wanted):
             shutil.rmtree(self.folder, ignore_errors=True)
             subprocess.run([python312(), "-m", "venv", str(self.folder)], check=True, capture_output=True)
-            subprocess.run(
-                [str(self.python), "-m", "pip", "install", "-q", "--disable-pip-version-check", f"pip=={wanted}"],
-                check=True,
-                capture_output=True,
-            )
+            proc = self.pip("install", "-q", f"pip=={wanted}")
+            if proc.returncode != 0:
+                shutil.rmtree(self.folder, ignore_errors=True)
+                raise EnvSetupError(
+                    f"pip=={wanted} could not be installed in the planner's venv: {proc.stderr.strip()[-300:]}"
+                )
             stamp.write_text(wanted)
         self.clear()
 
@@ -155,4 +160,3 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     data = json.loads(path.read_text())
     dists = [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in data["distributions"]]
     return data, dists
-

@@ -12,7 +12,7 @@ def recipe_copy(tmp_path):
     """A copy of the recipe files in a temporary folder, for tests that break one on purpose."""
 
     def make(edit=None):
-        for name in ("slime.Dockerfile", "requirements.txt", "README.md"):
+        for name in ("slime.Dockerfile", "requirements.txt", "constraints.lock", "README.md"):
             (tmp_path / name).write_text((ROOT / name).read_text())
         (tmp_path / "scripts").mkdir(exist_ok=True)
         dockerfile = tmp_path / "slime.Dockerfile"
