@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Fidelity and speed of the layer planner: plan vs a real install of the same steps (a benchmark, not a test).
+
+    python3 benchmarks/plan_fidelity.py [--workdir DIR]
+
+1. Writes a variant of slime.Dockerfile for this machine: without the lock (so pip resolves each layer
+   freely) and without the TransformerEngine step (a real install compiles CUDA code, which needs a GPU
+   toolchain). The base manifest's torch and torchvision become the PyPI builds sglang wants, with no
+   requirements, so that neither run downloads the 3 GB of CUDA wheels; both runs start from that base.
+2. Plans it cold (empty planner cache) and warm (second run).
+3. Replays it for real in a Python 3.12 venv holding the same base as dist-info folders: each pip step is
+   run with pip itself (not --dry-run), translated exactly as the planner translates it (Megatron's tree
+   as megatron-core, the router wheel and slime's tree added as their names and versions).
+4. Compares the final `name==version` sets and prints every difference, with the timings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import plan  # noqa: E402
+import recipe  # noqa: E402
+from plan_env import Dist, FakeEnv, canonical, load_manifest  # noqa: E402
+
+
+def variant(workdir: Path) -> tuple[Path, Path]:
+    text = (ROOT / "slime.Dockerfile").read_text()
+    text = text.replace("ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock\n", "")
+    text = re.sub(r" && \\\n\s+NVTE_FRAMEWORK=pytorch[^\n]*\n[^\n]*\"transformer_engine\[[^\n]*\n", " && \\\n", text)
+    assert "transformer_engine[" not in text, "the TransformerEngine step was not removed"
+    dockerfile = workdir / "slime.Dockerfile"
+    dockerfile.write_text(text)
+    for name in ("requirements.txt", "constraints.lock"):
+        shutil.copy(ROOT / name, workdir / name)
+    shutil.copytree(ROOT / "scripts", workdir / "scripts", dirs_exist_ok=True)
+    data, dists = load_manifest(plan.Planner(ROOT / "slime.Dockerfile", None, "x86_64").manifest_path)
+    for d in data["distributions"]:
+        if d["name"] in ("torch", "torchvision"):
+            d["version"], d["requires"] = ("2.11.0" if d["name"] == "torch" else "0.26.0"), []
+    manifest = workdir / "base.json"
+    manifest.write_text(json.dumps(data))
+    return dockerfile, manifest
+
+
+def run_plan(dockerfile: Path, manifest: Path, cache: Path, cutoff: str) -> tuple[dict, float]:
+    env = {**os.environ, "PLAN_CACHE": str(cache)}
+    start = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "plan.py"), "--dockerfile", str(dockerfile), "--base-manifest",
+         str(manifest), "--uploaded-prior-to", cutoff, "--json", "-"],
+        capture_output=True, text=True, env=env,
+    )
+    return json.loads(proc.stdout), time.monotonic() - start
+
+
+def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tuple[dict, float, list[str]]:
+    env = FakeEnv(workdir / "replay-venv")
+    env.create()
+    _, dists = load_manifest(manifest)
+    for dist in dists:
+        env.add(dist)
+    planner = plan.Planner(dockerfile, manifest, "x86_64", log=lambda *a, **k: None, use_lock=False)
+    log, start = [], time.monotonic()
+    for step in recipe.pip_steps(planner.instructions, ("install", "uninstall")):
+        if step.action == "uninstall":
+            for name in step.packages:
+                env.remove(name)
+            continue
+        args, targets = [], []
+        for package in step.packages:
+            if package.startswith("http"):
+                env.add(Dist(*plan.wheel_name_version(package)))
+            elif package in plan.LOCAL_SOURCES:
+                targets.append(plan.LOCAL_SOURCES[package][0])
+            elif package.startswith("/"):
+                env.add(Dist(Path(package).name, planner.args[f"{Path(package).name.upper()}_REF"].lstrip("v")))
+            else:
+                targets.append(package)
+        if step.no_deps:
+            args.append("--no-deps")
+        for r in step.requirements:
+            args += ["-r", str(planner.copies[r])]
+        if not targets and not step.requirements:
+            continue
+        step_start = time.monotonic()
+        proc = env.pip("install", "--no-cache-dir", "--uploaded-prior-to", cutoff, *args, *targets, timeout=3600)
+        log.append(f"line {step.line}: pip exit {proc.returncode} in {time.monotonic() - step_start:.0f} s")
+        if proc.returncode != 0:
+            log.append(proc.stderr[-1500:])
+            break
+    return env.installed(), time.monotonic() - start, log
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "slime-plan-fidelity")
+    args = parser.parse_args()
+    args.workdir.mkdir(parents=True, exist_ok=True)
+    cutoff = plan.lock_cutoff(ROOT / "constraints.lock")
+    dockerfile, manifest = variant(args.workdir)
+    cache = args.workdir / "plan-cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    planned, cold = run_plan(dockerfile, manifest, cache, cutoff)
+    _, warm = run_plan(dockerfile, manifest, cache, cutoff)
+    print(f"plan: cold {cold:.1f} s, warm {warm:.1f} s, {len(planned['final'])} distributions, ok={planned['ok']}")
+    installed, seconds, log = replay(dockerfile, manifest, args.workdir, cutoff)
+    print(f"replay: {seconds:.0f} s, {len(installed)} distributions")
+    print("\n".join(f"  {line}" for line in log))
+    final = {canonical(k): v for k, v in planned["final"].items()}
+    differences = sorted(
+        f"{name}: plan {final.get(name)} / replay {installed.get(name)}"
+        for name in set(final) | set(installed)
+        if final.get(name) != installed.get(name)
+    )
+    print(f"identical: {not differences} ({len(final) - len(differences)} of {len(final)} agree)")
+    print("\n".join(f"  {d}" for d in differences))
+    return 0 if not differences else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
