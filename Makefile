@@ -58,6 +58,64 @@ base-manifest: $(VENV)/.installed ## Regenerate the base image's manifest exactl
 	$(VPY) scripts/base_manifest.py --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \
 	  --out "base-manifests/$$(echo "$$base" | tr '/:@' '___').json"; status=$$?; rm -rf $$tmp; exit $$status
 
+OVERLAY      ?= h200
+RENDERED     := $(REPORTS)/manifests-$(OVERLAY).yaml
+KUBECTL_NS    = $$($(VPY) -c 'import os, sys; sys.path.insert(0, "scripts"); import k8s_render as r; print(r.values_for("$(OVERLAY)", dict(os.environ), r.K8S / "settings.env")["NAMESPACE"])')
+need_cluster = $(call need,kubectl,install kubectl (https://kubernetes.io/docs/tasks/tools/)); \
+	timeout 10 kubectl cluster-info >/dev/null 2>&1 || { echo "make $@: kubectl reaches no cluster (kubectl cluster-info failed): aws eks update-kubeconfig --name <cluster>" >&2; exit 1; }
+
+.PHONY: render
+render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100 (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM required)
+	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY)
+
+.PHONY: validate-manifests
+validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
+	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --out $(RENDERED)
+	@$(VPY) scripts/k8s_validate.py $(RENDERED) --overlay $(OVERLAY) --image "$$(grep -m1 'image:' $(RENDERED) | sed 's/.*image: "\(.*\)"/\1/')"
+
+.PHONY: crds
+crds: ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
+	@$(call need,curl,install curl)
+	@for v in v1.4.2 v1.7.0; do mkdir -p .cache/kuberay-crds/$$v; for k in rayclusters rayjobs; do \
+	  curl -fsSL -o .cache/kuberay-crds/$$v/ray.io_$$k.yaml https://raw.githubusercontent.com/ray-project/kuberay/$$v/ray-operator/config/crd/bases/ray.io_$$k.yaml || exit 1; done; done
+
+.PHONY: deploy
+deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
+	@$(need_cluster)
+	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
+	kubectl apply -f $(RENDERED)
+
+.PHONY: data-prep
+data-prep: $(VENV)/.installed ## Download the model and datasets onto the shared file system (a Job)
+	@$(need_cluster)
+	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
+	kubectl apply -f $(RENDERED)
+
+.PHONY: preflight
+preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY as a Job; print its report; exit with its status
+	@$(need_cluster)
+	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
+	@ns=$(KUBECTL_NS); job=$$(kubectl create -f $(RENDERED) -o name) || exit 1; \
+	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
+	kubectl -n $$ns logs $$job; \
+	failed=$$(kubectl -n $$ns get $$job -o jsonpath='{.status.failed}'); \
+	kubectl -n $$ns delete $$job --wait=false >/dev/null; \
+	[ -z "$$failed" ] || [ "$$failed" = 0 ]
+
+.PHONY: smoke-pod
+smoke-pod: $(VENV)/.installed ## Run the smoke suite (all stages) inside a running Ray GPU worker pod
+	@$(need_cluster)
+	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-gpu-worker -o name | head -1); \
+	[ -n "$$pod" ] || { echo "make smoke-pod: no Ray GPU worker pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
+	kubectl -n $$ns exec $$pod -- python3 /opt/slime-image/scripts/smoke_test.py --stage all
+
+.PHONY: submit
+submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) through the Ray head pod
+	@$(need_cluster)
+	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-head -o name | head -1); \
+	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
+	$(VPY) scripts/grpo_submit.py --recipe kubernetes/launch/qwen3-4b-grpo.yaml -- kubectl -n $$ns exec $$pod -- ray
+
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
 	$(VPY) -m pytest $(PYTEST_ARGS)

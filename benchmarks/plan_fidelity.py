@@ -45,7 +45,7 @@ def variant(workdir: Path) -> tuple[Path, Path]:
     for name in ("requirements.txt", "constraints.lock"):
         shutil.copy(ROOT / name, workdir / name)
     shutil.copytree(ROOT / "scripts", workdir / "scripts", dirs_exist_ok=True)
-    data, dists = load_manifest(plan.Planner(ROOT / "slime.Dockerfile", None, "x86_64").manifest_path)
+    data, _dists = load_manifest(plan.Planner(ROOT / "slime.Dockerfile", None, "x86_64").manifest_path)
     for d in data["distributions"]:
         if d["name"] in ("torch", "torchvision"):
             d["version"], d["requires"] = ("2.11.0" if d["name"] == "torch" else "0.26.0"), []
@@ -58,9 +58,21 @@ def run_plan(dockerfile: Path, manifest: Path, cache: Path, cutoff: str) -> tupl
     env = {**os.environ, "PLAN_CACHE": str(cache)}
     start = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "plan.py"), "--dockerfile", str(dockerfile), "--base-manifest",
-         str(manifest), "--uploaded-prior-to", cutoff, "--json", "-"],
-        capture_output=True, text=True, env=env,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "plan.py"),
+            "--dockerfile",
+            str(dockerfile),
+            "--base-manifest",
+            str(manifest),
+            "--uploaded-prior-to",
+            cutoff,
+            "--json",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     return json.loads(proc.stdout), time.monotonic() - start
 

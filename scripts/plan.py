@@ -28,9 +28,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
 import recipe
+from packaging.version import InvalidVersion, Version
 from plan_env import ROOT, Dist, EnvSetupError, FakeEnv, canonical, dist_from_report, load_manifest, planner_pip
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
@@ -322,7 +321,7 @@ class Planner:
         steps = [s.words for s in recipe.pip_steps(self.instructions, ("install", "uninstall"))]
         digests = {"slime.Dockerfile pip steps": json.dumps([steps, self.args])}
         files = {self._repo_file(r, s) for s in recipe.pip_steps(self.instructions) for r in s.requirements}
-        for path in sorted(files) + [self.manifest_path]:
+        for path in [*sorted(files), self.manifest_path]:
             digests[shown(path)] = path.read_text()
         return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
 

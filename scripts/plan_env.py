@@ -55,7 +55,7 @@ def python312() -> str:
     on_path = shutil.which("python3.12")
     if on_path:
         return on_path
-    raise EnvironmentError("no Python 3.12 found (the image's Python): install it or set PLAN_PYTHON")
+    raise OSError("no Python 3.12 found (the image's Python): install it or set PLAN_PYTHON")
 
 
 def planner_pip() -> str:
@@ -130,7 +130,9 @@ class FakeEnv:
         info.mkdir()
         (info / "METADATA").write_text(dist.metadata())
         (info / "INSTALLER").write_text("slime-image-planner\n")
-        (info / "RECORD").write_text("")
+        # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
+        files = ("METADATA", "INSTALLER", "RECORD")
+        (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
 
     def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}

@@ -17,7 +17,21 @@ from conftest import ROOT
 def _path_without(tmp_path, *missing):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("bash", "sh", "python3", "grep", "awk", "timeout", "git", "env", "mkdir", "cat", "docker", "aws"):
+    for tool in (
+        "bash",
+        "sh",
+        "python3",
+        "grep",
+        "awk",
+        "timeout",
+        "git",
+        "env",
+        "mkdir",
+        "cat",
+        "docker",
+        "aws",
+        "kubectl",
+    ):
         found = shutil.which(tool)
         if found and tool not in missing:
             (bin_dir / tool).symlink_to(found)
@@ -87,3 +101,20 @@ def test_push_without_credentials_says_so(tmp_path):
     assert run.returncode != 0 and seconds < 5
     lines = _own_lines(run.stderr)
     assert len(lines) == 1 and "no AWS credentials" in lines[0], run.stderr
+
+
+@pytest.mark.parametrize("target", ["deploy", "data-prep", "preflight", "smoke-pod", "submit"])
+def test_cluster_targets_fail_fast_without_a_cluster(target):
+    if subprocess.run(["kubectl", "cluster-info"], capture_output=True, timeout=20).returncode == 0:
+        pytest.skip("a cluster answers here")
+    run, seconds = _make(target, "OVERLAY=b300", "IMAGE=x", "NAMESPACE=slime", "NUM_NODES=1", "FSX_CLAIM=fsx")
+    assert run.returncode != 0 and seconds < 15
+    lines = _own_lines(run.stderr)
+    assert len(lines) == 1 and "kubectl reaches no cluster" in lines[0], run.stderr
+
+
+def test_cluster_targets_without_kubectl_name_it(tmp_path):
+    run, _ = _make("deploy", path=_path_without(tmp_path, "kubectl"))
+    assert _own_lines(run.stderr) == [
+        "make deploy: 'kubectl' is not installed: install kubectl (https://kubernetes.io/docs/tasks/tools/)"
+    ]

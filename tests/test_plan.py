@@ -68,7 +68,7 @@ def test_numpy_downgrade_breaks_scipy(layered):
 
 
 def test_no_deps_step_changes_nothing_else(layered):
-    proc, report = run_plan(*layered("RUN pip install --no-deps six==1.16.0"))
+    _proc, report = run_plan(*layered("RUN pip install --no-deps six==1.16.0"))
     last = report["steps"][-1]
     assert last["added"] == {"six": "1.16.0"} and last["changed"] == {} and last["removed"] == []
 

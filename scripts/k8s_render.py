@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""Render the EKS manifests for one instance type: kubernetes/templates/*.yaml with ${NAME} filled in.
+
+    k8s_render.py --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,data-prep-job] [--out F]
+
+Values come from three places, each name from exactly one: the overlay (kubernetes/overlays/<name>.yaml:
+instance type, GPU and EFA counts, requests), the user (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM, and
+optionally HF_TOKEN_SECRET, CLUSTER_NAME; from the environment, else the env file), and the recipe
+(RAY_VERSION, read from the pin in requirements.txt). Any name unset or empty stops the render with its
+name; nothing is printed then. Host side (PyYAML).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+K8S = ROOT / "kubernetes"
+TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
+USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
+USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime"}
+TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+class RenderError(Exception):
+    def __init__(self, cause: str, fix: str):
+        super().__init__(cause)
+        self.cause, self.fix = cause, fix
+
+
+def overlays() -> list[str]:
+    return sorted(p.stem for p in (K8S / "overlays").glob("*.yaml"))
+
+
+def ray_version() -> str:
+    match = re.search(r"^ray(?:\[[^\]]*\])?==([\w.]+)", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    if not match:
+        raise RenderError("requirements.txt pins no ray version", "pin ray[default]==X.Y.Z in requirements.txt")
+    return match.group(1)
+
+
+def read_env_file(path: Path | None) -> dict[str, str]:
+    if path is None or not path.exists():
+        return {}
+    values = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise RenderError(f"{path}:{number}: not NAME=value", "write one NAME=value per line")
+        values[name.strip()] = value.strip().strip('"')
+    return values
+
+
+def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict[str, str]:
+    if overlay not in overlays():
+        raise RenderError(f"unknown OVERLAY {overlay!r}", f"use one of: {', '.join(overlays())}")
+    fixed = {k: str(v) for k, v in yaml.safe_load((K8S / "overlays" / f"{overlay}.yaml").read_text()).items()}
+    from_file = read_env_file(env_file)
+    user = {}
+    for name in (*USER_REQUIRED, *USER_DEFAULTS):
+        value = env.get(name) or from_file.get(name) or USER_DEFAULTS.get(name, "")
+        if not value.strip():
+            raise RenderError(f"{name} is unset or empty", f"set {name} in the environment or in {env_file}")
+        user[name] = value.strip()
+    if not re.fullmatch(r"[1-9]\d*", user["NUM_NODES"]):
+        raise RenderError(f"NUM_NODES={user['NUM_NODES']!r} is not a positive whole number", "set NUM_NODES=2, say")
+    for name in ("NAMESPACE", "CLUSTER_NAME", "FSX_CLAIM", "HF_TOKEN_SECRET"):
+        if not DNS_LABEL.match(user[name]):
+            raise RenderError(
+                f"{name}={user[name]!r} is not a valid Kubernetes name", "use lower-case letters, digits, -"
+            )
+    if re.search(r"\s|\"", user["IMAGE"]):
+        raise RenderError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
+    return {**fixed, **user, "RAY_VERSION": ray_version()}
+
+
+def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple[str, ...] = TEMPLATES) -> str:
+    values = values_for(overlay, env, env_file)
+    documents = []
+    for name in only:
+        text = (K8S / "templates" / f"{name}.yaml").read_text()
+        unknown = sorted({t for t in TOKEN.findall(text) if t not in values})
+        if unknown:
+            raise RenderError(
+                f"templates/{name}.yaml uses {', '.join(unknown)}, which nothing sets", "set it or fix the template"
+            )
+        documents.append(TOKEN.sub(lambda m: values[m.group(1)], text).strip() + "\n")
+    rendered = "---\n".join(documents)
+    list(yaml.safe_load_all(rendered))  # a template that stops being YAML after substitution fails here
+    return rendered
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--overlay", required=True)
+    parser.add_argument("--env-file", type=Path, default=K8S / "settings.env")
+    parser.add_argument("--only", default=",".join(TEMPLATES))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    only = tuple(args.only.split(","))
+    if set(only) - set(TEMPLATES):
+        parser.error(f"--only takes {', '.join(TEMPLATES)}")
+    try:
+        text = render(args.overlay, dict(os.environ), args.env_file, only)
+    except RenderError as exc:
+        print(f"render: {exc.cause}", file=sys.stderr)
+        print(f"fix: {exc.fix}", file=sys.stderr)
+        return 1
+    except yaml.YAMLError as exc:
+        print(f"render: the rendered manifests are not valid YAML: {exc}", file=sys.stderr)
+        print("fix: quote the value that broke it, or fix the template", file=sys.stderr)
+        return 1
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = args.out.with_name(f".{args.out.name}.tmp")
+        tmp.write_text(text)
+        tmp.replace(args.out)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
