@@ -4,7 +4,7 @@ import importlib
 
 from slime_smoke.core import REGISTRY
 
-MODULES = ("checks_python", "checks_preload", "checks_system", "checks_gpu")
+MODULES = ("checks_python", "checks_preload", "checks_system", "checks_gpu", "checks_nccl")
 
 for _module in MODULES:
     importlib.import_module(f"slime_smoke.{_module}")
