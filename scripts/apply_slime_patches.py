@@ -19,8 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from atomic_write import write_atomically
 from slime_patches import PATCHES
-from slime_patches.base import APPLIED, ERROR, GOOD, Outcome, compile_check, write_atomically
+from slime_patches.base import APPLIED, ERROR, GOOD, Outcome, compile_check
 
 NEEDS_APPLYING = "needs-applying"
 

@@ -14,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from plan import write_atomically
+from atomic_write import write_atomically
 
 
 def manifest(image: str, inspect: dict, constraint: str) -> dict:

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from atomic_write import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
 K8S = ROOT / "kubernetes"
@@ -121,10 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         print("fix: quote the value that broke it, or fix the template", file=sys.stderr)
         return 1
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = args.out.with_name(f".{args.out.name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(args.out)
+        write_atomically(args.out, text)
     else:
         sys.stdout.write(text)
     return 0

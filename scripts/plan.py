@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import recipe
+from atomic_write import write_atomically
 from packaging.version import InvalidVersion, Version
 from plan_env import ROOT, Dist, EnvSetupError, FakeEnv, canonical, dist_from_report, load_manifest, planner_pip
 
@@ -503,14 +504,6 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         write_atomically(args.lock, lock_text(plan))
     return 0 if plan["ok"] else 1
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 if __name__ == "__main__":

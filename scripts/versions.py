@@ -17,8 +17,9 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from atomic_write import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "slime.Dockerfile"
@@ -109,17 +110,6 @@ def readme_table(versions: dict[str, str]) -> str:
     rows = ["| component | pinned | build arg |", "|---|---|---|"]
     rows += [f"| {COMPONENTS.get(name, name)} | `{value}` | `{name}` |" for name, value in versions.items()]
     return "\n".join([TABLE_BEGIN, *rows, TABLE_END])
-
-
-def write_atomically(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def sync_readme(versions: dict[str, str], readme: Path, check: bool) -> int:

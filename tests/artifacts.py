@@ -15,6 +15,8 @@ import subprocess
 import zipfile
 from pathlib import Path
 
+from plan_env import python312
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))
 PLATFORMS = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_34_x86_64"]
@@ -23,24 +25,6 @@ TMS_OLD = "torch-memory-saver==0.0.9.post1"
 TMS_NEW = "torch-memory-saver==0.0.10"
 CUDART12 = "nvidia-cuda-runtime-cu12==12.9.79"
 CUDART13 = "nvidia-cuda-runtime==13.0.96"
-
-
-def python312() -> str:
-    """The Python 3.12 the tests build venvs with: $SLIME_IMAGE_TEST_PYTHON, pyenv's 3.12.1, or python3.12."""
-    explicit = os.environ.get("SLIME_IMAGE_TEST_PYTHON")
-    if explicit:
-        return explicit
-    try:
-        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
-        candidate = Path(root) / "versions" / "3.12.1" / "bin" / "python3"
-        if candidate.exists():
-            return str(candidate)
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    found = shutil.which("python3.12")
-    if found:
-        return found
-    raise RuntimeError("no Python 3.12 found: set SLIME_IMAGE_TEST_PYTHON")
 
 
 def wheel(spec: str) -> Path:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,17 +44,3 @@ def compile_check(path: Path, text: str) -> str | None:
     except SyntaxError as exc:
         return f"{path}:{exc.lineno}: the patched file would not compile: {exc.msg}"
     return None
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise

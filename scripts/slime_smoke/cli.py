@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from atomic_write import write_atomically
 
 from slime_smoke import report
 from slime_smoke.core import BUILD, FAIL, GPU, SKIP, Check, Context, Result
@@ -47,12 +47,7 @@ def write(path: str, text: str) -> None:
     if path == "-":
         sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
         return
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, target)
+    write_atomically(Path(path), text)
 
 
 def parse_args(argv):
