@@ -126,6 +126,14 @@ def containers(spec: dict):
     return spec.get("containers", []) + spec.get("initContainers", [])
 
 
+def every_container(docs):
+    """(where, container) for every container of every pod template in the documents."""
+    for doc in docs:
+        for where, spec in pod_specs(doc):
+            for c in containers(spec):
+                yield where, c
+
+
 def quantity(value) -> Decimal:
     units = {
         "Ki": 2**10,
@@ -146,9 +154,7 @@ def quantity(value) -> Decimal:
 def policy_privileged(docs, overlay, image):
     return [
         f"{where}: container {c['name']} is privileged"
-        for doc in docs
-        for where, spec in pod_specs(doc)
-        for c in containers(spec)
+        for where, c in every_container(docs)
         if (c.get("securityContext") or {}).get("privileged")
         or (c.get("securityContext") or {}).get("allowPrivilegeEscalation")
     ]
@@ -156,23 +162,17 @@ def policy_privileged(docs, overlay, image):
 
 def policy_capabilities(docs, overlay, image):
     problems = []
-    for doc in docs:
-        for where, spec in pod_specs(doc):
-            for c in containers(spec):
-                added = set(((c.get("securityContext") or {}).get("capabilities") or {}).get("add", []))
-                if added - ALLOWED_CAPABILITIES:
-                    problems.append(
-                        f"{where}: container {c['name']} adds {', '.join(sorted(added - ALLOWED_CAPABILITIES))}"
-                    )
+    for where, c in every_container(docs):
+        added = set(((c.get("securityContext") or {}).get("capabilities") or {}).get("add", []))
+        if added - ALLOWED_CAPABILITIES:
+            problems.append(f"{where}: container {c['name']} adds {', '.join(sorted(added - ALLOWED_CAPABILITIES))}")
     return problems
 
 
 def policy_no_secret_values(docs, overlay, image):
     return [
         f"{where}: container {c['name']} sets {e['name']} as a literal; use valueFrom.secretKeyRef"
-        for doc in docs
-        for where, spec in pod_specs(doc)
-        for c in containers(spec)
+        for where, c in every_container(docs)
         for e in c.get("env", [])
         if SECRET_NAME.search(e["name"]) and "value" in e
     ]
@@ -180,17 +180,15 @@ def policy_no_secret_values(docs, overlay, image):
 
 def policy_requests_within_limits(docs, overlay, image):
     problems = []
-    for doc in docs:
-        for where, spec in pod_specs(doc):
-            for c in containers(spec):
-                requests = (c.get("resources") or {}).get("requests", {})
-                limits = (c.get("resources") or {}).get("limits", {})
-                for name, wanted in requests.items():
-                    try:
-                        if name in limits and quantity(wanted) > quantity(limits[name]):
-                            problems.append(f"{where}: {name} request {wanted} exceeds its limit {limits[name]}")
-                    except ValueError as exc:
-                        problems.append(f"{where}: {name}: {exc}")
+    for where, c in every_container(docs):
+        requests = (c.get("resources") or {}).get("requests", {})
+        limits = (c.get("resources") or {}).get("limits", {})
+        for name, wanted in requests.items():
+            try:
+                if name in limits and quantity(wanted) > quantity(limits[name]):
+                    problems.append(f"{where}: {name} request {wanted} exceeds its limit {limits[name]}")
+            except ValueError as exc:
+                problems.append(f"{where}: {name}: {exc}")
     return problems
 
 
@@ -219,9 +217,7 @@ def policy_counts_match_instance(docs, overlay, image):
 def policy_image_is_rendered(docs, overlay, image):
     return [
         f"{where}: container {c['name']} image {c.get('image')!r} is not {image!r}"
-        for doc in docs
-        for where, spec in pod_specs(doc)
-        for c in containers(spec)
+        for where, c in every_container(docs)
         if c.get("image") != image
     ]
 
