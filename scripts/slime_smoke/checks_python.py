@@ -267,9 +267,10 @@ TORCH_EXTENSIONS = (
     "rebuild the extension against the installed torch, or remove it; never let a later step replace torch",
 )
 def torch_provenance(ctx: Context) -> Result:
-    version = facts.dist_version("torch")
-    if version is None:
-        return Result(FAIL, "torch is not installed")
+    info = facts.torch_info(ctx)
+    if "error" in info:
+        return Result(FAIL, info["error"])
+    version = info["version"]  # torch.__version__, with the local part (+cu130) the distribution's version lacks
     declared = (facts.declared_versions(ctx) or {}).get("TORCH_VERSION")
     if declared and version != declared:
         return Result(FAIL, f"torch is {version}, the recipe intends {declared}")

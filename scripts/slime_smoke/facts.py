@@ -71,24 +71,31 @@ def imports_from(root: Path, package: str) -> set[tuple[str, str]]:
     return found
 
 
+def torch_info(ctx: Context) -> dict:
+    """torch.__version__ and torch.version.cuda as the interpreter under test reports them (one child)."""
+
+    def probe():
+        if not module_present("torch"):
+            return {"error": "torch is not installed"}
+        child = run_child(ctx, "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))")
+        data = child.json()
+        if not child.ok or not data:
+            return {"error": f"import torch failed: {child.tail(2)}"}
+        return {"version": data[0], "cuda": data[1]}
+
+    return ctx.once("torch_info", probe)
+
+
 def cuda_major(ctx: Context) -> tuple[int | None, str]:
     """The CUDA major the train workers use: --cuda-major, else torch.version.cuda read in a child."""
     if ctx.cuda_major is not None:
         return ctx.cuda_major, f"CUDA {ctx.cuda_major} (--cuda-major)"
-
-    def probe():
-        if not module_present("torch"):
-            return None, "torch is not installed"
-        child = run_child(ctx, "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))")
-        data = child.json()
-        if not child.ok or not data:
-            return None, f"import torch failed: {child.tail(2)}"
-        version, cuda = data
-        if not cuda:
-            return None, f"torch {version} has no CUDA runtime"
-        return int(cuda.split(".")[0]), f"CUDA {cuda} (torch {version})"
-
-    return ctx.once("cuda_major", probe)
+    info = torch_info(ctx)
+    if "error" in info:
+        return None, info["error"]
+    if not info["cuda"]:
+        return None, f"torch {info['version']} has no CUDA runtime"
+    return int(info["cuda"].split(".")[0]), f"CUDA {info['cuda']} (torch {info['version']})"
 
 
 def tms_dir() -> Path | None:
