@@ -102,7 +102,8 @@ def launch(ctx: Context, world: int, env: dict[str, str], code: str, timeout: fl
             except ValueError:
                 continue
         if report is None and not note:
-            note = f"rank {rank} exit code {proc.returncode}: {(err or out).strip().splitlines()[-1:] or ['no output']}"
+            last = ((err or out).strip().splitlines() or ["no output"])[-1]
+            note = f"rank {rank} exit code {proc.returncode}: {last}"
         outputs.append(report)
     return outputs, note
 
