@@ -12,7 +12,7 @@ import time
 
 from slime_smoke import facts
 from slime_smoke.checks_gpu import device_info
-from slime_smoke.core import FAIL, GPU, PASS, SKIP, Context, Result, check
+from slime_smoke.core import FAIL, GPU, PASS, SKIP, Child, Context, Result, check
 
 GIB = 1 << 30
 MAX_RANKS = 8
@@ -94,16 +94,10 @@ def launch(ctx: Context, world: int, env: dict[str, str], code: str, timeout: fl
             for other in procs:
                 other.communicate()
             return [None] * world, f"timed out after {timeout:.0f} s (a hang: rank {rank} never finished)"
-        report = None
-        for line in reversed(out.splitlines()):
-            try:
-                report = json.loads(line)
-                break
-            except ValueError:
-                continue
+        child = Child(proc.returncode, out, err, 0.0)
+        report = child.json()
         if report is None and not note:
-            last = ((err or out).strip().splitlines() or ["no output"])[-1]
-            note = f"rank {rank} exit code {proc.returncode}: {last}"
+            note = f"rank {rank} exit code {proc.returncode}: {child.tail(1) or 'no output'}"
         outputs.append(report)
     return outputs, note
 

@@ -8,7 +8,7 @@ import os
 import tms_preload
 
 from slime_smoke import facts
-from slime_smoke.core import BUILD, FAIL, PASS, SCRIPTS, WARN, Context, Result, check, run_child
+from slime_smoke.core import BUILD, FAIL, PASS, SCRIPTS, WARN, Context, Result, check, run_child, run_script
 
 PRELOAD_FIX = (
     "apply the image's slime patch (scripts/apply_slime_patches.py, tms-preload-cuda-aware), "
@@ -85,11 +85,10 @@ def slime_patched(ctx: Context) -> Result:
     root = facts.slime_root(ctx)
     if root is None:
         return Result(FAIL, "slime is not installed", "")
-    args = [str(SCRIPTS / "apply_slime_patches.py"), "--slime-root", str(root), "--check", "--json"]
+    args = ["--slime-root", str(root), "--check", "--json"]
     if ctx.megatron_root is not None:
         args += ["--megatron-root", str(ctx.megatron_root)]
-    code = "import runpy, sys; sys.argv = sys.argv[1:]; runpy.run_path(sys.argv[0], run_name='__main__')"
-    child = run_child(ctx, code, *args)
+    child = run_script(ctx, SCRIPTS / "apply_slime_patches.py", *args)
     try:
         report = json.loads(child.stdout)
     except ValueError:

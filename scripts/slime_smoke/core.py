@@ -95,13 +95,13 @@ class Child:
         return "\n".join(text[-lines:])
 
 
-def run_child(ctx: Context, code: str, *args: str, env: dict[str, str] | None = None, timeout: float | None = None):
-    """Run Python code in a child of the interpreter under test, bounded by a timeout."""
+def _run(ctx: Context, argv: list[str], env: dict[str, str] | None, timeout: float | None) -> Child:
+    """Run the interpreter under test with `argv`, bounded by a timeout."""
     start = time.monotonic()
     limit = timeout or ctx.timeout
     try:
         proc = subprocess.run(
-            [ctx.python, "-c", code, *args],
+            [ctx.python, *argv],
             capture_output=True,
             text=True,
             timeout=limit,
@@ -112,6 +112,16 @@ def run_child(ctx: Context, code: str, *args: str, env: dict[str, str] | None = 
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
         return Child(None, out, f"timed out after {limit:.0f} s", time.monotonic() - start)
     return Child(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def run_child(ctx: Context, code: str, *args: str, env: dict[str, str] | None = None, timeout: float | None = None):
+    """Run Python code in a child of the interpreter under test, bounded by a timeout."""
+    return _run(ctx, ["-c", code, *args], env, timeout)
+
+
+def run_script(ctx: Context, script: Path, *args: str, timeout: float | None = None) -> Child:
+    """Run one of the image's scripts in a child of the interpreter under test, bounded by a timeout."""
+    return _run(ctx, [str(script), *args], None, timeout)
 
 
 def import_in_child(ctx: Context, module: str, expression: str = "None", env: dict[str, str] | None = None) -> Child:

@@ -17,9 +17,9 @@ import sys
 import types
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path[0] = str(Path(__file__).resolve().parent.parent)  # scripts/, in place of this file's own folder
 
-import slime_source
+import slime_source  # noqa: E402
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import tms_preload
 
-from slime_smoke.core import SCRIPTS, Context, run_child
+from slime_smoke.core import SCRIPTS, Context, run_child, run_script
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
 
@@ -115,9 +115,7 @@ def preload_choice(ctx: Context) -> dict:
             return {"error": "torch_memory_saver is not installed"}
         major, how = cuda_major(ctx)
         args = [str(actor_group), str(root), str(tms), str(major) if ctx.cuda_major is not None else ""]
-        script = SCRIPTS / "slime_smoke" / "eval_preload.py"
-        code = f"import runpy, sys; sys.argv[0] = {str(script)!r}; runpy.run_path(sys.argv[0], run_name='__main__')"
-        child = run_child(ctx, code, *args)
+        child = run_script(ctx, SCRIPTS / "slime_smoke" / "eval_preload.py", *args)
         result = child.json() or {"error": f"evaluating slime's code failed: {child.tail(3)}"}
         return {**result, "actor_group": str(actor_group), "cuda_major": major, "cuda": how}
 
