@@ -1,5 +1,6 @@
 # slime-image: build, check and ship the SLIME image. `make` or `make help` lists the targets.
-# Versions are never written here: TAG comes from slime.Dockerfile through scripts/versions.py.
+# Versions are never written here: TAG comes from slime.Dockerfile through tools/versions.py.
+# Host tools run from the project virtualenv as `python -m tools.<name>`; image commands run in the image.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -9,7 +10,7 @@ PYTHON       ?= python3
 VENV         ?= .venv
 VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
-TAG          ?= $(shell $(PYTHON) scripts/versions.py tag)
+TAG          ?= $(shell $(VPY) -m tools.versions tag)
 PLATFORM     ?= linux/amd64
 ARCH         := $(if $(filter linux/arm64,$(PLATFORM)),aarch64,x86_64)
 AWS_REGION   ?= us-west-2
@@ -36,6 +37,7 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -m venv $(VENV)
 	@$(PYTHON) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' > $(VENV)/dev-requirements.txt
 	@$(VPY) -m pip install -q --disable-pip-version-check -r $(VENV)/dev-requirements.txt
+	@$(VPY) -c 'import site, sys; open(site.getsitepackages()[0] + "/slime-image.pth", "w").write("\n".join(sys.argv[1:]) + "\n")' "$(CURDIR)" "$(CURDIR)/image"
 	@touch $@
 
 .PHONY: venv
@@ -43,35 +45,36 @@ venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools 
 
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of slime.Dockerfile and check the result (no Docker, no GPU)
-	$(VPY) scripts/plan.py --platform $(ARCH) $(PLAN_ARGS)
+	$(VPY) -m tools.plan --platform $(ARCH) $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite constraints.lock from the result
-	$(VPY) scripts/plan.py --platform $(ARCH) --lock constraints.lock
+	$(VPY) -m tools.plan --platform $(ARCH) --lock constraints.lock
 
 .PHONY: base-manifest
 base-manifest: $(VENV)/.installed ## Regenerate the base image's manifest exactly, from the real image (needs Docker)
 	@$(need_engine)
-	@base=$$($(PYTHON) scripts/versions.py get BASE_IMAGE); tmp=$$(mktemp -d); \
+	@base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
 	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
-	$(VPY) scripts/base_manifest.py --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \
+	$(VPY) -m tools.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \
 	  --out "base-manifests/$$(echo "$$base" | tr '/:@' '___').json"; status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
 RENDERED     := $(REPORTS)/manifests-$(OVERLAY).yaml
-KUBECTL_NS    = $$($(VPY) -c 'import os, sys; sys.path.insert(0, "scripts"); import k8s_render as r; print(r.values_for("$(OVERLAY)", dict(os.environ), r.K8S / "settings.env")["NAMESPACE"])')
+KUBECTL_NS    = $$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get NAMESPACE)
 need_cluster = $(call need,kubectl,install kubectl (https://kubernetes.io/docs/tasks/tools/)); \
 	timeout 10 kubectl cluster-info >/dev/null 2>&1 || { echo "make $@: kubectl reaches no cluster (kubectl cluster-info failed): aws eks update-kubeconfig --name <cluster>" >&2; exit 1; }
 
 .PHONY: render
 render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100 (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM required)
-	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY)
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY)
 
 .PHONY: validate-manifests
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
-	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --out $(RENDERED)
-	@$(VPY) scripts/k8s_validate.py $(RENDERED) --overlay $(OVERLAY) --image "$$(grep -m1 'image:' $(RENDERED) | sed 's/.*image: "\(.*\)"/\1/')"
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --out $(RENDERED)
+	@image=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
+	$(VPY) -m tools.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image"
 
 .PHONY: crds
 crds: ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
@@ -82,19 +85,19 @@ crds: ## Download the KubeRay CRDs the manifest tests validate against into .cac
 .PHONY: deploy
 deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
 	@$(need_cluster)
-	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
 	kubectl apply -f $(RENDERED)
 
 .PHONY: data-prep
 data-prep: $(VENV)/.installed ## Download the model and datasets onto the shared file system (a Job)
 	@$(need_cluster)
-	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
 	kubectl apply -f $(RENDERED)
 
 .PHONY: preflight
 preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY as a Job; print its report; exit with its status
 	@$(need_cluster)
-	@$(VPY) scripts/k8s_render.py --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
 	@ns=$(KUBECTL_NS); job=$$(kubectl create -f $(RENDERED) -o name) || exit 1; \
 	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
 	kubectl -n $$ns logs $$job; \
@@ -107,14 +110,14 @@ smoke-pod: $(VENV)/.installed ## Run the smoke suite (all stages) inside a runni
 	@$(need_cluster)
 	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-gpu-worker -o name | head -1); \
 	[ -n "$$pod" ] || { echo "make smoke-pod: no Ray GPU worker pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
-	kubectl -n $$ns exec $$pod -- python3 /opt/slime-image/scripts/smoke_test.py --stage all
+	kubectl -n $$ns exec $$pod -- slime-smoke --stage all
 
 .PHONY: submit
 submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) through the Ray head pod
 	@$(need_cluster)
 	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-head -o name | head -1); \
 	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
-	$(VPY) scripts/grpo_submit.py --recipe kubernetes/launch/qwen3-4b-grpo.yaml -- kubectl -n $$ns exec $$pod -- ray
+	$(VPY) -m tools.grpo_submit --recipe kubernetes/launch/qwen3-4b-grpo.yaml -- kubectl -n $$ns exec $$pod -- ray
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
@@ -122,33 +125,33 @@ test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
 
 .PHONY: lint
 lint: $(VENV)/.installed ## ruff, hadolint and the README version table
-	$(VENV)/bin/ruff check scripts tests benchmarks
-	$(VENV)/bin/ruff format --check scripts tests benchmarks
+	$(VENV)/bin/ruff check image tools tests benchmarks
+	$(VENV)/bin/ruff format --check image tools tests benchmarks
 	$(VENV)/bin/hadolint -c .hadolint.yaml slime.Dockerfile
-	$(VPY) scripts/versions.py readme --check
-	$(VPY) scripts/recipe_rules.py
+	$(VPY) -m tools.versions readme --check
+	$(VPY) -m tools.rules
 
 .PHONY: versions
-versions: ## Print the version set declared in slime.Dockerfile
-	@$(PYTHON) scripts/versions.py json
+versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile
+	@$(VPY) -m tools.versions json
 
 .PHONY: tag
-tag: ## Print the default image tag
+tag: $(VENV)/.installed ## Print the default image tag
 	@echo $(TAG)
 
 .PHONY: readme
-readme: ## Regenerate the README's version table from slime.Dockerfile
-	$(PYTHON) scripts/versions.py readme
+readme: $(VENV)/.installed ## Regenerate the README's version table from slime.Dockerfile
+	$(VPY) -m tools.versions readme
 
 .PHONY: build
-build: ## docker build the image as $(IMAGE):$(TAG) for $(PLATFORM)
+build: $(VENV)/.installed ## docker build the image as $(IMAGE):$(TAG) for $(PLATFORM)
 	@$(need_engine)
 	docker buildx build --platform $(PLATFORM) -f slime.Dockerfile \
 		--build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
 		-t $(IMAGE):$(TAG) --load .
 
 .PHONY: push
-push: ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)
+push: $(VENV)/.installed ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
 	@$(need_engine)
 	@account="$(AWS_ACCOUNT_ID)"; \
@@ -165,9 +168,9 @@ push: ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)
 	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)"
 
 .PHONY: smoke-test
-smoke-test: ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in $(REPORTS)/
+smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in $(REPORTS)/
 	@$(need_engine)
 	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@mkdir -p $(REPORTS)
 	docker run --rm --gpus all --ipc=host -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
-		python3 /opt/slime-image/scripts/smoke_test.py --stage all --json /reports/smoke.json --junit /reports/smoke.xml
+		slime-smoke --stage all --json /reports/smoke.json --junit /reports/smoke.xml

@@ -2,7 +2,7 @@
 # SLIME (RL post-training: SGLang rollouts, Megatron-LM training, Ray) for EKS on H200 and B300, CUDA 13.
 # Every ARG below that names a version is the single source of truth for it: the Makefile's tag, the
 # README's version table, /opt/slime-image/versions.json and the tests all read these lines
-# (scripts/versions.py). Pin the base by digest in production: --build-arg BASE_IMAGE=nvcr.io/...@sha256:...
+# (tools/versions.py on the host, slime-record in the build). Pin the base by digest in production: --build-arg BASE_IMAGE=nvcr.io/...@sha256:...
 
 # Base: NGC PyTorch (CUDA 13, Python 3.12, cuDNN, NCCL, toolchain to build TransformerEngine).
 ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3
@@ -89,21 +89,23 @@ RUN pip install --no-deps --force-reinstall \
     pip install --no-deps -e /opt/slime && \
     pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
 
-# The image's own scripts (standard library only, run by the image's Python) and the recipe they read.
-COPY slime.Dockerfile /opt/slime-image/slime.Dockerfile
-COPY scripts/ /opt/slime-image/scripts/
+# The image's own code: image/ and nothing else of this repository (standard library only, run by the
+# image's Python); its commands (slime-smoke, slime-patch, slime-record, slime-launch) go on PATH.
+COPY image/ /opt/slime-image/
+ENV PATH=/opt/slime-image/bin:${PATH}
 
 # slime's self-neutralizing patches: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
 # Each reports not-needed once upstream fixes its defect; an unknown source shape fails the build here.
-RUN python3 /opt/slime-image/scripts/apply_slime_patches.py --slime-root /opt/slime --megatron-root /opt/Megatron-LM
+RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 
-# What the image claims to contain (W18): every declared version in versions.json, and the OCI labels below.
-RUN python3 /opt/slime-image/scripts/versions.py record --dockerfile /opt/slime-image/slime.Dockerfile \
-      --out /opt/slime-image/versions.json
+# What the image claims to contain (W18): every version ARG in versions.json, and the OCI labels below.
+RUN slime-record --out /opt/slime-image/versions.json BASE_IMAGE EFA_INSTALLER_VERSION MEGATRON_COMMIT \
+      SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION SGL_ROUTER_RELEASE SGL_ROUTER_VERSION SLIME_REF \
+      MBRIDGE_VERSION
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
 # a 16-GPU job. The report stays in the image.
-RUN python3 /opt/slime-image/scripts/smoke_test.py --stage build --json /opt/slime-image/smoke-build.json
+RUN slime-smoke --stage build --json /opt/slime-image/smoke-build.json
 
 LABEL org.opencontainers.image.source="${IMAGE_SOURCE}" \
       org.opencontainers.image.revision="${IMAGE_REVISION}" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fidelity and speed of the layer planner: plan vs a real install of the same steps (a benchmark, not a test).
 
-    python3 benchmarks/plan_fidelity.py [--workdir DIR]
+    .venv/bin/python benchmarks/plan_fidelity.py [--workdir DIR]
 
 1. Writes a variant of slime.Dockerfile for this machine: without the lock (so pip resolves each layer
    freely) and without the TransformerEngine step (a real install compiles CUDA code, which needs a GPU
@@ -27,12 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+from packaging.utils import canonicalize_name
 
-import plan  # noqa: E402
-import recipe  # noqa: E402
-from plan_env import Dist, FakeEnv, canonical, load_manifest  # noqa: E402
+from tools import plan
+from tools.plan_env import Dist, FakeEnv, load_manifest
+from tools.recipe import ROOT, Recipe
 
 
 def variant(workdir: Path) -> tuple[Path, Path]:
@@ -44,8 +43,7 @@ def variant(workdir: Path) -> tuple[Path, Path]:
     dockerfile.write_text(text)
     for name in ("requirements.txt", "constraints.lock"):
         shutil.copy(ROOT / name, workdir / name)
-    shutil.copytree(ROOT / "scripts", workdir / "scripts", dirs_exist_ok=True)
-    data, _dists = load_manifest(plan.Planner(ROOT / "slime.Dockerfile", None, "x86_64").manifest_path)
+    data, _dists = load_manifest(plan.Planner(Recipe.load(), None, "x86_64").manifest_path)
     for d in data["distributions"]:
         if d["name"] in ("torch", "torchvision"):
             d["version"], d["requires"] = ("2.11.0" if d["name"] == "torch" else "0.26.0"), []
@@ -60,7 +58,8 @@ def run_plan(dockerfile: Path, manifest: Path, cache: Path, cutoff: str) -> tupl
     proc = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "scripts" / "plan.py"),
+            "-m",
+            "tools.plan",
             "--dockerfile",
             str(dockerfile),
             "--base-manifest",
@@ -83,9 +82,9 @@ def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tupl
     _, dists = load_manifest(manifest)
     for dist in dists:
         env.add(dist)
-    planner = plan.Planner(dockerfile, manifest, "x86_64", log=lambda *a, **k: None, use_lock=False)
+    recipe = Recipe.load(dockerfile)
     log, start = [], time.monotonic()
-    for step in recipe.pip_steps(planner.instructions, ("install", "uninstall")):
+    for step in recipe.steps:
         if step.action == "uninstall":
             for name in step.packages:
                 env.remove(name)
@@ -93,17 +92,17 @@ def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tupl
         args, targets = [], []
         for package in step.packages:
             if package.startswith("http"):
-                env.add(Dist(*plan.wheel_name_version(package)))
+                env.add(Dist(*plan.wheel_name_version(package, "x86_64")))
             elif package in plan.LOCAL_SOURCES:
                 targets.append(plan.LOCAL_SOURCES[package][0])
             elif package.startswith("/"):
-                env.add(Dist(Path(package).name, planner.args[f"{Path(package).name.upper()}_REF"].lstrip("v")))
+                env.add(Dist(Path(package).name, recipe.args[f"{Path(package).name.upper()}_REF"].lstrip("v")))
             else:
                 targets.append(package)
         if step.no_deps:
             args.append("--no-deps")
         for r in step.requirements:
-            args += ["-r", str(planner.copies[r])]
+            args += ["-r", str(recipe.copies[r])]
         if not targets and not step.requirements:
             continue
         step_start = time.monotonic()
@@ -130,7 +129,7 @@ def main() -> int:
     installed, seconds, log = replay(dockerfile, manifest, args.workdir, cutoff)
     print(f"replay: {seconds:.0f} s, {len(installed)} distributions")
     print("\n".join(f"  {line}" for line in log))
-    final = {canonical(k): v for k, v in planned["final"].items()}
+    final = {canonicalize_name(k): v for k, v in planned["final"].items()}
     differences = sorted(
         f"{name}: plan {final.get(name)} / replay {installed.get(name)}"
         for name in set(final) | set(installed)

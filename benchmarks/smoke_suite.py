@@ -3,7 +3,7 @@
 
     python3 benchmarks/smoke_suite.py [--python PY] [--repeat N] [--stage build|gpu|all ...] [-- SUITE ARGS]
 
-Runs scripts/smoke_test.py N times per stage with the given interpreter and prints, for each stage, the
+Runs slime-smoke (image/bin) N times per stage with the given interpreter and prints, for each stage, the
 median wall time of the whole run and of each check (from the suite's own JSON). Record what it prints,
 with the machine it ran on, in docs/benchmarks.md.
 """
@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-SMOKE = Path(__file__).resolve().parent.parent / "scripts" / "smoke_test.py"
+SMOKE = Path(__file__).resolve().parent.parent / "image" / "bin" / "slime-smoke"
 
 
 def main() -> int:

@@ -1,10 +1,15 @@
-import sys
+"""Fixtures shared by tests/image (what runs in the image) and tests/tools (what runs on the host).
+
+The project virtualenv puts the repository and image/ on the path (`make venv`), so tests import
+`slime_image...` and `tools...` as the commands do.
+"""
+
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+IMAGE_BIN = ROOT / "image" / "bin"
 
 
 @pytest.fixture
@@ -14,7 +19,8 @@ def recipe_copy(tmp_path):
     def make(edit=None):
         for name in ("slime.Dockerfile", "requirements.txt", "constraints.lock", "README.md"):
             (tmp_path / name).write_text((ROOT / name).read_text())
-        (tmp_path / "scripts").mkdir(exist_ok=True)
+        if not (tmp_path / "image").exists():
+            (tmp_path / "image").symlink_to(ROOT / "image")
         dockerfile = tmp_path / "slime.Dockerfile"
         if edit:
             text = dockerfile.read_text()
@@ -26,7 +32,7 @@ def recipe_copy(tmp_path):
     return make
 
 
-SMOKE = ROOT / "scripts" / "smoke_test.py"
+SMOKE = IMAGE_BIN / "slime-smoke"
 
 
 def hide_cuda13(command: list[str], empty_dir) -> list[str]:

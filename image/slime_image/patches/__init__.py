@@ -1,0 +1,5 @@
+"""slime-image's self-neutralizing patches. Adding one: a module with ID, TARGET and plan(), listed here."""
+
+from slime_image.patches import gpuless_head_validate_args, tms_preload_cuda_aware
+
+PATCHES = [tms_preload_cuda_aware, gpuless_head_validate_args]

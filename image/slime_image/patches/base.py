@@ -1,0 +1,54 @@
+"""What every patch shares: its outcome, source edits located by ast positions, and safe writes."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# plan() answers WOULD_APPLY (with the edits), ALREADY_APPLIED, NOT_NEEDED or ERROR; only the writer, after
+# writing every edit, reports APPLIED.
+WOULD_APPLY, APPLIED, ALREADY_APPLIED, NOT_NEEDED, ERROR = (
+    "would-apply",
+    "applied",
+    "already-applied",
+    "not-needed",
+    "error",
+)
+GOOD = {APPLIED, ALREADY_APPLIED, NOT_NEEDED}
+
+
+@dataclass
+class Outcome:
+    status: str
+    message: str
+    edits: dict[Path, str] = field(default_factory=dict)  # file -> its full new text
+
+
+def _char_offset(lines: list[str], lineno: int, col: int) -> int:
+    """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
+    before = sum(len(line) for line in lines[: lineno - 1])
+    return before + len(lines[lineno - 1].encode()[:col].decode())
+
+
+def replace_node_span(text: str, first: ast.AST, last: ast.AST, replacement: str, whole_lines: bool) -> str:
+    """Replace the source from `first` to `last` (whole lines when asked) with `replacement`."""
+    lines = text.splitlines(keepends=True)
+    if whole_lines:
+        start = sum(len(line) for line in lines[: first.lineno - 1])
+        end = sum(len(line) for line in lines[: last.end_lineno])
+    else:
+        start = _char_offset(lines, first.lineno, first.col_offset)
+        end = _char_offset(lines, last.end_lineno, last.end_col_offset)
+    return text[:start] + replacement + text[end:]
+
+
+def compile_check(path: Path, text: str) -> str | None:
+    """None when the new text compiles, else the error (nothing is written then)."""
+    if path.suffix != ".py":
+        return None
+    try:
+        compile(text, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return f"{path}:{exc.lineno}: the patched file would not compile: {exc.msg}"
+    return None

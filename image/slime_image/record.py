@@ -1,0 +1,43 @@
+"""slime-record: write /opt/slime-image/versions.json from the values the build actually used.
+
+    slime-record --out FILE NAME [NAME ...]
+
+Each NAME is a version ARG of slime.Dockerfile; a RUN step sees its value in the environment (a build arg
+may have overridden the default). The Dockerfile's record step names every version ARG, and a structural
+rule (tools/rules.py) fails when it leaves one out. The image tag's format is defined here, once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from slime_image.atomic_write import write_atomically
+from slime_image.errors import UserError, run_command
+
+
+def image_tag(versions: dict[str, str]) -> str:
+    """The tag format is also written in the Dockerfile's org.opencontainers.image.version label."""
+    return f"{versions['SLIME_REF']}-sgl{versions['SGLANG_VERSION']}"
+
+
+def record(names: list[str], env: dict[str, str], out: Path) -> None:
+    missing = [name for name in names if not env.get(name)]
+    if missing:
+        raise UserError(
+            f"no value in the environment for {', '.join(missing)}",
+            "run slime-record in a RUN step of slime.Dockerfile, after the ARG lines, naming version ARGs",
+        )
+    values = {name: env[name] for name in names}
+    tag = image_tag(values) if {"SLIME_REF", "SGLANG_VERSION"} <= set(values) else None
+    write_atomically(out, json.dumps({"versions": values, "tag": tag}, indent=2) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="slime-record", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("names", nargs="+", metavar="NAME")
+    args = parser.parse_args(argv)
+    return run_command("slime-record", lambda: record(args.names, dict(os.environ), args.out) or 0)

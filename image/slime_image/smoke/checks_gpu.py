@@ -1,0 +1,115 @@
+"""GPU-stage checks: the device against torch's architectures (W19), and pause/resume under the preload (W3, W6)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from slime_image.smoke import facts
+from slime_image.smoke.core import FAIL, GPU, PASS, Context, Result, check, run_probe
+
+GIB = 1 << 30
+
+
+def arch_supported(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+    """The best arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
+
+    sm_XY machine code runs on major X with minor >= Y ("a" variants only on exactly X.Y);
+    compute_XY PTX is JIT-compiled for any device of capability >= X.Y.
+    """
+    major, minor = capability
+    runs = []
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry)
+        if not match:
+            continue
+        kind, x, y, variant = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
+        if kind == "sm" and x == major and (minor == y if variant == "a" else minor >= y):
+            runs.append((1, x, y, entry))
+        elif kind == "compute" and (major, minor) >= (x, y):
+            runs.append((0, x, y, entry))
+    # Machine code over PTX, then the newest: what the CUDA runtime itself would pick.
+    return max(runs)[3] if runs else None
+
+
+def driver_version() -> str:
+    """The kernel driver's version from /proc (no NVML, no import)."""
+    try:
+        first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return "unknown"
+    match = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", first)
+    return match.group(1) if match else "unknown"
+
+
+def device_info(ctx: Context) -> dict:
+    def probe():
+        child = run_probe(ctx, "device")
+        return child.json() or {"available": False, "error": child.tail(3)}
+
+    return ctx.once("device_info", probe)
+
+
+@check(
+    "gpu-visible",
+    "W19",
+    GPU,
+    "no kernel image is available for execution on the device; or no GPU reaches the container",
+    "run with --gpus all (or the nvidia.com/gpu request); use a torch build whose arch list covers the GPU",
+)
+def gpu_visible(ctx: Context) -> Result:
+    info = device_info(ctx)
+    if not info.get("available"):
+        return Result(FAIL, "torch sees no CUDA device", info.get("error", f"torch {info.get('torch')}"))
+    lines, unsupported = [], []
+    for i, (name, capability) in enumerate(info["devices"]):
+        entry = arch_supported(tuple(capability), info["arch_list"])
+        lines.append(f"GPU {i}: {name}, compute capability {capability[0]}.{capability[1]}, runs {entry or 'nothing'}")
+        if entry is None:
+            unsupported.append(f"GPU {i} ({name}, {capability[0]}.{capability[1]})")
+    detail = "\n".join(
+        [
+            f"torch {info['torch']} CUDA {info['cuda']}, driver {driver_version()}, NCCL {info['nccl']}",
+            f"arch list: {' '.join(info['arch_list'])}",
+            *lines,
+        ]
+    )
+    if unsupported:
+        return Result(FAIL, f"torch has no kernels for {', '.join(unsupported)}", detail)
+    name, cap = info["devices"][0]
+    return Result(PASS, f"{len(info['devices'])} x {name} (sm {cap[0]}.{cap[1]}), CUDA {info['cuda']}", detail)
+
+
+@check(
+    "tms-pause-resume",
+    "W6",
+    GPU,
+    "train workers die at start (libcudart mismatch) or TorchMemorySaver observes invalid LD_PRELOAD",
+    "use the preload build that matches torch's CUDA runtime (apply the image's slime patch)",
+    exclusive=True,
+)
+def tms_pause_resume(ctx: Context) -> Result:
+    choice = facts.preload_choice(ctx)
+    if "path" not in choice:
+        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
+    path = choice["path"]
+    child = run_probe(ctx, "pause_resume", env=facts.train_actor_env(ctx, path), timeout=min(ctx.timeout, 180))
+    name = os.path.basename(path)
+    report = child.json()
+    if report is None:
+        why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
+        return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
+    if "error" in report:
+        return Result(FAIL, f"pause/resume under {name} raised {report['error']}", "\n".join(report["where"]))
+    freed = report["freed"] / GIB
+    detail = (
+        f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
+        f"{report['region']}\nfreed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
+        f"writable after resume: {report['written']}"
+    )
+    if freed < 0.9:
+        return Result(FAIL, f"pause released only {freed:.2f} GiB of 1 GiB", detail)
+    if not (report["kept"] and report["written"]):
+        return Result(FAIL, "the tensor lost its data or is not writable after resume", detail)
+    return Result(PASS, f"{name}: pause freed {freed:.2f} GiB, resume kept the data", detail)

@@ -1,0 +1,99 @@
+"""The torch_memory_saver preload library slime's train workers get, and whether slime is patched."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from slime_image import tms_preload
+from slime_image.smoke import facts
+from slime_image.smoke.core import BUILD, COMMANDS, FAIL, PASS, WARN, Context, Result, check, run_probe, run_python
+
+PRELOAD_FIX = (
+    "apply the image's slime patch (slime-patch, tms-preload-cuda-aware), "
+    "or pin torch_memory_saver to a wheel whose build for this CUDA major slime picks"
+)
+
+
+def _cdll(ctx: Context, path: str) -> tuple[str, str]:
+    """Load the library in a child: ('loaded'|'no-driver'|'failed'|'not-run', what happened)."""
+    env, driver = facts.env_with_driver(ctx)
+    if driver == "no driver and no driver stub":
+        stub = ctx.env.get("SLIME_SMOKE_DRIVER_STUB", str(facts.DRIVER_STUB))
+        return "not-run", f"CDLL not attempted: no driver, and no driver stub at {stub}"
+    child = run_probe(ctx, "cdll", path, env=env, timeout=30)
+    if child.ok:
+        return "loaded", f"CDLL loaded it (with {driver})"
+    error = child.tail(1)
+    if tms_preload.DRIVER_LIBRARY in error:
+        return "no-driver", f"CDLL stopped at the driver library ({driver}): {error}"
+    return "failed", f"CDLL failed (with {driver}): {error}"
+
+
+@check(
+    "tms-preload",
+    "W3",
+    BUILD,
+    "bash: error while loading shared libraries: libcudart.so.12 in every Ray train worker (W3, W4, W5)",
+    PRELOAD_FIX,
+)
+def tms_preload_check(ctx: Context) -> Result:
+    major, how = facts.cuda_major(ctx)
+    if major is None:
+        return Result(FAIL, f"cannot tell the CUDA runtime of the train workers: {how}")
+    choice = facts.preload_choice(ctx)
+    if "error" in choice:
+        return Result(
+            FAIL,
+            f"slime's preload selection raises {choice.get('type', 'an error')} on {choice['cuda']}",
+            f"{choice.get('actor_group', '')}: {choice['error']}",
+        )
+    path = choice["path"]
+    name = os.path.basename(path)
+    try:
+        dynamic = tms_preload.read_dynamic(path)
+    except (OSError, tms_preload.ElfError) as exc:
+        return Result(FAIL, f"slime would preload {name}, which cannot be read", str(exc))
+    links = tms_preload.cudart_majors(dynamic["needed"])
+    linked = ", ".join(f"libcudart.so.{m}" for m in links) or "no libcudart"
+    facts_line = f"slime picks {name}; it links {linked}; runtime {choice['cuda']}"
+    if links and major not in links:
+        other = f"{tms_preload.STEM}_cu{major}.abi3.so"
+        exists = os.path.exists(os.path.join(os.path.dirname(path), other))
+        better = f"; {other} {'exists and would load' if exists else 'is not installed'}"
+        return Result(FAIL, f"slime would preload the CUDA {links[0]} build on CUDA {major}", facts_line + better)
+    reason = tms_preload.why_not_loadable(path, major, ctx.env)
+    if reason:
+        return Result(FAIL, f"{name} would not load in a train worker: {reason}", facts_line)
+    outcome, note = _cdll(ctx, path)
+    if outcome == "loaded":
+        return Result(PASS, f"{name} matches CUDA {major}, resolves and loads", f"{facts_line}\n{note}")
+    if outcome == "failed":
+        return Result(FAIL, f"{name} matches CUDA {major} but does not load", f"{facts_line}\n{note}")
+    return Result(WARN, f"{name} matches CUDA {major} and resolves; {note.split(':')[0]}", f"{facts_line}\n{note}")
+
+
+@check(
+    "slime-patched",
+    None,
+    BUILD,
+    "an image whose slime still has the defects the image's patches fix",
+    "run slime-patch --slime-root <slime checkout> in the image",
+)
+def slime_patched(ctx: Context) -> Result:
+    root = facts.slime_root(ctx)
+    if root is None:
+        return Result(FAIL, "slime is not installed", "")
+    args = ["--slime-root", str(root), "--check", "--json"]
+    if ctx.megatron_root is not None:
+        args += ["--megatron-root", str(ctx.megatron_root)]
+    child = run_python(ctx, [str(COMMANDS / "slime-patch"), *args])
+    try:
+        report = json.loads(child.stdout)
+    except ValueError:
+        return Result(FAIL, "the patcher did not report", child.tail())
+    lines = [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
+    if not report["ok"]:
+        bad = [p["id"] for p in report["patches"] if p["status"] not in ("already-applied", "not-needed")]
+        return Result(FAIL, f"not patched: {', '.join(bad)}", "\n".join(lines))
+    return Result(PASS, ", ".join(f"{p['id']} {p['status']}" for p in report["patches"]), "\n".join(lines))

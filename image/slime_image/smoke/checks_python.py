@@ -1,0 +1,280 @@
+"""Checks of the Python environment: numpy vs slime's assert, pip's view, the pieces slime imports."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import types
+from concurrent.futures import ThreadPoolExecutor
+
+from slime_image import slime_source
+from slime_image.smoke import facts
+from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_probe, run_python
+
+SAFE_BUILTINS = {"int": int, "str": str, "float": float, "tuple": tuple, "len": len, "map": map}
+NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklearn", "numba", "h5py")
+
+
+def _no_slime(ctx: Context) -> Result:
+    where = f"--slime-root {ctx.slime_root}" if ctx.slime_root else "this interpreter"
+    return Result(
+        FAIL, f"slime is not installed in {where}", "the image must contain slime (pip install -e . --no-deps)"
+    )
+
+
+@check(
+    "megatron-numpy",
+    "W1",
+    BUILD,
+    "AssertionError: Megatron does not support numpy 2.x, minutes into Megatron init",
+    "install numpy<2 (requirements.txt) and keep every later pip step --no-deps",
+)
+def megatron_numpy(ctx: Context) -> Result:
+    root = facts.slime_root(ctx)
+    if root is None or not (root / "slime").is_dir():
+        return _no_slime(ctx)
+    version = facts.dist_version("numpy")
+    if version is None:
+        return Result(FAIL, "numpy is not installed")
+    found = [
+        (path, node, alias)
+        for path, tree in facts.slime_sources(root, "__version__")
+        for node, alias in slime_source.numpy_version_assertions(tree)
+    ]
+    if not found:
+        return Result(PASS, f"slime carries no numpy-version assertion (numpy {version})")
+    failed, unknown = [], []
+    for path, node, alias in found:
+        where = f"{path.relative_to(root)}:{node.lineno}"
+        stand_in = types.SimpleNamespace(__version__=version)
+        try:
+            holds = eval(
+                compile(ast.Expression(node.test), str(path), "eval"),
+                {"__builtins__": SAFE_BUILTINS},
+                {alias: stand_in},
+            )
+        except Exception as exc:
+            unknown.append(f"{where}: `{ast.unparse(node.test)}` could not be evaluated ({exc})")
+            continue
+        if not holds:
+            message = f" ({ast.unparse(node.msg)})" if node.msg is not None else ""
+            failed.append(f"{where}: `{ast.unparse(node.test)}`{message}")
+    if failed:
+        return Result(
+            FAIL, f"numpy {version} fails slime's assertion {failed[0].split(':')[0]}", "\n".join(failed + unknown)
+        )
+    if unknown:
+        return Result(WARN, f"{len(unknown)} numpy assertion(s) in slime could not be evaluated", "\n".join(unknown))
+    return Result(PASS, f"numpy {version} satisfies {len(found)} numpy assertion(s) in slime")
+
+
+def _pip_conflicts(output: str) -> list[tuple[str, str]]:
+    """(package, line) for each conflict `pip check` prints."""
+    conflicts = []
+    for line in output.splitlines():
+        match = re.match(r"^(\S+) \S+ (has requirement|requires) ", line)
+        if match:
+            conflicts.append((match.group(1).lower().replace("_", "-"), line.strip()))
+    return conflicts
+
+
+def _allowlist(ctx: Context) -> tuple[list[dict], list[str]]:
+    try:
+        entries = json.loads(ctx.allowlist.read_text())
+    except FileNotFoundError:
+        return [], []
+    except ValueError as exc:
+        return [], [f"{ctx.allowlist}: not valid JSON: {exc}"]
+    problems = [
+        f"{ctx.allowlist}: entry {i} lacks {key}"
+        for i, entry in enumerate(entries)
+        for key in ("package", "requirement", "reason", "date")
+        if not str(entry.get(key, "")).strip()
+    ]
+    return entries, problems
+
+
+@check(
+    "pip-check",
+    "W2",
+    BUILD,
+    "compiled packages broken by the numpy downgrade (import scipy fails), TE missing a dependency (W10)",
+    "pin the companion versions in requirements.txt, or add a reviewed entry to pip_check_allowlist.json",
+)
+def pip_check(ctx: Context) -> Result:
+    child = run_python(ctx, ["-m", "pip", "check"])
+    if child.returncode is None:
+        return Result(FAIL, "pip check timed out", child.stderr)
+    entries, problems = _allowlist(ctx)
+    if problems:
+        return Result(FAIL, "the pip-check allow-list is not reviewed", "\n".join(problems))
+    conflicts = _pip_conflicts(child.stdout)
+    if child.returncode != 0 and not conflicts:
+        return Result(FAIL, "pip check could not run", child.tail())
+    allowed = [
+        line
+        for package, line in conflicts
+        if any(e["package"].lower() == package and e["requirement"] in line for e in entries)
+    ]
+    broken = [line for _, line in conflicts if line not in allowed]
+    present = [m for m in NUMPY_ABI_MODULES if facts.module_present(m)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        imports = dict(zip(present, pool.map(lambda m: run_probe(ctx, "import_module", m), present), strict=True))
+    failed_imports = [f"import {m}: {c.tail(2)}" for m, c in imports.items() if not c.ok]
+    if broken or failed_imports:
+        summary = f"{len(broken)} unreviewed conflict(s), {len(failed_imports)} numpy-ABI import failure(s)"
+        return Result(FAIL, summary, "\n".join(broken + failed_imports))
+    note = f", {len(allowed)} allowed by the reviewed list" if allowed else ""
+    return Result(PASS, f"pip check clean{note}; imported {', '.join(present) or 'no numpy-ABI packages'}")
+
+
+def _import_names(ctx: Context, pairs: set[tuple[str, str]]) -> list[str]:
+    """Import each (module, name) slime uses, in one child; return what failed."""
+    child = run_probe(ctx, "import_names", json.dumps(sorted(pairs)))
+    data = child.json()
+    return data if isinstance(data, list) else [f"import failed: {child.tail(3)}"]
+
+
+@check(
+    "router-slime",
+    "W8",
+    BUILD,
+    "weight sync fails or router flags are unknown: a stock sglang_router replaced the SLIME build",
+    "reinstall the SLIME-patched router wheel with --no-deps, after every step that has dependencies",
+)
+def router_slime(ctx: Context) -> Result:
+    if not facts.module_present("sglang_router"):
+        return Result(FAIL, "sglang_router is not installed")
+    child = run_probe(ctx, "import_module", "sglang_router", "__version__")
+    if not child.ok:
+        return Result(FAIL, "import sglang_router failed", child.tail())
+    version = child.json()
+    if not version or "slime" not in version:
+        return Result(FAIL, f"sglang_router {version} is the stock build, not the SLIME build")
+    root = facts.slime_root(ctx)
+    missing = _import_names(ctx, facts.imports_from(root, "sglang_router")) if root else []
+    if missing:
+        return Result(FAIL, "slime imports router API the installed router lacks", "\n".join(missing))
+    return Result(PASS, f"sglang_router {version}")
+
+
+@check(
+    "mbridge",
+    "W7",
+    BUILD,
+    "ModuleNotFoundError: No module named 'mbridge' in checkpoint conversion",
+    "pip install --no-deps mbridge (its version is MBRIDGE_VERSION in slime.Dockerfile)",
+)
+def mbridge(ctx: Context) -> Result:
+    if not facts.module_present("mbridge"):
+        return Result(FAIL, "mbridge is not installed (slime goes in with --no-deps, which never brings it)")
+    root = facts.slime_root(ctx)
+    pairs = (facts.imports_from(root, "mbridge") if root else set()) or {("mbridge", "")}
+    missing = _import_names(ctx, pairs)
+    if missing:
+        return Result(FAIL, "what slime imports from mbridge does not import", "\n".join(missing))
+    return Result(PASS, f"mbridge {facts.dist_version('mbridge')}: {len(pairs)} import(s) slime uses work")
+
+
+@check(
+    "megatron-helpers",
+    "W11",
+    BUILD,
+    "ModuleNotFoundError: megatron.core.datasets.helpers_cpp on nodes other than rank 0, then an NCCL timeout",
+    "compile the helpers in the image: make -C <Megatron-LM>/megatron/core/datasets",
+)
+def megatron_helpers(ctx: Context) -> Result:
+    if not facts.module_present("megatron"):
+        return Result(FAIL, "Megatron-LM is not importable")
+    child = run_probe(ctx, "import_module", "megatron.core.datasets.helpers_cpp", "__file__")
+    if not child.ok:
+        return Result(FAIL, "megatron.core.datasets.helpers_cpp does not import", child.tail())
+    return Result(PASS, f"helpers_cpp compiled: {child.json()}")
+
+
+# How to read the installed counterpart of each declared version: a distribution name, or None.
+DECLARED_DISTRIBUTIONS = {
+    "SGLANG_VERSION": "sglang",
+    "TORCH_VERSION": "torch",
+    "TRANSFORMER_ENGINE_VERSION": "transformer_engine",
+    "MBRIDGE_VERSION": "mbridge",
+    "SGL_ROUTER_VERSION": "sglang-router",
+}
+
+
+@check(
+    "versions-declared",
+    "W18",
+    BUILD,
+    "silent drift: the image no longer holds the tested version pairing",
+    "rebuild from slime.Dockerfile without later pip steps that change these packages",
+)
+def versions_declared(ctx: Context) -> Result:
+    declared = facts.declared_versions(ctx)
+    if declared is None:
+        return Result(SKIP, f"no versions file at {ctx.versions_file}: not an image built by slime-image")
+    wrong, compared = [], []
+    for arg, dist in DECLARED_DISTRIBUTIONS.items():
+        if arg not in declared:
+            continue
+        installed = facts.dist_version(dist)
+        compared.append(arg)
+        if installed is None or installed.split("+")[0] != declared[arg].split("+")[0]:
+            wrong.append(f"{arg}={declared[arg]} but {dist} {installed or 'is not installed'}")
+    ref = declared.get("SLIME_REF", "")
+    if re.fullmatch(r"v?\d+(\.\d+)+", ref):
+        compared.append("SLIME_REF")
+        if facts.dist_version("slime") != ref.lstrip("v"):
+            wrong.append(f"SLIME_REF={ref} but slime {facts.dist_version('slime') or 'is not installed'}")
+    megatron = facts.package_dir("megatron")
+    if "MEGATRON_COMMIT" in declared and megatron:
+        compared.append("MEGATRON_COMMIT")
+        head = facts.git_head(megatron.parent)
+        if head != declared["MEGATRON_COMMIT"]:
+            wrong.append(f"MEGATRON_COMMIT={declared['MEGATRON_COMMIT']} but {megatron.parent} is at {head}")
+    if wrong:
+        return Result(FAIL, f"{len(wrong)} installed version(s) differ from {ctx.versions_file}", "\n".join(wrong))
+    return Result(PASS, f"{len(compared)} declared versions match what is installed")
+
+
+# Compiled extensions that must have been built against the installed torch.
+TORCH_EXTENSIONS = (
+    "transformer_engine.pytorch",
+    "flash_attn",
+    "apex",
+    "torchvision",
+    "torchaudio",
+    "sgl_kernel",
+    "flashinfer",
+)
+
+
+@check(
+    "torch-provenance",
+    "W9",
+    BUILD,
+    "undefined symbol: _ZN3c10... importing flash-attn, TransformerEngine or apex",
+    "rebuild the extension against the installed torch, or remove it; never let a later step replace torch",
+)
+def torch_provenance(ctx: Context) -> Result:
+    info = facts.torch_info(ctx)
+    if "error" in info:
+        return Result(FAIL, info["error"])
+    version = info["version"]  # torch.__version__, with the local part (+cu130) the distribution's version lacks
+    declared = (facts.declared_versions(ctx) or {}).get("TORCH_VERSION")
+    if declared and version != declared:
+        return Result(FAIL, f"torch is {version}, the recipe intends {declared}")
+    present = [m for m in TORCH_EXTENSIONS if facts.module_present(m.split(".")[0])]
+    env, driver = facts.env_with_driver(ctx)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        children = dict(
+            zip(present, pool.map(lambda m: run_probe(ctx, "import_module", m, env=env), present), strict=True)
+        )
+    failed = [f"import {m}: {c.tail(2)}" for m, c in children.items() if not c.ok]
+    if failed:
+        return Result(
+            FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed)
+        )
+    intent = " as declared" if declared else " (no versions file to compare)"
+    return Result(PASS, f"torch {version}{intent}; imported {', '.join(present) or 'no extensions'} (with {driver})")

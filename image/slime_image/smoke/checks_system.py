@@ -1,0 +1,70 @@
+"""Checks of the loader path: CUDA forward-compat libraries (W14) and the EFA/OFI NCCL plugin (W13)."""
+
+from __future__ import annotations
+
+import glob
+import os
+
+from slime_image import tms_preload
+from slime_image.smoke import facts
+from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
+
+
+@check(
+    "cuda-compat-path",
+    "W14",
+    BUILD,
+    "CUDA error 803 (system has unsupported display driver / cuda driver combination) on newer host drivers",
+    "remove /usr/local/cuda/compat from LD_LIBRARY_PATH and /etc/ld.so.conf.d; the host driver must win",
+)
+def cuda_compat_path(ctx: Context) -> Result:
+    found = []
+    for directory in filter(None, ctx.env.get("LD_LIBRARY_PATH", "").split(":")):
+        libcuda = glob.glob(os.path.join(directory, "libcuda.so*"))
+        if "compat" in directory.split(os.sep) or ("compat" in directory and libcuda):
+            found.append(
+                f"LD_LIBRARY_PATH lists {directory}" + (f" (holds {os.path.basename(libcuda[0])})" if libcuda else "")
+            )
+    cached = tms_preload.ld_cache().get(tms_preload.DRIVER_LIBRARY, "")
+    if "compat" in cached:
+        found.append(f"the ld cache resolves {tms_preload.DRIVER_LIBRARY} to {cached}")
+    if found:
+        return Result(FAIL, "a CUDA forward-compat libcuda is ahead of the host driver", "\n".join(found))
+    return Result(PASS, "no CUDA compat directory on the loader path")
+
+
+@check(
+    "efa-plugin",
+    "W13",
+    BUILD,
+    "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
+    "install the EFA installer's aws-ofi-nccl and put its lib folder on LD_LIBRARY_PATH (slime.Dockerfile)",
+)
+def efa_plugin(ctx: Context) -> Result:
+    plugins = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
+    if not plugins:
+        return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
+    excused = set() if facts.driver_present(ctx) else {tms_preload.DRIVER_LIBRARY}
+    problems, loader_path = [], ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+    for plugin in plugins:
+        try:
+            dynamic = tms_preload.read_dynamic(plugin)
+        except (OSError, tms_preload.ElfError) as exc:
+            problems.append(f"{plugin}: {exc}")
+            continue
+        missing = [
+            n
+            for n in dynamic["needed"]
+            if n not in excused and not tms_preload.resolve(n, os.path.dirname(plugin), dynamic, ctx.env)
+        ]
+        if missing:
+            problems.append(f"{plugin} needs {', '.join(missing)}, not found on the loader path")
+    if not any(os.path.dirname(p) in loader_path for p in plugins) and not ctx.env.get(
+        "NCCL_NET_PLUGIN", ""
+    ).startswith("/"):
+        problems.append(f"NCCL cannot find the plugin: {os.path.dirname(plugins[0])} is not on LD_LIBRARY_PATH")
+    if problems:
+        return Result(FAIL, "the OFI NCCL plugin would not load", "\n".join(problems))
+    provider = ctx.env.get("FI_PROVIDER")
+    note = f"FI_PROVIDER={provider}" if provider else "FI_PROVIDER unset here (the EKS manifests set it to efa)"
+    return Result(PASS, f"{os.path.basename(plugins[0])} and what it needs resolve; {note}")

@@ -1,0 +1,115 @@
+"""Command line of the smoke suite: choose checks, run them, write the reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.errors import UserError, run_command
+from slime_image.smoke import facts, report
+from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, Check, Context, Result
+from slime_image.smoke.registry import CHECKS
+
+STAGES = {"build": {BUILD}, "gpu": {GPU}, "all": {BUILD, GPU}}
+
+
+def run_one(check: Check, ctx: Context, stages: set[str]) -> report.Row:
+    start = time.monotonic()
+    if check.stage not in stages:
+        result = Result(
+            SKIP,
+            f"needs {'a GPU and its driver' if check.stage == GPU else 'no GPU'} (--stage {check.stage} or all)",
+        )
+    else:
+        try:
+            result = check.run(ctx)
+        except Exception as exc:
+            result = Result(FAIL, f"the check itself crashed: {type(exc).__name__}: {exc}", traceback.format_exc())
+    return report.Row(check, result, time.monotonic() - start)
+
+
+def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]:
+    shared = [c for c in checks if not (c.exclusive and c.stage in stages)]
+    alone = [c for c in checks if c.exclusive and c.stage in stages]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        rows = {c.id: row for c, row in zip(shared, pool.map(lambda c: run_one(c, ctx, stages), shared), strict=True)}
+    for c in alone:
+        rows[c.id] = run_one(c, ctx, stages)
+    return [rows[c.id] for c in checks]
+
+
+def write(option: str, path: str, text: str) -> None:
+    if path == "-":
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        return
+    try:
+        write_atomically(Path(path), text)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: {exc.strerror}", f"pass {option} a file in a writable folder") from None
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(
+        prog="slime-smoke",
+        description="The slime-image smoke suite: each known way a SLIME image breaks, checked early.",
+    )
+    parser.add_argument("--stage", choices=sorted(STAGES), default="build")
+    parser.add_argument("--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
+    parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
+    parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
+    parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
+    parser.add_argument("--cuda-major", type=int, help="the CUDA major of the train workers (default: torch's)")
+    parser.add_argument("--versions-file", type=Path, default=Context.versions_file)
+    parser.add_argument("--pip-allowlist", type=Path, default=Context.allowlist, help="reviewed pip check conflicts")
+    parser.add_argument("--only", metavar="ID[,ID]", help="run only these checks")
+    parser.add_argument("--list", action="store_true", help="list the checks and exit")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each child process")
+    args = parser.parse_args(argv)
+    known = {c.id for c in CHECKS}
+    if args.only:
+        unknown = sorted(set(args.only.split(",")) - known)
+        if unknown:
+            parser.error(f"unknown check id {', '.join(unknown)}; --list shows them")
+    if args.cuda_major is not None and args.cuda_major not in (11, 12, 13):
+        parser.error(f"--cuda-major {args.cuda_major}: expected 12 or 13")
+    if args.slime_root is not None and not (args.slime_root / "slime").is_dir():
+        parser.error(f"--slime-root {args.slime_root} holds no slime package folder")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    return run_command("slime-smoke", lambda: run_suite(args), code=2)
+
+
+def run_suite(args) -> int:
+    if args.list:
+        for c in CHECKS:
+            print(f"{c.id:<20} {c.stage:<5} {c.wall or '-':<4} {c.protects}")
+        return 0
+    checks = [c for c in CHECKS if not args.only or c.id in args.only.split(",")]
+    ctx = Context(
+        stage=args.stage,
+        slime_root=args.slime_root,
+        cuda_major=args.cuda_major,
+        megatron_root=args.megatron_root,
+        versions_file=args.versions_file,
+        allowlist=args.pip_allowlist,
+        timeout=args.timeout,
+    )
+    check_writable("--json", args.json)
+    check_writable("--junit", args.junit)
+    facts.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
+    rows = run(checks, ctx, STAGES[args.stage])
+    if args.json != "-":
+        print(report.as_table(rows, args.stage), flush=True)
+    if args.json:
+        write("--json", args.json, report.as_json(rows, args.stage))
+    if args.junit:
+        write("--junit", args.junit, report.as_junit(rows, args.stage))
+    return 0 if report.ok(rows) else 1

@@ -1,0 +1,121 @@
+"""The smoke suite's building blocks: a check's result, the registry, the run context, child processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+BUILD, GPU = "build", "gpu"
+PACKAGE = Path(__file__).resolve().parent.parent  # slime_image/
+PROBES = PACKAGE / "probes"
+COMMANDS = PACKAGE.parent / "bin"
+
+
+@dataclass
+class Result:
+    status: str
+    summary: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Check:
+    id: str
+    wall: str | None
+    stage: str  # BUILD: needs no GPU and no driver; GPU: needs them
+    protects: str  # the failure it prevents, in the user's words
+    fix: str
+    run: object  # Callable[[Context], Result]
+    exclusive: bool = False  # GPU checks that measure device memory run alone, after the others
+
+
+REGISTRY: list[Check] = []
+
+
+def check(id: str, wall: str | None, stage: str, protects: str, fix: str, exclusive: bool = False):
+    """Register the decorated function as a check. Ids are unique; order of registration is report order."""
+
+    def register(func):
+        if any(c.id == id for c in REGISTRY):
+            raise ValueError(f"duplicate check id {id}")
+        REGISTRY.append(Check(id, wall, stage, protects, fix, func, exclusive))
+        return func
+
+    return register
+
+
+@dataclass
+class Context:
+    stage: str
+    slime_root: Path | None = None
+    slime_root_given: bool = False
+    cuda_major: int | None = None
+    megatron_root: Path | None = None
+    versions_file: Path = Path("/opt/slime-image/versions.json")
+    allowlist: Path = PACKAGE / "smoke" / "pip_check_allowlist.json"
+    efa_dirs: tuple[str, ...] = ("/opt/amazon/ofi-nccl/lib", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")
+    timeout: float = 120.0
+    python: str = sys.executable
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    _cache: dict = field(default_factory=dict)
+
+    def once(self, key: str, compute):
+        """Compute a shared fact (the CUDA major, torch's version) once for all checks."""
+        if key not in self._cache:
+            self._cache[key] = compute()
+        return self._cache[key]
+
+
+@dataclass
+class Child:
+    returncode: int | None  # None: timed out
+    stdout: str
+    stderr: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
+
+    def json(self):
+        """The last line of stdout that is JSON, or None."""
+        for line in reversed(self.stdout.splitlines()):
+            try:
+                return json.loads(line)
+            except ValueError:
+                continue
+        return None
+
+    def tail(self, lines: int = 6) -> str:
+        text = (self.stderr or self.stdout).strip().splitlines()
+        return "\n".join(text[-lines:])
+
+
+def run_python(ctx: Context, argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None) -> Child:
+    """Run the interpreter under test with `argv`, bounded by a timeout."""
+    start = time.monotonic()
+    limit = timeout or ctx.timeout
+    try:
+        proc = subprocess.run(
+            [ctx.python, *argv],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            env=ctx.env if env is None else env,
+            cwd="/",
+        )
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else exc.stdout or ""
+        return Child(None, out, f"timed out after {limit:.0f} s", time.monotonic() - start)
+    return Child(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - start)
+
+
+def run_probe(ctx: Context, probe: str, *args: str, env: dict[str, str] | None = None, timeout: float | None = None):
+    """Run one of probes/ (by its module name) in a child of the interpreter under test."""
+    return run_python(ctx, [str(PROBES / f"{probe}.py"), *args], env, timeout)

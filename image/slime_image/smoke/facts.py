@@ -1,0 +1,205 @@
+"""Facts several checks need, each computed once per run (through Context.once) without heavy imports."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import json
+import tempfile
+from pathlib import Path
+
+from slime_image import tms_preload
+from slime_image.errors import UserError
+from slime_image.smoke.core import Context, run_probe
+
+DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
+
+
+def dist_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def module_present(name: str) -> bool:
+    """Whether a top-level module can be found, without importing it."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def package_dir(name: str) -> Path | None:
+    spec = importlib.util.find_spec(name) if module_present(name) else None
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]) if locations else None
+
+
+def slime_root(ctx: Context) -> Path | None:
+    """The folder holding the slime package: --slime-root, else the installed slime."""
+    if ctx.slime_root is not None:
+        return ctx.slime_root
+    found = package_dir("slime")
+    return found.parent if found else None
+
+
+def slime_sources(root: Path, needle: str):
+    """(path, tree) for slime's Python files whose text contains `needle` (cheap filter before parsing)."""
+    for path in sorted((root / "slime").rglob("*.py")) + sorted((root / "slime_plugins").rglob("*.py")):
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        if needle in text:
+            try:
+                yield path, ast.parse(text, str(path))
+            except SyntaxError:
+                continue
+
+
+def imports_from(root: Path, package: str) -> set[tuple[str, str]]:
+    """(module, name) pairs slime imports from `package` (`from package.x import name`)."""
+    found = set()
+    for _, tree in slime_sources(root, package):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == package:
+                found |= {(node.module, alias.name) for alias in node.names if alias.name != "*"}
+            elif isinstance(node, ast.Import):
+                found |= {(a.name, "") for a in node.names if a.name.split(".")[0] == package}
+    return found
+
+
+def torch_info(ctx: Context) -> dict:
+    """torch.__version__ and torch.version.cuda as the interpreter under test reports them (one child)."""
+
+    def probe():
+        if not module_present("torch"):
+            return {"error": "torch is not installed"}
+        child = run_probe(ctx, "torch_info")
+        data = child.json()
+        if not child.ok or not data:
+            return {"error": f"import torch failed: {child.tail(2)}"}
+        return {"version": data[0], "cuda": data[1]}
+
+    return ctx.once("torch_info", probe)
+
+
+def cuda_major(ctx: Context) -> tuple[int | None, str]:
+    """The CUDA major the train workers use: --cuda-major, else torch.version.cuda read in a child."""
+    if ctx.cuda_major is not None:
+        return ctx.cuda_major, f"CUDA {ctx.cuda_major} (--cuda-major)"
+    info = torch_info(ctx)
+    if "error" in info:
+        return None, info["error"]
+    if not info["cuda"]:
+        return None, f"torch {info['version']} has no CUDA runtime"
+    return int(info["cuda"].split(".")[0]), f"CUDA {info['cuda']} (torch {info['version']})"
+
+
+def tms_dir() -> Path | None:
+    return package_dir("torch_memory_saver")
+
+
+def preload_choice(ctx: Context) -> dict:
+    """What the installed slime's code puts in LD_PRELOAD: {"path"} or {"error"}, plus the inputs used."""
+
+    def evaluate():
+        root = slime_root(ctx)
+        actor_group = root / "slime" / "ray" / "actor_group.py" if root else None
+        if actor_group is None or not actor_group.is_file():
+            return {"error": f"slime's actor_group.py not found under {root or 'an installed slime'}"}
+        tms = tms_dir()
+        if tms is None:
+            return {"error": "torch_memory_saver is not installed"}
+        major, how = cuda_major(ctx)
+        args = [str(actor_group), str(root), str(tms), str(major) if ctx.cuda_major is not None else ""]
+        child = run_probe(ctx, "eval_preload", *args)
+        result = child.json() or {"error": f"evaluating slime's code failed: {child.tail(3)}"}
+        return {**result, "actor_group": str(actor_group), "cuda_major": major, "cuda": how}
+
+    return ctx.once("preload_choice", evaluate)
+
+
+def driver_present(ctx: Context) -> bool:
+    return ctx.once("driver_present", lambda: tms_preload.driver_present(ctx.env))
+
+
+def driver_stub_dir(ctx: Context) -> Path | None:
+    """A temporary folder exposing the CUDA toolkit's driver stub as libcuda.so.1, or None without a stub."""
+
+    def make():
+        stub = Path(ctx.env.get("SLIME_SMOKE_DRIVER_STUB", str(DRIVER_STUB))).resolve()
+        if not stub.is_file():
+            return None
+        folder = Path(tempfile.mkdtemp(prefix="slime-smoke-driver-stub-"))
+        (folder / tms_preload.DRIVER_LIBRARY).symlink_to(stub)
+        return folder
+
+    return ctx.once("driver_stub_dir", make)
+
+
+def env_with_driver(ctx: Context) -> tuple[dict[str, str], str]:
+    """The environment for a child that must load CUDA libraries, and what was done about the driver."""
+    if driver_present(ctx):
+        return ctx.env, "the real driver"
+    stub = driver_stub_dir(ctx)
+    if stub is None:
+        return ctx.env, "no driver and no driver stub"
+    path = ":".join(p for p in (str(stub), ctx.env.get("LD_LIBRARY_PATH", "")) if p)
+    return {
+        **ctx.env,
+        "LD_LIBRARY_PATH": path,
+    }, f"the driver stub {ctx.env.get('SLIME_SMOKE_DRIVER_STUB', DRIVER_STUB)}"
+
+
+def read_versions_file(path: Path) -> dict[str, str] | None:
+    """The versions slime-record wrote, or None when there is no such file; a UserError when it is unreadable."""
+    fix = "point --versions-file at the versions.json slime-record wrote, or rebuild the image"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"cannot read the versions file {path}: {exc.strerror}", fix) from None
+    except ValueError as exc:
+        raise UserError(f"the versions file {path} is not JSON: {exc}", fix) from None
+    versions = data.get("versions") if isinstance(data, dict) else None
+    if not isinstance(versions, dict):
+        raise UserError(f"the versions file {path} has no `versions` mapping", fix)
+    return versions
+
+
+def declared_versions(ctx: Context) -> dict[str, str] | None:
+    return ctx.once("declared_versions", lambda: read_versions_file(ctx.versions_file))
+
+
+def git_head(repo: Path) -> str | None:
+    """The commit a checkout is at, read from .git without running git."""
+    git = repo / ".git"
+    try:
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head
+        ref = head[5:]
+        if (git / ref).is_file():
+            return (git / ref).read_text().strip()
+        for line in (git / "packed-refs").read_text().splitlines():
+            if line.endswith(" " + ref):
+                return line.split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def train_actor_env(ctx: Context, preload: str) -> dict[str, str]:
+    """The environment slime gives a Megatron train actor under --offload-train: the preload hook it selects,
+    torch_memory_saver's start-up region with CPU backup, and NCCL without cuMem (which SGLang also forces)."""
+    return {
+        **ctx.env,
+        "LD_PRELOAD": preload,
+        "TMS_INIT_ENABLE": "1",
+        "TMS_INIT_ENABLE_CPU_BACKUP": "1",
+        "NCCL_CUMEM_ENABLE": "0",
+    }

@@ -1,0 +1,75 @@
+"""The suite's three report formats: a table for people, JSON for tools, JUnit XML for CI systems."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+from slime_image.smoke.core import FAIL, SKIP, WARN, Check, Result
+
+
+@dataclass
+class Row:
+    check: Check
+    result: Result
+    seconds: float
+
+    def as_dict(self) -> dict:
+        return {
+            "id": self.check.id,
+            "wall": self.check.wall,
+            "status": self.result.status,
+            "summary": self.result.summary,
+            "detail": self.result.detail,
+            "fix": self.check.fix if self.result.status in (FAIL, WARN) else "",
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def ok(rows: list[Row]) -> bool:
+    return not any(r.result.status == FAIL for r in rows)
+
+
+def as_json(rows: list[Row], stage: str) -> str:
+    return json.dumps({"ok": ok(rows), "stage": stage, "checks": [r.as_dict() for r in rows]}, indent=2)
+
+
+def as_table(rows: list[Row], stage: str) -> str:
+    width = max([len(r.check.id) for r in rows] + [5])
+    lines = [f"{'check':<{width}}  {'status':<6}  {'time':>6}  summary"]
+    for r in rows:
+        lines.append(f"{r.check.id:<{width}}  {r.result.status:<6}  {r.seconds:>5.1f}s  {r.result.summary}")
+    for r in rows:
+        if r.result.status in (FAIL, WARN):
+            lines.append("")
+            wall = f" ({r.check.wall})" if r.check.wall else ""
+            lines.append(f"{r.result.status.upper()} {r.check.id}{wall}: {r.result.summary}")
+            lines.append(f"  protects against: {r.check.protects}")
+            lines += [f"  {line}" for line in r.result.detail.splitlines()]
+            lines.append(f"  fix: {r.check.fix}")
+    failed = sum(r.result.status == FAIL for r in rows)
+    lines.append("")
+    lines.append(f"stage {stage}: {len(rows)} checks, {failed} failed" + ("" if failed else ": OK"))
+    return "\n".join(lines)
+
+
+def as_junit(rows: list[Row], stage: str) -> str:
+    suite = ET.Element(
+        "testsuite",
+        name=f"slime-image smoke ({stage})",
+        tests=str(len(rows)),
+        failures=str(sum(r.result.status == FAIL for r in rows)),
+        skipped=str(sum(r.result.status == SKIP for r in rows)),
+        time=f"{sum(r.seconds for r in rows):.3f}",
+    )
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname=f"smoke.{stage}", name=r.check.id, time=f"{r.seconds:.3f}")
+        if r.result.status == FAIL:
+            failure = ET.SubElement(case, "failure", message=r.result.summary)
+            failure.text = f"{r.result.detail}\nfix: {r.check.fix}"
+        elif r.result.status == SKIP:
+            ET.SubElement(case, "skipped", message=r.result.summary)
+        elif r.result.status == WARN:
+            ET.SubElement(case, "system-out").text = f"warning: {r.result.summary}\n{r.result.detail}"
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

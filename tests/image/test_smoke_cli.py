@@ -1,0 +1,276 @@
+"""The suite's interface: stages and skips, exit codes, JSON shape, JUnit XML, the registry; and the
+checks whose inputs are the loader path (W13, W14) and the GPU's architecture (W19)."""
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import SMOKE, by_id, run_suite
+from slime_image.smoke import checks_gpu, checks_system
+from slime_image.smoke.core import FAIL, PASS, Context
+from slime_image.smoke.registry import CHECKS
+
+JSON_KEYS = {
+    "id": str,
+    "wall": (str, type(None)),
+    "status": str,
+    "summary": str,
+    "detail": str,
+    "fix": str,
+    "seconds": float,
+}
+
+
+def validate_report(report):
+    assert set(report) == {"ok", "stage", "checks"}
+    assert isinstance(report["ok"], bool) and report["stage"] in ("build", "gpu", "all")
+    for entry in report["checks"]:
+        assert set(entry) == set(JSON_KEYS)
+        for key, kind in JSON_KEYS.items():
+            assert isinstance(entry[key], kind), (key, entry)
+        assert entry["status"] in ("pass", "fail", "warn", "skip")
+
+
+def test_required_check_ids_are_registered_once():
+    ids = [c.id for c in CHECKS]
+    assert len(ids) == len(set(ids))
+    required = {
+        "megatron-numpy",
+        "tms-preload",
+        "pip-check",
+        "router-slime",
+        "mbridge",
+        "megatron-helpers",
+        "versions-declared",
+        "torch-provenance",
+        "cuda-compat-path",
+        "efa-plugin",
+        "gpu-visible",
+        "tms-pause-resume",
+        "slime-patched",
+    }
+    assert required <= set(ids)
+    for c in CHECKS:
+        assert c.fix and c.protects and c.stage in ("build", "gpu")
+
+
+def test_build_stage_skips_gpu_checks_with_a_reason():
+    code, report, _ = run_suite(sys.executable, "--stage", "build", "--only", "gpu-visible,cuda-compat-path")
+    validate_report(report)
+    gpu = by_id(report)["gpu-visible"]
+    assert gpu["status"] == "skip" and gpu["summary"].startswith("needs a GPU and its driver")
+    assert code == 0 and report["ok"] is True
+
+
+def test_gpu_stage_without_a_gpu_fails_rather_than_passing():
+    code, report, _ = run_suite(sys.executable, "--stage", "gpu", "--only", "gpu-visible,cuda-compat-path")
+    checks = by_id(report)
+    assert checks["gpu-visible"]["status"] == "fail"
+    assert checks["cuda-compat-path"]["status"] == "skip"
+    assert code == 1 and report["ok"] is False
+
+
+def test_json_and_junit_files(tmp_path):
+    out_json, out_xml = tmp_path / "r" / "smoke.json", tmp_path / "r" / "smoke.xml"
+    env = {**os.environ, "LD_LIBRARY_PATH": "/usr/local/cuda/compat/lib"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SMOKE),
+            "--stage",
+            "all",
+            "--only",
+            "cuda-compat-path,gpu-visible,versions-declared",
+            "--versions-file",
+            str(tmp_path / "none.json"),
+            "--json",
+            str(out_json),
+            "--junit",
+            str(out_xml),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1
+    assert "FAIL cuda-compat-path (W14)" in proc.stdout and "fix: remove /usr/local/cuda/compat" in proc.stdout
+    report = json.loads(out_json.read_text())
+    validate_report(report)
+    suite = ET.parse(out_xml).getroot()
+    assert suite.tag == "testsuite" and suite.get("tests") == "3"
+    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    assert cases["cuda-compat-path"].find("failure") is not None
+    assert cases["versions-declared"].find("skipped") is not None
+    assert suite.get("failures") == "2" and suite.get("skipped") == "1"
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--stage", "nightly"], "invalid choice: 'nightly'"),
+        (["--only", "no-such-check"], "unknown check id no-such-check"),
+        (["--cuda-major", "7"], "--cuda-major 7: expected 12 or 13"),
+        (["--slime-root", "/nonexistent"], "holds no slime package folder"),
+    ],
+)
+def test_bad_usage_exits_2(args, message):
+    proc = subprocess.run([sys.executable, str(SMOKE), *args], capture_output=True, text=True)
+    assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_list_names_every_check():
+    proc = subprocess.run([sys.executable, str(SMOKE), "--list"], capture_output=True, text=True, check=True)
+    assert [line.split()[0] for line in proc.stdout.splitlines()] == [c.id for c in CHECKS]
+
+
+def test_a_crashing_check_is_a_failure_not_a_crash(monkeypatch):
+    from slime_image.smoke import cli
+
+    broken = CHECKS[0].__class__("boom", None, "build", "x", "y", lambda ctx: 1 / 0)
+    row = cli.run_one(broken, Context(stage="build"), {"build"})
+    assert row.result.status == FAIL and "ZeroDivisionError" in row.result.summary
+
+
+# cuda-compat-path (W14)
+
+
+def test_compat_directory_on_loader_path_fails_and_clean_path_passes():
+    bad = Context(stage="build", env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/compat/lib"})
+    result = checks_system.cuda_compat_path(bad)
+    assert result.status == FAIL and "/usr/local/cuda/compat/lib" in result.detail
+    good = Context(stage="build", env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/lib64"})
+    assert checks_system.cuda_compat_path(good).status == PASS
+
+
+# efa-plugin (W13): STAND-IN aws-ofi-nccl plugin and libfabric, compiled here (the real ones come
+# with the EFA installer, which installs only on a system image)
+
+
+@pytest.fixture(scope="module")
+def efa_standin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("efa")
+    fabric, plugin = root / "efa" / "lib", root / "ofi-nccl" / "lib"
+    fabric.mkdir(parents=True)
+    plugin.mkdir(parents=True)
+    (root / "fabric.c").write_text("int fi_getinfo(void) { return 0; }\n")
+    (root / "plugin.c").write_text("int fi_getinfo(void);\nint ncclNetPlugin(void) { return fi_getinfo(); }\n")
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libfabric.so.1",
+            "-o",
+            str(fabric / "libfabric.so.1"),
+            str(root / "fabric.c"),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(plugin / "libnccl-net-ofi.so"),
+            str(root / "plugin.c"),
+            "-L",
+            str(fabric),
+            "-l:libfabric.so.1",
+        ],
+        check=True,
+    )
+    return str(fabric), str(plugin)
+
+
+def test_efa_plugin_whose_libfabric_is_missing_fails(efa_standin):
+    _fabric, plugin = efa_standin
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env={"LD_LIBRARY_PATH": plugin}))
+    assert result.status == FAIL and "needs libfabric.so.1, not found" in result.detail
+
+
+def test_efa_plugin_off_the_loader_path_fails(efa_standin):
+    fabric, plugin = efa_standin
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env={"LD_LIBRARY_PATH": fabric}))
+    assert result.status == FAIL and "is not on LD_LIBRARY_PATH" in result.detail
+
+
+def test_efa_plugin_resolving_passes(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "FI_PROVIDER": "efa"}
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
+    assert result.status == PASS and "FI_PROVIDER=efa" in result.summary
+
+
+def test_efa_plugin_absent_fails(tmp_path):
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(str(tmp_path),), env={}))
+    assert result.status == FAIL and "no aws-ofi-nccl plugin" in result.summary
+
+
+# gpu-visible (W19): CUDA's compatibility rule, on the arch list measured from torch 2.11.0+cu130
+
+TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
+
+
+@pytest.mark.parametrize(
+    "capability, arch_list, expected",
+    [
+        ((9, 0), TORCH_211_CU130, "sm_90"),  # H100, H200
+        ((10, 3), TORCH_211_CU130, "sm_100"),  # B300: sm_100 code runs on 10.3
+        ((8, 9), TORCH_211_CU130, "sm_86"),  # L40S: same major, lower minor
+        ((10, 3), ["sm_80", "sm_90"], None),  # no Blackwell code, no PTX
+        ((10, 3), ["sm_90", "compute_90"], "compute_90"),  # PTX is JIT-compiled upward
+        ((10, 3), ["sm_100a"], None),  # arch-specific code runs only on exactly 10.0
+        ((9, 0), ["sm_90a"], "sm_90a"),
+        ((7, 0), TORCH_211_CU130, None),  # V100 is gone from this build
+    ],
+)
+def test_arch_rule(capability, arch_list, expected):
+    assert checks_gpu.arch_supported(capability, arch_list) == expected
+
+
+def test_a_hanging_import_fails_its_check_within_the_timeout(tmp_path):
+    """A stand-in sglang_router whose import never returns: the check fails, the suite does not hang."""
+    package = tmp_path / "sglang_router"
+    package.mkdir()
+    (package / "__init__.py").write_text("import time\ntime.sleep(600)\n")
+    env = {"PYTHONPATH": str(tmp_path)}
+    code, report, _ = run_suite(sys.executable, "--only", "router-slime", "--timeout", "2", env=env)
+    check = by_id(report)["router-slime"]
+    assert code == 1 and check["status"] == "fail"
+    assert "timed out after 2 s" in check["detail"]
+    assert check["seconds"] < 10
+
+
+@pytest.mark.parametrize("option", ["--json", "--junit"])
+def test_a_report_path_that_cannot_be_written_stops_before_any_check(tmp_path, option):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    target = blocker / "report.out"
+    proc = subprocess.run(
+        [sys.executable, str(SMOKE), "--only", "cuda-compat-path", option, str(target)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        f"slime-smoke: {option} {target}: cannot write a file there",
+        f"fix: pass {option} a file in a writable folder",
+    ]
+
+
+def test_a_versions_file_that_is_not_json_is_named_not_skipped(tmp_path):
+    versions = tmp_path / "versions.json"
+    versions.write_text("BASE_IMAGE=nvcr.io/x\n")
+    proc = subprocess.run(
+        [sys.executable, str(SMOKE), "--only", "versions-declared", "--versions-file", str(versions)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    cause, fix = proc.stderr.splitlines()
+    assert cause.startswith(f"slime-smoke: the versions file {versions} is not JSON")
+    assert fix.startswith("fix: ")

@@ -1,0 +1,162 @@
+"""slime.Dockerfile's structure, read through the official Dockerfile parser.
+
+Every rule passes on the real recipe and fails on a copy broken the way it guards against.
+"""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+from slime_image.errors import UserError
+
+from tools import rules
+from tools.recipe import Recipe
+
+
+def test_every_rule_holds_on_the_recipe():
+    assert rules.violations(Recipe.load()) == {name: [] for name in rules.RULES}
+
+
+def _move_requirements_before_sglang(text):
+    block_start = text.index("# requirements.txt:")
+    block_end = text.index("# The SLIME-patched router")
+    requirements_block = text[block_start:block_end]
+    text = text[:block_start] + text[block_end:]
+    sglang_at = text.index("# sglang[all]:")
+    return text[:sglang_at] + requirements_block + text[sglang_at:]
+
+
+BROKEN = {
+    "sglang-before-requirements": _move_requirements_before_sglang,
+    "no-deps-after-requirements": lambda t: t.replace('pip install --no-deps "mbridge==', 'pip install "mbridge=='),
+    "numpy-only-in-requirements": lambda t: t.replace(
+        'pip install --no-deps "mbridge==', 'pip install --no-deps "numpy==2.1.0" "mbridge=='
+    ),
+    "version-args-once-and-used": lambda t: t.replace(
+        "ARG SLIME_REF=v0.3.0", "ARG SLIME_REF=v0.3.0\nARG RAY_ADDRESS=auto"
+    ),
+    "record-names-every-version": lambda t: t.replace(" SLIME_REF \\\n      MBRIDGE_VERSION", " SLIME_REF"),
+    "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
+    "copies-only-the-image-side": lambda t: t.replace(
+        "COPY image/ /opt/slime-image/", "COPY image/ /opt/slime-image/\nCOPY slime.Dockerfile /opt/slime-image/"
+    ),
+    "no-build-time-ssh-keys": lambda t: t.replace(
+        "ENV PYTHONPATH", "RUN ssh-keygen -A && mkdir -p /run/sshd\nENV PYTHONPATH"
+    ),
+    "no-cuda-compat-on-loader-path": lambda t: t.replace(
+        "/usr/local/nvidia/lib64\n", "/usr/local/nvidia/lib64:/usr/local/cuda/compat/lib\n"
+    ),
+    "build-time-assertions": lambda t: t.replace('"slime" in r.__version__', "True"),
+    "patches-then-smoke-gate": lambda t: t.replace("RUN slime-smoke --stage build", "RUN echo skipped slime-smoke"),
+}
+
+
+@pytest.mark.parametrize("rule", sorted(BROKEN))
+def test_rule_fails_on_broken_copy(recipe_copy, rule):
+    dockerfile = recipe_copy(BROKEN[rule])
+    found = rules.violations(Recipe.load(dockerfile))
+    assert found[rule], f"{rule} did not notice the breakage"
+    # Moving requirements.txt up also leaves sglang as a step after it without --no-deps.
+    also = {"sglang-before-requirements": {"no-deps-after-requirements"}}.get(rule, set())
+    assert all(not problems for name, problems in found.items() if name != rule and name not in also), found
+
+
+def test_duplicate_version_default_is_caught(recipe_copy):
+    dockerfile = recipe_copy(
+        lambda t: t.replace("ARG MBRIDGE_VERSION=0.15.1", "ARG MBRIDGE_VERSION=0.15.1\nARG SGLANG_VERSION=0.5.9")
+    )
+    problems = rules.violations(Recipe.load(dockerfile))["version-args-once-and-used"]
+    assert any("SGLANG_VERSION given a default again" in p for p in problems)
+
+
+def test_numpy_pin_missing_from_requirements_is_caught(recipe_copy):
+    dockerfile = recipe_copy()
+    reqs = dockerfile.parent / "requirements.txt"
+    reqs.write_text("\n".join(line for line in reqs.read_text().splitlines() if not line.startswith("numpy")))
+    assert rules.violations(Recipe.load(dockerfile))["numpy-only-in-requirements"] == [
+        "requirements.txt does not constrain numpy"
+    ]
+
+
+def test_pip_steps_are_read_with_args_substituted():
+    steps = Recipe.load().installs
+    sglang = next(s for s in steps if any(p.startswith("sglang[") for p in s.packages))
+    assert sglang.packages == ["sglang[all]==0.5.12.post1"] or "${" not in sglang.packages[0]
+    assert "${" not in " ".join(w for s in steps for w in s.words)
+    mbridge = next(s for s in steps if any(p.startswith("mbridge") for p in s.packages))
+    assert mbridge.no_deps
+
+
+def test_pip_step_forms_are_recognised(tmp_path):
+    (tmp_path / "Dockerfile").write_text(
+        "FROM scratch\nARG V=1.0\n"
+        "RUN MAX_JOBS=4 python3 -m pip install --no-deps -c /c.txt 'a==${V}' && pip3 install -r /r.txt -e /src\n"
+        "RUN echo pip install not-a-step | cat; /usr/bin/pip install --force-reinstall --constraint=/x b\n"
+    )
+    steps = Recipe.load(tmp_path / "Dockerfile").installs
+    assert [(s.line, s.no_deps, s.force_reinstall, s.packages, s.requirements, s.constraints) for s in steps] == [
+        (3, True, False, ["a==1.0"], [], ["/c.txt"]),
+        (3, False, False, ["/src"], ["/r.txt"], []),
+        (4, False, True, ["b"], [], ["/x"]),
+    ]
+
+
+def test_a_missing_dockerfile_is_named_as_missing(tmp_path):
+    with pytest.raises(UserError) as caught:
+        Recipe.load(tmp_path / "missing.Dockerfile")
+    assert caught.value.cause == f"no Dockerfile at {tmp_path / 'missing.Dockerfile'}"
+
+
+def test_an_unparsable_dockerfile_names_the_parser_error(tmp_path):
+    (tmp_path / "Dockerfile").write_text("# only a comment\n")
+    with pytest.raises(UserError) as caught:
+        Recipe.load(tmp_path / "Dockerfile")
+    assert "not a valid Dockerfile" in caught.value.cause
+
+
+def test_the_recipe_model_holds_what_its_readers_ask():
+    recipe = Recipe.load()
+    assert recipe.copies["/opt/slime-image/requirements.txt"] == ROOT / "requirements.txt"
+    assert recipe.constraint_file() == ROOT / "constraints.lock"
+    assert recipe.requirements_step is not None and recipe.requirements_step.reads_requirements_txt
+    assert recipe.env["PIP_CONSTRAINT"] == "/opt/slime-image/constraints.lock"
+    assert list(recipe.version_args()) == recipe.version_names and "BASE_IMAGE" in recipe.version_names
+
+
+def test_rules_command_reports_and_exits_nonzero_on_breakage(recipe_copy):
+    dockerfile = recipe_copy(BROKEN["no-build-time-ssh-keys"])
+    run = subprocess.run([sys.executable, "-m", "tools.rules", str(dockerfile)], capture_output=True, text=True)
+    assert run.returncode == 1
+    assert "no-build-time-ssh-keys" in run.stderr
+    assert "Traceback" not in run.stderr
+
+
+HADOLINT = shutil.which("hadolint") or str(ROOT / ".venv" / "bin" / "hadolint")
+
+
+def _hadolint(path):
+    return subprocess.run(
+        [HADOLINT, "-c", str(ROOT / ".hadolint.yaml"), "-f", "json", str(path)], capture_output=True, text=True
+    )
+
+
+def test_hadolint_clean_at_warning_threshold():
+    run = _hadolint(ROOT / "slime.Dockerfile")
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_hadolint_fails_on_a_broken_copy(recipe_copy):
+    dockerfile = recipe_copy(lambda t: t.replace("FROM ${BASE_IMAGE}", "FROM ubuntu:latest"))
+    run = _hadolint(dockerfile)
+    assert run.returncode != 0
+    assert "DL3007" in run.stdout
+
+
+def test_every_ignored_hadolint_rule_has_a_reason():
+    lines = (ROOT / ".hadolint.yaml").read_text().splitlines()
+    ignored = [i for i, line in enumerate(lines) if line.strip().startswith("- DL")]
+    assert ignored
+    for i in ignored:
+        assert lines[i - 1].strip().startswith("#"), f"{lines[i].strip()} has no reason above it"

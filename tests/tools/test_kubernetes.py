@@ -1,0 +1,243 @@
+"""The EKS manifests: rendered for every overlay, validated offline, and every validation shown failing on
+a manifest broken the way it guards against."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from conftest import ROOT
+from slime_image.errors import UserError
+
+from tools import k8s_render, k8s_validate
+
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test"
+USER = {"IMAGE": IMAGE, "NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx-lustre"}
+OVERLAYS = ["h200", "b300", "h100"]
+
+
+NO_CRDS = "no KubeRay CRDs: set KUBERAY_CRD_DIR, keep ../shared/kuberay-crds, or run `make crds`"
+
+
+@pytest.fixture(scope="module")
+def crds():
+    """The KubeRay CRD folder, or None: then only the ray.io schema validation is skipped."""
+    return k8s_validate.crd_root()
+
+
+def rendered(overlay="b300", **changes):
+    return k8s_render.render(overlay, {**USER, **changes}, None)
+
+
+def overlay_values(name):
+    return yaml.safe_load((ROOT / "kubernetes" / "overlays" / f"{name}.yaml").read_text())
+
+
+def problems(text, overlay="b300", crds=None):
+    return k8s_validate.validate(text, overlay_values(overlay), IMAGE, crds)
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_every_overlay_renders_and_passes_every_validation(overlay, crds):
+    found = problems(rendered(overlay), overlay, crds)
+    kuberay = found.pop("kuberay")
+    assert found == {name: [] for name in found}, found
+    if crds is None:
+        pytest.skip(f"KubeRay schemas not checked: {NO_CRDS}")
+    assert kuberay == []
+
+
+def test_overlays_set_the_published_efa_counts():
+    assert {o: overlay_values(o)["EFA_PER_NODE"] for o in OVERLAYS} == {"h200": 16, "b300": 16, "h100": 32}
+    assert {o: overlay_values(o)["INSTANCE_TYPE"] for o in OVERLAYS} == {
+        "h200": "p5en.48xlarge",
+        "b300": "p6-b300.48xlarge",
+        "h100": "p5.48xlarge",
+    }
+
+
+def test_ray_version_comes_from_requirements():
+    cluster = next(d for d in yaml.safe_load_all(rendered()) if d["kind"] == "RayCluster")
+    assert f"ray[default]=={cluster['spec']['rayVersion']}" in (ROOT / "requirements.txt").read_text()
+    assert cluster["spec"]["workerGroupSpecs"][0]["replicas"] == 2
+
+
+@pytest.mark.parametrize("name", ["IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM"])
+def test_render_fails_naming_an_unset_or_empty_variable(name):
+    with pytest.raises(UserError) as caught:
+        rendered(**{name: ""})
+    assert caught.value.cause == f"{name} is unset or empty"
+
+
+def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k != "IMAGE"}
+    absent = tmp_path / "absent.env"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "render: IMAGE is unset or empty",
+        f"fix: set IMAGE in the environment or in {absent}",
+    ]
+
+
+def test_render_get_prints_one_resolved_setting(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in USER} | USER
+    absent = tmp_path / "absent.env"
+    for name, expected in (("NAMESPACE", "slime"), ("IMAGE", IMAGE), ("EFA_PER_NODE", "16")):
+        proc = subprocess.run(
+            [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent), "--get", name],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert proc.returncode == 0 and proc.stdout == f"{expected}\n", proc.stderr
+
+
+def test_make_render_fails_naming_the_variable():
+    env = {k: v for k, v in os.environ.items() if k not in USER and not k.startswith("MAKE")}
+    env |= {"NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx"}
+    proc = subprocess.run(["make", "-s", "render", "OVERLAY=b300"], cwd=ROOT, capture_output=True, text=True, env=env)
+    assert proc.returncode != 0 and "IMAGE is unset or empty" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"NUM_NODES": "two"}, "is not a positive whole number"),
+        ({"NAMESPACE": "Slime_NS"}, "not a valid Kubernetes name"),
+    ],
+)
+def test_render_rejects_bad_values(changes, message):
+    with pytest.raises(UserError) as caught:
+        rendered(**changes)
+    assert message in caught.value.cause
+
+
+def test_unknown_overlay_is_named():
+    with pytest.raises(UserError) as caught:
+        rendered("a100")
+    assert "unknown OVERLAY 'a100'" in caught.value.cause
+
+
+SECRET_REF = (
+    "- name: HF_TOKEN\n                valueFrom:\n                  secretKeyRef:\n"
+    '                    name: "hf-token"\n                    key: token\n                    optional: true'
+)
+BROKEN = {
+    # (what is changed in the rendered text, the validation that must catch it, a phrase it must say)
+    "typo in a RayCluster field": (
+        "rayStartParams:\n      dashboard-host",
+        "rayStartParam:\n      dashboard-host",
+        "kuberay",
+        "rayStartParam",
+    ),
+    "integer where KubeRay wants a string": ('num-gpus: "0"', "num-gpus: 0", "kuberay", "is not of type 'string'"),
+    "typo in a Job field": ("backoffLimit: 0", "backofLimit: 0", "kubernetes", "backofLimit"),
+    "wrong EFA count": (
+        'vpc.amazonaws.com/efa: "16"',
+        'vpc.amazonaws.com/efa: "32"',
+        "policy counts-match-instance",
+        "has 16",
+    ),
+    "privileged container": (
+        "capabilities:\n                  # EFA",
+        "privileged: true\n                capabilities:\n                  # EFA",
+        "policy no-privileged",
+        "privileged",
+    ),
+    "capability EFA does not need": (
+        'add: ["IPC_LOCK"]',
+        'add: ["IPC_LOCK", "SYS_ADMIN"]',
+        "policy only-efa-capabilities",
+        "SYS_ADMIN",
+    ),
+    "literal token": (
+        SECRET_REF,
+        "- name: HF_TOKEN\n                value: hf_abc123",
+        "policy no-secret-values",
+        "HF_TOKEN",
+    ),
+    "request above limit": (
+        'requests:\n                cpu: "8"',
+        'requests:\n                cpu: "16"',
+        "policy requests-within-limits",
+        "exceeds its limit",
+    ),
+    "image not the rendered one": (
+        f'image: "{IMAGE}"',
+        'image: "rayproject/ray:latest"',
+        "policy image-is-rendered",
+        "rayproject/ray:latest",
+    ),
+    "GPU on the head": ("value: void", "value: all", "policy head-has-no-gpu", "NVIDIA_VISIBLE_DEVICES=void"),
+    "duplicate key": (
+        "  backoffLimit: 0\n",
+        "  backoffLimit: 0\n  backoffLimit: 1\n",
+        "yamllint",
+        "duplication of key",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_each_validation_fails_on_its_broken_manifest(case, crds):
+    old, new, validation, phrase = BROKEN[case]
+    if validation == "kuberay" and crds is None:
+        pytest.skip(NO_CRDS)
+    text = rendered()
+    assert old in text, f"the fixture no longer matches the template: {old!r}"
+    found = problems(text.replace(old, new, 1), crds=crds)
+    assert found[validation], f"{validation} missed: {case}"
+    assert any(phrase in p for p in found[validation]), found[validation]
+
+
+def test_kuberay_reports_every_error_not_just_the_first(crds):
+    if crds is None:
+        pytest.skip(NO_CRDS)
+    text = rendered().replace('num-gpus: "0"', "num-gpus: 0").replace('num-gpus: "8"', "num-gpus: 8")
+    errors = problems(text, crds=crds)["kuberay"]
+    assert len([e for e in errors if "v1.7.0" in e and "num-gpus" in e]) == 2
+
+
+def test_without_crds_kuberay_validation_is_skipped_not_passed():
+    assert problems(rendered(), crds=None)["kuberay"] is None
+
+
+def test_an_env_file_that_is_a_folder_is_named(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in USER} | USER
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[0] == f"render: --env-file {tmp_path} is not a file"
+
+
+@pytest.mark.parametrize(
+    "text, cause",
+    [
+        ("- just\n- a list\n", "document 1 is not a Kubernetes manifest"),
+        ("name: value\n", "document 1 is not a Kubernetes manifest"),
+        ("key: [unclosed\n", "is not YAML"),
+        ("# nothing\n", "holds no manifests"),
+    ],
+)
+def test_validate_names_a_file_that_is_not_manifests(tmp_path, text, cause):
+    path = tmp_path / "manifests.yaml"
+    path.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.k8s_validate", str(path), "--overlay", "b300", "--image", IMAGE],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    first, fix = proc.stderr.splitlines()
+    assert first.startswith(f"validate: {path}") and cause in first and fix.startswith("fix: ")

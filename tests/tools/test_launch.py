@@ -1,0 +1,153 @@
+"""The GRPO launch recipe against a stand-in `ray` that does what `ray job submit` does with an entrypoint:
+joins its words with spaces and runs them under /bin/sh -c (W16). The stand-in train.py records its argv."""
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import IMAGE_BIN, ROOT
+
+from tools import grpo_submit
+
+RECIPE = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
+LAUNCHER = IMAGE_BIN / "slime-launch"
+
+STAND_IN_RAY = """#!/usr/bin/env python3
+# STAND-IN for `ray`: records its arguments, then runs the job entrypoint as Ray does, under /bin/sh -c.
+import json, subprocess, sys
+args = sys.argv[1:]
+json.dump(args, open({record!r}, "w"))
+entrypoint = " ".join(args[args.index("--") + 1:])
+sys.exit(subprocess.run(["/bin/sh", "-c", entrypoint]).returncode)
+"""
+
+STAND_IN_TRAIN = """import json, sys
+json.dump(sys.argv[1:], open({record!r}, "w"))
+"""
+
+
+@pytest.fixture
+def stand_ins(tmp_path):
+    ray = tmp_path / "ray"
+    ray.write_text(STAND_IN_RAY.format(record=str(tmp_path / "ray-args.json")))
+    ray.chmod(0o755)
+    train = tmp_path / "train.py"
+    train.write_text(STAND_IN_TRAIN.format(record=str(tmp_path / "train-args.json")))
+    return tmp_path
+
+
+def recipe_with(tmp_path, stand_ins, **settings):
+    recipe = yaml.safe_load(RECIPE.read_text())
+    recipe["entrypoint"] = [sys.executable, str(stand_ins / "train.py")]
+    recipe["settings"].update(settings)
+    for key in [k for k, v in settings.items() if v is None]:
+        del recipe["settings"][key]
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path, recipe
+
+
+def submit(recipe_path, stand_ins):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.grpo_submit",
+            "--recipe",
+            str(recipe_path),
+            "--",
+            str(stand_ins / "ray"),
+        ],
+        capture_output=True,
+        text=True,
+        # The image's commands on PATH, as in the image: the job's entrypoint is the bare `slime-launch`.
+        env={**os.environ, "PYTHONPATH": "", "PATH": f"{IMAGE_BIN}:{os.environ['PATH']}"},
+    )
+
+
+def test_arguments_arrive_intact_through_sh(tmp_path, stand_ins):
+    # A value with spaces and shell characters is what /bin/sh would mangle.
+    path, recipe = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b 'grpo' $HOME;x")
+    proc = submit(path, stand_ins)
+    assert proc.returncode == 0, proc.stderr
+    received = json.loads((stand_ins / "train-args.json").read_text())
+    assert received == grpo_submit.job_argv(recipe)[2:]
+    assert received[received.index("--wandb-group") + 1] == "qwen3 4b 'grpo' $HOME;x"
+    assert received[received.index("--eval-prompt-data") + 1 : received.index("--eval-prompt-data") + 3] == [
+        "aime",
+        "/data/datasets/aime-2024/aime-2024.jsonl",
+    ]
+    assert received[received.index("--sglang-log-level") + 1] == "info"
+    assert "--colocate" in received and "--hidden-size" in received
+    ray_args = json.loads((stand_ins / "ray-args.json").read_text())
+    assert ray_args[:4] == ["job", "submit", "--address", "http://127.0.0.1:8265"]
+    assert json.loads(ray_args[ray_args.index("--runtime-env-json") + 1]) == {
+        "env_vars": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "PYTHONPATH": "/opt/Megatron-LM"}
+    }
+
+
+def test_the_naive_entrypoint_would_have_lost_arguments(tmp_path, stand_ins):
+    """What the launcher prevents: the same words joined for /bin/sh arrive split and expanded."""
+    _path, recipe = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b run")
+    words = grpo_submit.job_argv(recipe)
+    subprocess.run(["/bin/sh", "-c", " ".join(words)], check=True)
+    received = json.loads((stand_ins / "train-args.json").read_text())
+    assert received != words[2:]
+    assert received[received.index("--wandb-group") + 1] == "qwen3"
+    subprocess.run(["/bin/sh", "-c", shlex.join(words)], check=True)  # and quoting is what makes it work
+    assert json.loads((stand_ins / "train-args.json").read_text()) == words[2:]
+
+
+@pytest.mark.parametrize(
+    "settings, cause",
+    [
+        ({"hf_checkpoint": None}, "required setting(s) missing: hf_checkpoint"),
+        ({"global_batch_size": 128}, "GRPO batch invariant fails: rollout_batch_size x n_samples_per_prompt = 256"),
+        ({"num_steps_per_rollout": 2}, "but global_batch_size x num_steps_per_rollout = 512"),
+        ({"sglang_log_level": "INFO"}, "sglang_log_level='INFO': uvicorn knows only lower-case levels"),
+        ({"rollout_batch_size": "32"}, "rollout_batch_size='32' is not a positive whole number"),
+        ({"tensor_model_parallel_size": 3}, "tensor_model_parallel_size=3 does not divide actor_num_gpus_per_node=8"),
+    ],
+)
+def test_refuses_to_submit(tmp_path, stand_ins, settings, cause):
+    path, _ = recipe_with(tmp_path, stand_ins, **settings)
+    proc = submit(path, stand_ins)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("submit: refused: ") and cause in lines[0], lines
+    assert lines[1].startswith("fix: ")
+    assert not (stand_ins / "ray-args.json").exists(), "nothing may be submitted after a refusal"
+
+
+def test_the_shipped_recipe_passes_its_checks():
+    grpo_submit.check(yaml.safe_load(RECIPE.read_text())["settings"])
+
+
+@pytest.mark.parametrize("argument", ["not-base64!", "bm90IGpzb24="])
+def test_launcher_rejects_garbage(argument):
+    proc = subprocess.run([sys.executable, str(LAUNCHER), argument], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith("slime-launch: ")
+    assert proc.stderr.splitlines()[1].startswith("fix: ") and "Traceback" not in proc.stderr
+
+
+def test_missing_ray_command_says_how_to_submit(tmp_path, stand_ins):
+    path, _ = recipe_with(tmp_path, stand_ins)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tools.grpo_submit",
+            "--recipe",
+            str(path),
+            "--",
+            str(Path(tmp_path) / "no-ray"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 1 and "make submit" in proc.stderr

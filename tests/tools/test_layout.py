@@ -1,0 +1,94 @@
+"""The layout states the boundary: image/ runs in the image, tools/ on the host; the README's tree is the tree;
+one error type, printed one way; no internal image path spelled outside the Dockerfile's install step."""
+
+import re
+import subprocess
+
+import pytest
+from conftest import ROOT
+from slime_image.errors import UserError, run_command
+
+SKIPPED = {"__pycache__", ".venv", ".cache", "reports", ".git"}
+
+
+def readme_tree() -> list[str]:
+    """Folder paths from the README's Layout section (one line per folder, indented two spaces a level)."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"^## Layout\n.*?```text\n(.*?)```", text, re.DOTALL | re.MULTILINE)
+    assert block, "README.md has no Layout section with a text block"
+    folders, stack = [], []
+    for line in block.group(1).splitlines():
+        match = re.match(r"^( *)(\S+/)\s", line + " ")
+        assert match, f"not a folder line: {line!r}"
+        depth = len(match.group(1)) // 2
+        stack[depth:] = [match.group(2).rstrip("/")]
+        folders.append("/".join(stack))
+    return folders
+
+
+def tree() -> set[str]:
+    """Every folder of the repository that holds files, three levels deep at most."""
+    found = set()
+    for path in ROOT.rglob("*"):
+        relative = path.relative_to(ROOT)
+        if (
+            path.is_dir()
+            and len(relative.parts) <= 3
+            and not any(p in SKIPPED or p.startswith(".") for p in relative.parts)
+        ):
+            found.add(str(relative))
+    return found
+
+
+def test_the_readme_layout_matches_the_tree():
+    listed = readme_tree()
+    assert len(listed) == len(set(listed))
+    assert set(listed) == tree(), f"README lists {sorted(set(listed) - tree())}; missing {sorted(tree() - set(listed))}"
+
+
+def test_no_file_spells_an_internal_image_path():
+    """The image's commands are on its PATH: only the Dockerfile's install step knows where they live."""
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    offenders = []
+    for name in tracked.stdout.splitlines():
+        path = ROOT / name
+        if (
+            name == "slime.Dockerfile"
+            or not path.is_file()
+            or path.is_symlink()
+            or name == "tests/tools/test_layout.py"
+        ):
+            continue
+        text = path.read_text(errors="replace")
+        offenders += [f"{name}: {m}" for m in re.findall(r"/opt/slime-image/(?:scripts|bin)\S*", text)]
+    assert offenders == []
+
+
+def test_the_dockerfile_names_its_image_path_only_in_the_install_step():
+    lines = [line for line in (ROOT / "slime.Dockerfile").read_text().splitlines() if "/opt/slime-image/bin" in line]
+    assert lines == ["ENV PATH=/opt/slime-image/bin:${PATH}"]
+
+
+def test_a_user_error_is_two_lines_and_an_exit_code(capsys):
+    def fails():
+        raise UserError("the cause, in one line", "the fix, in one line")
+
+    assert run_command("prog", fails) == 1
+    assert capsys.readouterr().err == "prog: the cause, in one line\nfix: the fix, in one line\n"
+    assert run_command("prog", fails, code=2) == 2
+
+
+def test_an_error_may_carry_its_own_exit_code(capsys):
+    def fails():
+        raise UserError("cause", "fix", code=3)
+
+    assert run_command("prog", fails) == 3
+    capsys.readouterr()
+
+
+def test_an_unexpected_error_is_not_swallowed():
+    def crashes():
+        raise KeyError("a bug, not bad input")
+
+    with pytest.raises(KeyError):
+        run_command("prog", crashes)

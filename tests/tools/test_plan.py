@@ -1,0 +1,232 @@
+"""The layer planner and the lock, against the real package index.
+
+Small real packages (numpy, scipy, six, pandas) in Dockerfiles written here show what a layered install
+does; the full plan of slime.Dockerfile runs too (slow, still run by CI), and the committed lock must be
+what planning the same inputs gives.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from tools import plan
+from tools.recipe import Recipe
+
+pytestmark = pytest.mark.slow
+PLAN = [sys.executable, "-m", "tools.plan"]
+CUTOFF = "2026-11-01T00:00:00Z"  # small-package tests resolve as the index stood then, so they do not drift
+
+
+def run_plan(*args, env=None, timeout=900, drop=()):
+    run_env = {**os.environ, "PLAN_CACHE": str(ROOT / ".cache" / "plan-tests"), **(env or {})}
+    for key in drop:
+        run_env.pop(key, None)
+    proc = subprocess.run([*PLAN, *args], capture_output=True, text=True, env=run_env, timeout=timeout, cwd=ROOT)
+    report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
+    return proc, report
+
+
+@pytest.fixture
+def layered(tmp_path):
+    """A Dockerfile of layers over an empty base, in the shape of slime.Dockerfile's numpy story."""
+    (tmp_path / "requirements.txt").write_text("numpy<2\n")
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+
+    def make(*extra_runs):
+        runs = "\n".join(extra_runs)
+        (tmp_path / "Dockerfile").write_text(
+            "FROM scratch\nARG SCIPY_VERSION=1.18.1\n"
+            "RUN pip install scipy==${SCIPY_VERSION}\n"
+            "COPY requirements.txt /opt/requirements.txt\n"
+            "RUN pip install -r /opt/requirements.txt\n" + runs + "\n"
+        )
+        return [
+            "--dockerfile",
+            str(tmp_path / "Dockerfile"),
+            "--base-manifest",
+            str(tmp_path / "base.json"),
+            "--uploaded-prior-to",
+            CUTOFF,
+            "--json",
+            "-",
+        ]
+
+    return make
+
+
+def test_numpy_downgrade_breaks_scipy(layered):
+    proc, report = run_plan(*layered())
+    assert proc.returncode == 1 and report["ok"] is False
+    first, second = report["steps"]
+    assert first["added"]["numpy"].startswith("2.")
+    assert second["changed"]["numpy"][1].startswith("1.")
+    assert any(line.startswith("scipy 1.18.1 has requirement numpy") for line in second["broken"])
+    assert report["invariants"]["numpy_below_2"] is True
+    assert "[2/2] line 5: pip install -r /opt/requirements.txt" in proc.stderr
+
+
+def test_no_deps_step_changes_nothing_else(layered):
+    _proc, report = run_plan(*layered("RUN pip install --no-deps six==1.16.0"))
+    last = report["steps"][-1]
+    assert last["added"] == {"six": "1.16.0"} and last["changed"] == {} and last["removed"] == []
+
+
+def test_a_later_step_bringing_numpy_2_back_fails_the_invariant(layered):
+    proc, report = run_plan(*layered("RUN pip install --upgrade scipy"))
+    assert report["steps"][-1]["changed"]["numpy"][1].startswith("2.")
+    assert report["invariants"]["numpy_unchanged_after_requirements"] is False
+    assert report["invariants"]["numpy_below_2"] is False
+    assert proc.returncode == 1
+
+
+def test_uninstall_step_removes(layered):
+    proc, report = run_plan(*layered("RUN pip uninstall -y scipy"))
+    assert report["steps"][-1]["removed"] == ["scipy"]
+    assert report["broken"] == [] and proc.returncode == 0
+
+
+def test_unknown_platform_is_a_usage_error(layered):
+    proc, _ = run_plan(*layered(), "--platform", "sparc")
+    assert proc.returncode == 2 and "unknown platform 'sparc'" in proc.stderr
+
+
+def test_requirements_file_not_copied_is_named_with_its_line(tmp_path, layered):
+    args = layered()
+    dockerfile = tmp_path / "Dockerfile"
+    dockerfile.write_text(
+        "\n".join(line for line in dockerfile.read_text().splitlines() if not line.startswith("COPY"))
+    )
+    proc, _ = run_plan(*args)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert "Dockerfile:4: /opt/requirements.txt is not COPY'd from a file in the build context" in lines[-2]
+    assert lines[-1].startswith("fix: ") and "Traceback" not in proc.stderr
+
+
+def test_missing_base_manifest_says_how_to_make_it(layered, tmp_path):
+    args = layered()
+    args[3] = str(tmp_path / "absent.json")
+    proc, _ = run_plan(*args)
+    assert proc.returncode == 2 and "make base-manifest" in proc.stderr
+
+
+def test_unreachable_index_says_results_would_be_stale(layered):
+    args = [*layered(), "--uploaded-prior-to", "2026-11-02T00:00:00Z"]  # a key no cached resolution has
+    env = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0"}
+    proc, _ = run_plan(*args, env=env, drop=("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL"))
+    assert proc.returncode == 2
+    assert "cannot reach the package index" in proc.stderr and "stale" in proc.stderr
+
+
+def test_the_recipe_plans_clean_with_every_invariant():
+    proc, report = run_plan("--json", "-", env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")})
+    assert report is not None, proc.stderr[-2000:]
+    assert report["broken"] == []
+    assert all(report["invariants"].values()), report["invariants"]
+    assert proc.returncode == 0 and report["ok"]
+    final = report["final"]
+    assert final["numpy"].startswith("1.") and final["torch"] == "2.11.0" and final["scipy"] == "1.17.1"
+    assert report["lock"] == "constraints.lock"
+
+
+def test_committed_lock_records_the_current_inputs():
+    """Fast: a change to the pip steps, requirements.txt or the base manifest without `make lock` fails here."""
+    planner = plan.Planner(Recipe.load(), None, "x86_64", log=lambda *a, **k: None)
+    recorded = plan.lock_inputs(ROOT / "constraints.lock")
+    current = planner.input_digests()
+    changed = [name for name in current if recorded.get(name) != current[name]]
+    assert not changed, f"constraints.lock is stale: {', '.join(changed)} changed since it was made; run `make lock`"
+
+
+def test_committed_lock_is_what_planning_the_same_inputs_gives(tmp_path):
+    lock = ROOT / "constraints.lock"
+    cutoff = plan.lock_cutoff(lock)
+    fresh = tmp_path / "constraints.lock"
+    proc, _ = run_plan(
+        "--lock", str(fresh), "--uploaded-prior-to", cutoff, env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")}
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    def pins(path):
+        return {line for line in path.read_text().splitlines() if line and not line.startswith("#")}
+
+    assert pins(fresh) == pins(lock), f"differs: {sorted(pins(fresh) ^ pins(lock))[:20]}"
+
+
+def test_base_manifest_from_a_real_pip_inspect(tmp_path):
+    from tools import base_manifest
+
+    inspect = subprocess.run(
+        [sys.executable, "-m", "pip", "inspect", "--local"], capture_output=True, text=True, check=True
+    ).stdout
+    (tmp_path / "inspect.json").write_text(inspect)
+    (tmp_path / "constraint.txt").write_text("# NGC\ntorch==2.11.0a0+abc\n")
+    out = tmp_path / "manifest.json"
+    assert (
+        base_manifest.main(
+            [
+                "--image",
+                "img:1",
+                "--inspect",
+                str(tmp_path / "inspect.json"),
+                "--constraint",
+                str(tmp_path / "constraint.txt"),
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    data = json.loads(out.read_text())
+    names = {d["name"].lower() for d in data["distributions"]}
+    assert "pytest" in names and data["partial"] is False and data["pip_constraint"] == ["torch==2.11.0a0+abc"]
+    (tmp_path / "bad.json").write_text("{}")
+    assert base_manifest.main(["--image", "i", "--inspect", str(tmp_path / "bad.json"), "--out", str(out)]) == 1
+
+
+def test_an_unsatisfiable_step_fails_the_plan(layered):
+    proc, report = run_plan(*layered("RUN pip install numpy==1.26.4 scipy==1.18.1"))
+    assert proc.returncode == 1 and report["invariants"]["every_step_installs"] is False
+    assert report["steps"][-1]["note"].startswith("THIS STEP FAILS THE BUILD")
+
+
+def test_an_invalid_requirement_fails_its_step_instead_of_being_assumed(layered):
+    proc, report = run_plan(*layered("RUN pip install 'numpy<<2'"))
+    assert proc.returncode == 1 and report["invariants"]["every_step_installs"] is False
+    last = report["steps"][-1]
+    assert last["simulated"] and last["note"].startswith("THIS STEP FAILS THE BUILD: pip rejects the requirement")
+    assert "numpy<<2" in last["note"]
+
+
+def test_a_manifest_without_distributions_is_named(layered, tmp_path):
+    args = layered()
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch"}))
+    proc, _ = run_plan(*args)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"plan: the base manifest {tmp_path / 'base.json'} has no `distributions` list of name/version entries",
+        "fix: pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)",
+    ]
+
+
+def test_a_missing_dockerfile_is_named_as_missing(layered, tmp_path):
+    args = layered()
+    args[1] = str(tmp_path / "absent.Dockerfile")
+    proc, _ = run_plan(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[0] == f"plan: no Dockerfile at {tmp_path / 'absent.Dockerfile'}"
+
+
+def test_an_unwritable_lock_path_fails_before_planning(layered, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    proc, _ = run_plan(*layered()[:-2], "--lock", str(blocker / "constraints.lock"))
+    assert proc.returncode == 2 and "[1/" not in proc.stdout + proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"plan: --lock {blocker / 'constraints.lock'}: cannot write a file there",
+        "fix: pass --lock a file in a writable folder",
+    ]

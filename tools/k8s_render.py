@@ -1,0 +1,152 @@
+"""Render the EKS manifests for one instance type: kubernetes/templates/*.yaml with ${NAME} filled in.
+
+    python -m tools.k8s_render --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,data-prep-job]
+                               [--out F | --get NAME]
+
+Values come from three places, each name from exactly one: the overlay (kubernetes/overlays/<name>.yaml:
+instance type, GPU and EFA counts, requests), the user (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM, and
+optionally HF_TOKEN_SECRET, CLUSTER_NAME; from the environment, else the env file), and the recipe
+(RAY_VERSION, read from the pin in requirements.txt). Any name unset or empty stops the render with its
+name; nothing is printed then. `--get NAME` prints one resolved value (the Makefile asks for NAMESPACE and
+IMAGE that way). Host side (PyYAML).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+from pathlib import Path
+
+import yaml
+from packaging.requirements import Requirement
+from slime_image.atomic_write import write_atomically
+from slime_image.errors import UserError, run_command
+
+from tools.recipe import ROOT, requirement_lines
+
+K8S = ROOT / "kubernetes"
+TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
+USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
+USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime"}
+TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's error on one line: what is wrong and where."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}" if mark else ""
+    return f"{getattr(exc, 'problem', None) or exc}{where}"
+
+
+def overlays() -> list[str]:
+    return sorted(p.stem for p in (K8S / "overlays").glob("*.yaml"))
+
+
+def ray_version() -> str:
+    for requirement in requirement_lines(ROOT / "requirements.txt"):
+        if isinstance(requirement, Requirement) and requirement.name == "ray":
+            pins = [s.version for s in requirement.specifier if s.operator == "=="]
+            if pins:
+                return pins[0]
+    raise UserError("requirements.txt pins no ray version", "pin ray[default]==X.Y.Z in requirements.txt")
+
+
+def read_env_file(path: Path | None) -> dict[str, str]:
+    if path is None or not path.exists():
+        return {}
+    if not path.is_file():
+        raise UserError(f"--env-file {path} is not a file", "pass a NAME=value file, such as kubernetes/settings.env")
+    values = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise UserError(f"{path}:{number}: not NAME=value", "write one NAME=value per line")
+        values[name.strip()] = value.strip().strip('"')
+    return values
+
+
+def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict[str, str]:
+    if overlay not in overlays():
+        raise UserError(f"unknown OVERLAY {overlay!r}", f"use one of: {', '.join(overlays())}")
+    fixed = {k: str(v) for k, v in yaml.safe_load((K8S / "overlays" / f"{overlay}.yaml").read_text()).items()}
+    from_file = read_env_file(env_file)
+    user = {}
+    for name in (*USER_REQUIRED, *USER_DEFAULTS):
+        value = env.get(name) or from_file.get(name) or USER_DEFAULTS.get(name, "")
+        if not value.strip():
+            raise UserError(f"{name} is unset or empty", f"set {name} in the environment or in {env_file}")
+        user[name] = value.strip()
+    if not re.fullmatch(r"[1-9]\d*", user["NUM_NODES"]):
+        raise UserError(f"NUM_NODES={user['NUM_NODES']!r} is not a positive whole number", "set NUM_NODES=2, say")
+    for name in ("NAMESPACE", "CLUSTER_NAME", "FSX_CLAIM", "HF_TOKEN_SECRET"):
+        if not DNS_LABEL.match(user[name]):
+            raise UserError(
+                f"{name}={user[name]!r} is not a valid Kubernetes name", "use lower-case letters, digits, -"
+            )
+    if re.search(r"\s|\"", user["IMAGE"]):
+        raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
+    return {**fixed, **user, "RAY_VERSION": ray_version()}
+
+
+def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple[str, ...] = TEMPLATES) -> str:
+    values = values_for(overlay, env, env_file)
+    documents = []
+    for name in only:
+        text = (K8S / "templates" / f"{name}.yaml").read_text()
+        unknown = sorted({t for t in TOKEN.findall(text) if t not in values})
+        if unknown:
+            raise UserError(
+                f"templates/{name}.yaml uses {', '.join(unknown)}, which nothing sets", "set it or fix the template"
+            )
+        documents.append(TOKEN.sub(lambda m: values[m.group(1)], text).strip() + "\n")
+    rendered = "---\n".join(documents)
+    list(yaml.safe_load_all(rendered))  # a template that stops being YAML after substitution fails here
+    return rendered
+
+
+def run(args, only: tuple[str, ...]) -> int:
+    if args.get:
+        values = values_for(args.overlay, dict(os.environ), args.env_file)
+        if args.get not in values:
+            raise UserError(f"{args.get} is not a render setting", f"ask for one of {', '.join(sorted(values))}")
+        print(values[args.get])
+        return 0
+    try:
+        text = render(args.overlay, dict(os.environ), args.env_file, only)
+    except yaml.YAMLError as exc:
+        raise UserError(
+            f"the rendered manifests are not valid YAML: {yaml_problem(exc)}",
+            "quote the value that broke it, or fix the template",
+        ) from None
+    if args.out:
+        write_atomically(args.out, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tools.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--overlay", required=True)
+    parser.add_argument("--env-file", type=Path, default=K8S / "settings.env")
+    parser.add_argument("--only", default=",".join(TEMPLATES))
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--out", type=Path)
+    output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
+    args = parser.parse_args(argv)
+    only = tuple(args.only.split(","))
+    if set(only) - set(TEMPLATES):
+        parser.error(f"--only takes {', '.join(TEMPLATES)}")
+    return run_command("render", lambda: run(args, only))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

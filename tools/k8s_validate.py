@@ -1,0 +1,334 @@
+"""Validate rendered EKS manifests offline: core kinds against the Kubernetes schemas, ray.io kinds against
+the KubeRay CRDs (unknown fields rejected, every error reported), yamllint, and the project's policies.
+
+    python -m tools.k8s_validate MANIFESTS.yaml --overlay h200 --image IMAGE
+
+CRDs are found in $KUBERAY_CRD_DIR, then ../shared/kuberay-crds, then .cache/kuberay-crds (`make crds`).
+Host side (PyYAML, jsonschema, kubernetes-validate, yamllint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import functools
+import os
+import re
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import jsonschema
+import kubernetes_validate
+import yaml
+from slime_image.errors import UserError, run_command
+from yamllint import config as yamllint_config
+from yamllint import linter
+
+from tools.k8s_render import yaml_problem
+from tools.recipe import ROOT
+
+# The EKS Kubernetes versions the manifests are validated against (EKS standard support in 2026-12).
+KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35")
+KUBERAY_VERSIONS = ("v1.4.2", "v1.7.0")
+ALLOWED_CAPABILITIES = {"IPC_LOCK"}  # EFA pins memory for RDMA
+SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY", re.IGNORECASE)
+YAMLLINT = (
+    "{extends: default, rules: {line-length: {max: 160}, document-start: disable,"
+    " comments: {min-spaces-from-content: 1}}}"
+)
+
+
+def crd_root() -> Path | None:
+    for candidate in (
+        os.environ.get("KUBERAY_CRD_DIR"),
+        ROOT.parent / "shared" / "kuberay-crds",
+        ROOT / ".cache" / "kuberay-crds",
+    ):
+        if candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return None
+
+
+def _strict(schema):
+    """The API server's view: unknown fields rejected, int-or-string accepted, defaulted fields not required."""
+    if isinstance(schema, list):
+        return [_strict(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    schema = {
+        k: _strict(v)
+        for k, v in schema.items()
+        if not (k.startswith("x-kubernetes-") and k != "x-kubernetes-int-or-string")
+    }
+    if schema.pop("x-kubernetes-int-or-string", False):
+        schema = {k: v for k, v in schema.items() if k not in ("type", "anyOf")}
+        schema["anyOf"] = [{"type": "integer"}, {"type": "string"}]
+    if "properties" in schema:
+        schema.setdefault("additionalProperties", False)
+        if "required" in schema:
+            defaulted = {
+                name for name, sub in schema["properties"].items() if isinstance(sub, dict) and "default" in sub
+            }
+            schema["required"] = [r for r in schema["required"] if r not in defaulted]
+    if schema.get("type") == "object" and "properties" not in schema and "additionalProperties" not in schema:
+        schema.pop("additionalProperties", None)
+    return schema
+
+
+@functools.cache
+def crd_schema(root: Path, version: str, kind: str) -> dict:
+    path = root / version / f"ray.io_{kind.lower()}s.yaml"
+    crd = yaml.safe_load(path.read_text())
+    served = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    schema = copy.deepcopy(served["schema"]["openAPIV3Schema"])
+    schema["properties"]["metadata"] = {"type": "object"}
+    return _strict(schema)
+
+
+def crd_errors(doc: dict, root: Path) -> list[str]:
+    errors = []
+    for version in KUBERAY_VERSIONS:
+        validator = jsonschema.Draft7Validator(crd_schema(root, version, doc["kind"]))
+        for error in sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path)):
+            where = ".".join(str(p) for p in error.absolute_path) or "(top)"
+            errors.append(f"KubeRay {version} {doc['kind']}: {where}: {error.message}")
+    return errors
+
+
+def core_errors(doc: dict) -> list[str]:
+    errors = []
+    for version in KUBERNETES_VERSIONS:
+        try:
+            kubernetes_validate.validate(doc, version, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            where = ".".join(str(p) for p in exc.path) or "(top)"
+            errors.append(f"Kubernetes {version} {doc['kind']}: {where}: {exc.message}")
+    return errors
+
+
+def yamllint_errors(text: str) -> list[str]:
+    conf = yamllint_config.YamlLintConfig(YAMLLINT)
+    return [f"yamllint line {p.line}: {p.desc} ({p.rule})" for p in linter.run(text, conf) if p.level == "error"]
+
+
+# Policies: each takes the pod specs with where they sit, the overlay's values and the image; returns problems.
+
+
+def pod_specs(doc: dict):
+    if doc["kind"] == "RayCluster":
+        yield "head", doc["spec"]["headGroupSpec"]["template"]["spec"]
+        for group in doc["spec"].get("workerGroupSpecs", []):
+            yield f"worker group {group.get('groupName')}", group["template"]["spec"]
+    elif doc["kind"] == "Job":
+        yield f"Job {doc['metadata']['name']}", doc["spec"]["template"]["spec"]
+
+
+def containers(spec: dict):
+    return spec.get("containers", []) + spec.get("initContainers", [])
+
+
+def every_container(docs):
+    """(where, container) for every container of every pod template in the documents."""
+    for doc in docs:
+        for where, spec in pod_specs(doc):
+            for c in containers(spec):
+                yield where, c
+
+
+def quantity(value) -> Decimal:
+    units = {
+        "Ki": 2**10,
+        "Mi": 2**20,
+        "Gi": 2**30,
+        "Ti": 2**40,
+        "k": 10**3,
+        "M": 10**6,
+        "G": 10**9,
+        "m": Decimal("0.001"),
+    }
+    match = re.fullmatch(r"([0-9.]+)([A-Za-z]*)", str(value))
+    if not match or match.group(2) not in ("", *units):
+        raise ValueError(f"not a quantity: {value!r}")
+    return Decimal(match.group(1)) * Decimal(units.get(match.group(2), 1))
+
+
+def policy_privileged(docs, overlay, image):
+    return [
+        f"{where}: container {c['name']} is privileged"
+        for where, c in every_container(docs)
+        if (c.get("securityContext") or {}).get("privileged")
+        or (c.get("securityContext") or {}).get("allowPrivilegeEscalation")
+    ]
+
+
+def policy_capabilities(docs, overlay, image):
+    problems = []
+    for where, c in every_container(docs):
+        added = set(((c.get("securityContext") or {}).get("capabilities") or {}).get("add", []))
+        if added - ALLOWED_CAPABILITIES:
+            problems.append(f"{where}: container {c['name']} adds {', '.join(sorted(added - ALLOWED_CAPABILITIES))}")
+    return problems
+
+
+def policy_no_secret_values(docs, overlay, image):
+    return [
+        f"{where}: container {c['name']} sets {e['name']} as a literal; use valueFrom.secretKeyRef"
+        for where, c in every_container(docs)
+        for e in c.get("env", [])
+        if SECRET_NAME.search(e["name"]) and "value" in e
+    ]
+
+
+def policy_requests_within_limits(docs, overlay, image):
+    problems = []
+    for where, c in every_container(docs):
+        requests = (c.get("resources") or {}).get("requests", {})
+        limits = (c.get("resources") or {}).get("limits", {})
+        for name, wanted in requests.items():
+            try:
+                if name in limits and quantity(wanted) > quantity(limits[name]):
+                    problems.append(f"{where}: {name} request {wanted} exceeds its limit {limits[name]}")
+            except ValueError as exc:
+                problems.append(f"{where}: {name}: {exc}")
+    return problems
+
+
+def policy_counts_match_instance(docs, overlay, image):
+    problems = []
+    for doc in docs:
+        for where, spec in pod_specs(doc):
+            if where == "head" or (doc["kind"] == "Job" and "preflight" not in doc["metadata"]["name"]):
+                continue
+            for c in containers(spec):
+                resources = c.get("resources") or {}
+                for part in ("requests", "limits"):
+                    got = resources.get(part, {})
+                    for name, key in (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE")):
+                        if str(got.get(name)) != str(overlay[key]):
+                            problems.append(
+                                f"{where}: {part} {name}={got.get(name)} "
+                                f"but {overlay['INSTANCE_TYPE']} has {overlay[key]}"
+                            )
+            selector = (spec.get("nodeSelector") or {}).get("node.kubernetes.io/instance-type")
+            if selector != overlay["INSTANCE_TYPE"]:
+                problems.append(f"{where}: node selector {selector} is not {overlay['INSTANCE_TYPE']}")
+    return problems
+
+
+def policy_image_is_rendered(docs, overlay, image):
+    return [
+        f"{where}: container {c['name']} image {c.get('image')!r} is not {image!r}"
+        for where, c in every_container(docs)
+        if c.get("image") != image
+    ]
+
+
+def policy_head_has_no_gpu(docs, overlay, image):
+    problems = []
+    for doc in docs:
+        if doc["kind"] != "RayCluster":
+            continue
+        head = doc["spec"]["headGroupSpec"]
+        if head.get("rayStartParams", {}).get("num-gpus") != "0":
+            problems.append('head: rayStartParams num-gpus is not "0"')
+        for c in containers(head["template"]["spec"]):
+            resources = c.get("resources") or {}
+            if any("nvidia.com/gpu" in resources.get(part, {}) for part in ("requests", "limits")):
+                problems.append(f"head: container {c['name']} requests a GPU")
+            env = {e["name"]: e.get("value") for e in c.get("env", [])}
+            if env.get("NVIDIA_VISIBLE_DEVICES") != "void":
+                problems.append(f"head: container {c['name']} does not set NVIDIA_VISIBLE_DEVICES=void")
+    return problems
+
+
+POLICIES = {
+    "no-privileged": policy_privileged,
+    "only-efa-capabilities": policy_capabilities,
+    "no-secret-values": policy_no_secret_values,
+    "requests-within-limits": policy_requests_within_limits,
+    "counts-match-instance": policy_counts_match_instance,
+    "image-is-rendered": policy_image_is_rendered,
+    "head-has-no-gpu": policy_head_has_no_gpu,
+}
+
+
+MANIFEST_FIX = "pass the output of `make render` (python -m tools.k8s_render --out FILE)"
+
+
+def manifests(text: str, source: str) -> list[dict]:
+    """The YAML documents of a rendered file, each a Kubernetes object (apiVersion, kind, metadata.name)."""
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise UserError(f"{source} is not YAML: {yaml_problem(exc)}", MANIFEST_FIX) from None
+    for number, doc in enumerate(docs, 1):
+        if not (
+            isinstance(doc, dict)
+            and isinstance(doc.get("apiVersion"), str)
+            and isinstance(doc.get("kind"), str)
+            and isinstance(doc.get("metadata"), dict)
+        ):
+            raise UserError(
+                f"{source}: document {number} is not a Kubernetes manifest (apiVersion, kind, metadata)", MANIFEST_FIX
+            )
+    if not docs:
+        raise UserError(f"{source} holds no manifests", MANIFEST_FIX)
+    return docs
+
+
+def validate(
+    text: str, overlay: dict, image: str, crds: Path | None, source: str = "the manifests"
+) -> dict[str, list[str]]:
+    """Every problem found, by validation; `kuberay` is None when no CRDs are available."""
+    docs = manifests(text, source)
+    found: dict[str, list[str] | None] = {"yamllint": yamllint_errors(text)}
+    found["kubernetes"] = [e for d in docs if d["apiVersion"] != "ray.io/v1" for e in core_errors(d)]
+    found["kuberay"] = (
+        None if crds is None else [e for d in docs if d["apiVersion"] == "ray.io/v1" for e in crd_errors(d, crds)]
+    )
+    for name, policy in POLICIES.items():
+        found[f"policy {name}"] = policy(docs, overlay, image)
+    return found
+
+
+def load_overlay(name: str) -> dict:
+    path = ROOT / "kubernetes" / "overlays" / f"{name}.yaml"
+    if not path.is_file():
+        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
+        raise UserError(f"unknown overlay {name!r}", f"use one of: {known}")
+    return yaml.safe_load(path.read_text())
+
+
+def report(args) -> int:
+    overlay = load_overlay(args.overlay)
+    try:
+        text = args.manifests.read_text()
+    except OSError as exc:
+        raise UserError(f"cannot read {args.manifests}: {exc.strerror}", MANIFEST_FIX) from None
+    crds = crd_root()
+    found = validate(text, overlay, args.image, crds, str(args.manifests))
+    failed = 0
+    for name, problems in found.items():
+        if problems is None:
+            print(f"skip {name}: no KubeRay CRDs found; run `make crds` or set KUBERAY_CRD_DIR")
+            continue
+        print(f"{'ok  ' if not problems else 'FAIL'} {name}")
+        for problem in problems:
+            print(f"     {problem}")
+        failed += bool(problems)
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tools.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("manifests", type=Path)
+    parser.add_argument("--overlay", required=True)
+    parser.add_argument("--image", required=True)
+    return run_command("validate", lambda: report(parser.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,504 @@
+#!/usr/bin/env python3
+"""The layer planner: what each pip step of slime.Dockerfile does to the image's Python environment.
+
+    python -m tools.plan [--dockerfile F] [--base-manifest F] [--platform x86_64|aarch64] [--json PATH|-] [--lock PATH]
+
+It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files followed through the
+COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
+environment (dist-info folders with real metadata in a Python 3.12 venv): per step, what it adds,
+upgrades, downgrades, removes and leaves broken; at the end, `pip check` and the recipe's invariants.
+Resolutions are cached by their inputs, so a second plan of the same inputs takes seconds.
+Exit 0 when the final environment is clean and every invariant holds, 1 when not, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.errors import UserError, run_command
+
+from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
+from tools.recipe import DOCKERFILE, ROOT, PipStep, Recipe
+
+CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
+PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
+# Local source trees the Dockerfile installs, which the planner cannot read: what it simulates instead.
+LOCAL_SOURCES = {
+    "/opt/Megatron-LM": ("megatron-core", "simulated as megatron-core from PyPI, the package the checkout builds"),
+}
+# What pip prints when a step cannot be satisfied, so the real build would stop there.
+UNSATISFIABLE = (
+    "No matching distribution found",
+    "ResolutionImpossible",
+    "conflicting dependencies",
+    "Invalid requirement",
+)
+NETWORK_ERRORS = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectionError",
+    "ProxyError",
+)
+
+
+@dataclass
+class StepResult:
+    line: int
+    command: str
+    seconds: float
+    simulated: bool
+    note: str = ""
+    added: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, list[str]] = field(default_factory=dict)
+    removed: list[str] = field(default_factory=list)
+    broken: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {
+            "line": self.line,
+            "command": self.command,
+            "simulated": self.simulated,
+            "note": self.note,
+            "seconds": round(self.seconds, 2),
+            "added": self.added,
+            "changed": self.changed,
+            "removed": self.removed,
+            "broken": self.broken,
+        }
+
+
+def is_older(old: str, new: str) -> bool:
+    try:
+        return Version(new) < Version(old)
+    except InvalidVersion:
+        return False
+
+
+def shown(path: Path) -> str:
+    """A path as the user knows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def wheel_name_version(url: str, arch: str) -> tuple[str, str] | None:
+    """The distribution and version a wheel URL names; `$(uname -m)` in it is the image's architecture."""
+    try:
+        name, version, _, _ = parse_wheel_filename(url.replace("$(uname -m)", arch).rsplit("/", 1)[-1])
+    except InvalidWheelFilename:
+        return None
+    return str(name), str(version)
+
+
+def exact_pin(target: str) -> tuple[str, str] | None:
+    """(name, version) when a requirement pins one version with ==, else None."""
+    try:
+        requirement = Requirement(target)
+    except InvalidRequirement:
+        return None
+    pins = [s.version for s in requirement.specifier if s.operator == "=="]
+    return (requirement.name, pins[0]) if len(pins) == 1 and "*" not in pins[0] else None
+
+
+def invalid_requirement(target: str) -> str | None:
+    """pip's refusal of a requirement it cannot parse, or None (URLs and local paths are not requirements)."""
+    if target.startswith(("http://", "https://", "/", ".", "git+")):
+        return None
+    try:
+        Requirement(target)
+    except InvalidRequirement as exc:
+        return f"pip rejects the requirement {target!r}: {exc}"
+    return None
+
+
+def platform_args(arch: str) -> list[str]:
+    if arch == PLATFORMS.get(platform.machine()):
+        return []  # this host is the image's architecture: pip's own tags (glibc 2.34+ needed by sglang)
+    tags = [f"manylinux_2_{n}_{arch}" for n in range(39, 16, -1)] + [f"manylinux2014_{arch}"]
+    args = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"]
+    return args + [a for tag in tags for a in ("--platform", tag)]
+
+
+class Planner:
+    def __init__(
+        self, recipe: Recipe, manifest: Path | None, arch: str, log=print, use_lock: bool = True, cutoff: str = ""
+    ):
+        self.recipe = recipe
+        self.args = recipe.args
+        self.arch = arch
+        self.log = log
+        self.manifest_path = manifest or self.default_manifest()
+        self.env = FakeEnv(CACHE / f"env-py312-{arch}")
+        self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+        self.lock = recipe.constraint_file() if use_lock else None
+        # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
+        self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
+
+    def default_manifest(self) -> Path:
+        image = self.args.get("BASE_IMAGE", "")
+        return ROOT / "base-manifests" / (re.sub(r"[/:@]", "_", image) + ".json")
+
+    def start(self) -> dict:
+        data, dists = load_manifest(self.manifest_path)
+        try:
+            self.env.create()
+        except EnvSetupError as exc:
+            if not index_reachable():
+                raise unreachable("while preparing the planner's Python 3.12 venv") from None
+            raise UserError(str(exc), "check that pip can install packages from your index", code=2) from None
+        for dist in dists:
+            self.env.add(dist)
+        self.base = self.env.installed()
+        return data
+
+    def _cache_key(self, pip_args: list[str], files: list[Path]) -> str:
+        state = sorted(self.env.installed().items())
+        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip()]
+        return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
+
+    def _resolve(self, step: PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
+        pip_args = ["install", "--dry-run", "--quiet", "--use-feature=fast-deps", *platform_args(self.arch)]
+        if self.cutoff:
+            pip_args += ["--uploaded-prior-to", self.cutoff]
+        if step.no_deps:
+            pip_args.append("--no-deps")
+        if step.force_reinstall:
+            pip_args.append("--force-reinstall")
+        for path in files:
+            pip_args += ["-r" if path in self._requirement_files(step) else "-c", str(path)]
+        pip_args += targets
+        key = self._cache_key(pip_args, files)
+        cached = CACHE / "resolutions" / f"{key}.json"
+        if cached.exists():
+            return json.loads(cached.read_text())["install"], "cached resolution"
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "report.json"
+            proc = self.env.pip(*pip_args[:2], "--report", str(report), *pip_args[2:])
+            if proc.returncode != 0:
+                tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
+                text = "\n".join(tail[-3:])
+                if any(marker in proc.stderr for marker in NETWORK_ERRORS) or not index_reachable():
+                    raise unreachable(f"while simulating line {step.line}")
+                if any(marker in proc.stderr for marker in UNSATISFIABLE):
+                    raise _WouldFail(text)
+                raise _Unsimulable(text or f"pip exited {proc.returncode}")
+            data = json.loads(report.read_text())
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps({"install": data["install"]}))
+        return data["install"], "resolved"
+
+    def _requirement_files(self, step: PipStep) -> list[Path]:
+        return [self.recipe.context_file(r, step.line) for r in step.requirements]
+
+    def install(self, step: PipStep) -> tuple[bool, str]:
+        notes, targets = [], []
+        rejected = [why for why in map(invalid_requirement, step.packages) if why]
+        if rejected:
+            raise _StepFails(step.line, "; ".join(rejected))
+        for package in step.packages:
+            if package.startswith(("http://", "https://")):
+                found = wheel_name_version(package, self.arch)
+                if found and step.no_deps:
+                    self.env.add(Dist(*found))
+                    self.setter[canonicalize_name(found[0])] = step.line
+                    notes.append(f"{found[0]} {found[1]} from its wheel URL (not fetched; --no-deps)")
+                    continue
+                targets.append(package)
+            elif package.startswith("/"):
+                if package in LOCAL_SOURCES:
+                    name, why = LOCAL_SOURCES[package]
+                    targets.append(name)
+                    notes.append(f"{package}: {why}")
+                elif step.no_deps:
+                    name = Path(package).name.lower()
+                    version = self.args.get(f"{name.upper()}_REF", "0").lstrip("v")
+                    self.env.add(Dist(name, version))
+                    self.setter[canonicalize_name(name)] = step.line
+                    notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
+                else:
+                    notes.append(f"{package}: local tree not simulated (its metadata is only in the image)")
+            else:
+                targets.append(package)
+        files = self._requirement_files(step) + [self.recipe.context_file(c, step.line) for c in step.constraints]
+        if self.lock is not None:
+            files.append(self.lock)
+        if not targets and not step.requirements:
+            return True, "; ".join(notes)
+        try:
+            items, how = self._resolve(step, targets, files)
+        except _WouldFail as exc:
+            raise _StepFails(step.line, str(exc)) from None
+        except _Unsimulable as exc:
+            pinned = [(t, pin) for t in targets if (pin := exact_pin(t))]
+            for _, (name, version) in pinned:
+                self.env.add(Dist(name, version))
+                self.setter[canonicalize_name(name)] = step.line
+            names = ", ".join(t for t, _ in pinned)
+            assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
+            return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
+        for item in items:
+            dist = dist_from_report(item)
+            self.env.add(dist)
+            self.setter[canonicalize_name(dist.name)] = step.line
+        return True, "; ".join([*notes, how])
+
+    def run(self) -> dict:
+        manifest = self.start()
+        steps = self.recipe.steps
+        results = []
+        requirements_line = self.recipe.requirements_step.line if self.recipe.requirements_step else None
+        numpy_after_requirements = []
+        failed_steps: list[int] = []
+        for index, step in enumerate(steps, 1):
+            before = self.env.installed()
+            start = time.monotonic()
+            self.log(f"[{index}/{len(steps)}] line {step.line}: {shorten(step.command)}", flush=True)
+            if step.action == "uninstall":
+                gone = [p for p in step.packages if self.env.remove(p)]
+                simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"
+            else:
+                try:
+                    simulated, note = self.install(step)
+                except _StepFails as exc:
+                    failed_steps.append(step.line)
+                    simulated, note = True, f"THIS STEP FAILS THE BUILD: {exc.why}"
+            after = self.env.installed()
+            result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
+            result.added = {n: v for n, v in sorted(after.items()) if n not in before}
+            result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
+            result.removed = sorted(n for n in before if n not in after)
+            result.broken = self.env.check()
+            if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
+                numpy_after_requirements.append(step.line)
+            results.append(result)
+            self.log(describe(result), flush=True)
+        final = self.env.installed()
+        broken = results[-1].broken if results else self.env.check()  # the last step's check is the final one
+        invariants = self.invariants(final, requirements_line, numpy_after_requirements)
+        invariants["every_step_installs"] = not failed_steps
+        ok = not broken and all(invariants.values())
+        return {
+            "base": {"manifest": shown(self.manifest_path), "partial": manifest.get("partial", False)},
+            "platform": self.arch,
+            "lock": shown(self.lock) if self.lock else None,
+            "uploaded_prior_to": self.cutoff or None,
+            "inputs": self.input_digests(),
+            "steps": [r.as_dict() for r in results],
+            "final": dict(sorted(final.items())),
+            "from_base": sorted(n for n, v in final.items() if self.base.get(n) == v),
+            "broken": broken,
+            "invariants": invariants,
+            "ok": ok,
+        }
+
+    def input_digests(self) -> dict[str, str]:
+        """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
+        steps = [s.words for s in self.recipe.steps]
+        digests = {"slime.Dockerfile pip steps": json.dumps([steps, self.args])}
+        files = {self.recipe.context_file(r, s.line) for s in self.recipe.installs for r in s.requirements}
+        for path in [*sorted(files), self.manifest_path]:
+            digests[shown(path)] = path.read_text()
+        return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
+
+    def invariants(self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int]) -> dict:
+        numpy = final.get("numpy")
+        torch = final.get("torch", "")
+        intended = self.args.get("TORCH_VERSION", "").split("+")[0]
+        router_urls = [s.line for s in self.recipe.installs if any("sgl-router" in p for p in s.packages)]
+        return {
+            "numpy_below_2": bool(numpy) and Version(numpy) < Version("2"),
+            "torch_as_intended": torch.split("+")[0] == intended,
+            "stock_sglang_router_absent": "sglang-router" not in final
+            or self.setter.get("sglang-router") in router_urls,
+            "numpy_unchanged_after_requirements": requirements_line is not None and not numpy_moved,
+        }
+
+
+def index_url() -> str:
+    """The index pip will use: PIP_INDEX_URL, else pip's configuration, else PyPI."""
+    if os.environ.get("PIP_INDEX_URL"):
+        return os.environ["PIP_INDEX_URL"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
+    )
+    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "https://pypi.org/simple"
+
+
+def index_reachable() -> bool:
+    url = index_url().rstrip("/") + "/pip/"
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return True
+    except urllib.error.HTTPError:
+        return True  # the server answered
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def unreachable(where: str) -> UserError:
+    return UserError(
+        f"cannot reach the package index {index_url()} {where}",
+        "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
+        code=2,
+    )
+
+
+class _StepFails(Exception):
+    def __init__(self, line: int, why: str):
+        super().__init__(why)
+        self.line, self.why = line, why
+
+
+class _Unsimulable(Exception):
+    """pip could not work out the step here (for example an sdist whose metadata needs CUDA to build)."""
+
+
+class _WouldFail(Exception):
+    """pip says the step cannot be satisfied: the Docker build would fail at this step."""
+
+
+def shorten(command: str, width: int = 100) -> str:
+    return command if len(command) <= width else command[: width - 3] + "..."
+
+
+def describe(result: StepResult) -> str:
+    up = {n: v for n, v in result.changed.items() if not is_older(*v)}
+    down = {n: v for n, v in result.changed.items() if is_older(*v)}
+    lines = [
+        f"    {result.seconds:5.1f} s  +{len(result.added)} added, {len(up)} upgraded, {len(down)} downgraded, "
+        f"{len(result.removed)} removed, {len(result.broken)} broken"
+        + ("" if result.simulated else "  (NOT SIMULATED)")
+    ]
+    if result.note:
+        lines.append(f"    note: {result.note}")
+    if result.added:
+        names = [f"{n} {v}" for n, v in result.added.items()]
+        lines.append(
+            f"    added: {', '.join(names[:12])}" + (f", ... ({len(names) - 12} more)" if len(names) > 12 else "")
+        )
+    for label, group in (("upgraded", up), ("downgraded", down)):
+        if group:
+            lines.append(f"    {label}: " + ", ".join(f"{n} {a} -> {b}" for n, (a, b) in group.items()))
+    if result.removed:
+        lines.append(f"    removed: {', '.join(result.removed)}")
+    lines += [f"    BROKEN: {line}" for line in result.broken]
+    return "\n".join(lines)
+
+
+def summary(plan: dict) -> str:
+    lines = ["", f"final environment: {len(plan['final'])} distributions ({plan['platform']})"]
+    for name in ("torch", "numpy", "scipy", "sglang", "sglang-router", "transformer-engine", "megatron-core", "ray"):
+        if name in plan["final"]:
+            lines.append(f"    {name} {plan['final'][name]}")
+    lines.append("pip check: " + ("no broken requirements" if not plan["broken"] else f"{len(plan['broken'])} broken"))
+    lines += [f"    BROKEN: {line}" for line in plan["broken"]]
+    lines.append("invariants:")
+    lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
+    if plan["base"]["partial"]:
+        lines.append(
+            f"note: the base manifest {plan['base']['manifest']} is partial; `make base-manifest` makes it exact"
+        )
+    lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
+    return "\n".join(lines)
+
+
+CUTOFF_LINE = "# uploaded-prior-to: "
+INPUT_LINE = "# input "
+
+
+def lock_inputs(lock: Path) -> dict[str, str]:
+    found = {}
+    for line in lock.read_text().splitlines():
+        if line.startswith(INPUT_LINE):
+            name, _, digest = line[len(INPUT_LINE) :].rpartition(" = ")
+            found[name] = digest
+    return found
+
+
+def lock_cutoff(lock: Path) -> str:
+    for line in lock.read_text().splitlines():
+        if line.startswith(CUTOFF_LINE):
+            return line[len(CUTOFF_LINE) :].strip()
+    return ""
+
+
+def lock_text(plan: dict) -> str:
+    """constraints.lock: every distribution the recipe's steps install. Left out: what the image builds itself
+    (slime, Megatron) and what the base image brought and no step changed (that is the base's to pin)."""
+    local = {"slime", "megatron-core", *plan["from_base"]}
+    header = [
+        "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
+        "# Every pip step of the image is constrained by this file (PIP_CONSTRAINT), so a later rebuild",
+        "# installs the set that was planned and checked. Plans resolve against the index as it stood then:",
+        f"{CUTOFF_LINE}{plan['uploaded_prior_to']}",
+        *[f"{INPUT_LINE}{name} = {digest}" for name, digest in plan["inputs"].items()],
+    ]
+    pins = [f"{n}=={v}" for n, v in plan["final"].items() if n not in local]
+    return "\n".join(header + pins) + "\n"
+
+
+def run(args, arch: str) -> int:
+    log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
+    check_writable("--json", args.json)
+    check_writable("--lock", args.lock)
+    cutoff = args.uploaded_prior_to or ""
+    if args.lock is not None and not cutoff:
+        cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
+    recipe = Recipe.load(args.dockerfile)
+    plan = Planner(recipe, args.base_manifest, arch, log, args.lock is None, cutoff).run()
+    log(summary(plan))
+    if args.json:
+        text = json.dumps(plan, indent=2) + "\n"
+        if args.json == "-":
+            sys.stdout.write(text)
+        else:
+            write_atomically(Path(args.json), text)
+    if args.lock:
+        if not plan["ok"]:
+            print("plan: not writing the lock: the plan failed", file=sys.stderr)
+            return 1
+        write_atomically(args.lock, lock_text(plan))
+    return 0 if plan["ok"] else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="tools.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
+    parser.add_argument("--base-manifest", type=Path)
+    parser.add_argument("--platform", default="x86_64")
+    parser.add_argument("--json", metavar="PATH|-")
+    parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
+    parser.add_argument(
+        "--uploaded-prior-to", metavar="ISO-8601", help="resolve as the index stood then (default for --lock: now)"
+    )
+    args = parser.parse_args(argv)
+    arch = PLATFORMS.get(args.platform)
+    if arch is None:
+        parser.error(f"unknown platform {args.platform!r}: use x86_64 or aarch64")
+    return run_command("plan", lambda: run(args, arch), code=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""A simulated Python environment for the layer planner: a Python 3.12 venv whose site-packages holds
+`*.dist-info` folders with real metadata (Name, Version, Requires-Dist) and no code.
+
+pip treats those folders as installed distributions, so `pip install --dry-run --report` in that venv
+resolves a layer exactly as it would over the image's environment, and `pip check` reports what a layer
+left broken.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from slime_image.errors import UserError
+
+from tools.recipe import ROOT
+
+
+@dataclass
+class Dist:
+    name: str
+    version: str
+    requires: list[str] = field(default_factory=list)
+    requires_python: str | None = None
+    extras: list[str] = field(default_factory=list)
+
+    def metadata(self) -> str:
+        lines = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
+        if self.requires_python:
+            lines.append(f"Requires-Python: {self.requires_python}")
+        lines += [f"Provides-Extra: {e}" for e in self.extras]
+        lines += [f"Requires-Dist: {r}" for r in self.requires]
+        return "\n".join(lines) + "\n"
+
+
+def python312() -> str:
+    """The image's Python: $PLAN_PYTHON, pyenv's 3.12.x, or python3.12 on PATH."""
+    explicit = os.environ.get("PLAN_PYTHON")
+    if explicit:
+        return explicit
+    try:
+        root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
+        found = sorted((Path(root) / "versions").glob("3.12.*/bin/python3"))
+        if found:
+            return str(found[-1])
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    on_path = shutil.which("python3.12")
+    if on_path:
+        return on_path
+    raise UserError("no Python 3.12 found (the image's Python)", "install Python 3.12 or set PLAN_PYTHON", code=2)
+
+
+def planner_pip() -> str:
+    """The pip the planner resolves with, pinned in pyproject.toml ([tool.slime-image] planner-pip)."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["slime-image"]["planner-pip"]
+
+
+class EnvSetupError(Exception):
+    """The planner's own venv could not be made (no Python 3.12, or its pip could not be installed)."""
+
+
+class FakeEnv:
+    """Distributions as dist-info folders in a venv built once and reused."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.python = folder / "bin" / "python"
+        self._site: Path | None = None
+
+    def create(self) -> None:
+        stamp = self.folder / ".planner-pip"
+        wanted = planner_pip()
+        if not (stamp.exists() and stamp.read_text() == wanted):
+            shutil.rmtree(self.folder, ignore_errors=True)
+            subprocess.run([python312(), "-m", "venv", str(self.folder)], check=True, capture_output=True)
+            proc = self.pip("install", "-q", f"pip=={wanted}")
+            if proc.returncode != 0:
+                shutil.rmtree(self.folder, ignore_errors=True)
+                raise EnvSetupError(
+                    f"pip=={wanted} could not be installed in the planner's venv: {proc.stderr.strip()[-300:]}"
+                )
+            stamp.write_text(wanted)
+        self.clear()
+
+    @property
+    def site(self) -> Path:
+        if self._site is None:
+            self._site = next((self.folder / "lib").glob("python3.*/site-packages"))
+        return self._site
+
+    def _distributions(self):
+        """(canonical name, dist-info folder, metadata) of everything here except the planner's own pip."""
+        for info in self.site.glob("*.dist-info"):
+            meta = importlib.metadata.PathDistribution(info).metadata
+            name = canonicalize_name(meta["Name"])
+            if name != "pip":
+                yield name, info, meta
+
+    def clear(self) -> None:
+        for _, info, _ in list(self._distributions()):
+            shutil.rmtree(info)
+
+    def installed(self) -> dict[str, str]:
+        return {name: meta["Version"] for name, _, meta in self._distributions()}
+
+    def remove(self, name: str) -> bool:
+        gone = [info for found, info, _ in self._distributions() if found == canonicalize_name(name)]
+        for info in gone:
+            shutil.rmtree(info)
+        return bool(gone)
+
+    def add(self, dist: Dist) -> None:
+        self.remove(dist.name)
+        info = self.site / f"{canonicalize_name(dist.name).replace('-', '_')}-{dist.version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(dist.metadata())
+        (info / "INSTALLER").write_text("slime-image-planner\n")
+        # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
+        files = ("METADATA", "INSTALLER", "RECORD")
+        (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
+
+    def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+        env.pop("PIP_CONSTRAINT", None)
+        return subprocess.run(
+            [str(self.python), "-m", "pip", *args], capture_output=True, text=True, env=env, timeout=timeout
+        )
+
+    def check(self) -> list[str]:
+        """`pip check` lines: what is broken in the environment now."""
+        out = self.pip("check").stdout
+        return [line.strip() for line in out.splitlines() if " requires " in line or " has requirement " in line]
+
+
+def dist_from_report(item: dict) -> Dist:
+    meta = item["metadata"]
+    return Dist(
+        name=meta["name"],
+        version=meta["version"],
+        requires=list(meta.get("requires_dist", [])),
+        requires_python=meta.get("requires_python"),
+        extras=list(meta.get("provides_extra", [])),
+    )
+
+
+def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
+    """A base-image manifest (`make base-manifest`): the image's Python distributions with their requirements."""
+    fix = "pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)"
+    if not path.is_file():
+        raise UserError(f"no base-image manifest at {path}", "run `make base-manifest` with Docker")
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise UserError(f"the base manifest {path} is not JSON: {exc}", fix) from None
+    entries = data.get("distributions") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or not all(isinstance(d, dict) and {"name", "version"} <= set(d) for d in entries):
+        raise UserError(f"the base manifest {path} has no `distributions` list of name/version entries", fix)
+    return data, [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in entries]

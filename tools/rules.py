@@ -1,0 +1,195 @@
+"""Structural rules for slime.Dockerfile. Each takes the parsed Recipe and returns its violations (empty = holds).
+
+The tests run every rule on the real recipe and on a broken copy of it; `make lint` runs them too
+(`python -m tools.rules`).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from slime_image.errors import run_command
+
+from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines
+
+LOCK = "constraints.lock"
+SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
+
+
+def names_numpy(requirement: Requirement | str) -> bool:
+    return isinstance(requirement, Requirement) and requirement.name.lower() == "numpy"
+
+
+def sglang_before_requirements(recipe: Recipe) -> list[str]:
+    sglang = [s.line for s in recipe.installs if any(p.startswith("sglang[") for p in s.packages)]
+    reqs = [s.line for s in recipe.installs if s.reads_requirements_txt]
+    if not sglang or not reqs:
+        return [f"missing step: sglang[all] at {sglang or 'none'}, -r {REQUIREMENTS} at {reqs or 'none'}"]
+    if max(sglang) >= min(reqs):
+        return [f"sglang[all] (line {max(sglang)}) must come before -r {REQUIREMENTS} (line {min(reqs)})"]
+    return []
+
+
+def no_deps_after_requirements(recipe: Recipe) -> list[str]:
+    first = recipe.requirements_step
+    if first is None:
+        return [f"no `pip install -r {REQUIREMENTS}` step"]
+    return [
+        f"line {s.line}: `{s.command}` runs after requirements.txt without --no-deps"
+        for s in recipe.installs
+        if s.line > first.line and not s.no_deps
+    ]
+
+
+def numpy_only_in_requirements(recipe: Recipe) -> list[str]:
+    problems = []
+    for step in recipe.installs:
+        for package in step.packages:
+            try:
+                named = Requirement(package).name.lower() == "numpy"
+            except InvalidRequirement:
+                named = False
+            if named:
+                problems.append(f"line {step.line}: numpy named in `{step.command}`")
+    for ins in recipe.of("ENV", "ARG"):
+        if "numpy" in " ".join(ins.value).lower():
+            problems.append(f"line {ins.line}: numpy named in {ins.cmd}")
+    root = recipe.context
+    for path in sorted(root.glob("*.txt")) + sorted(root.glob("*.lock")):
+        if path.name in (REQUIREMENTS, LOCK):
+            continue  # the lock is generated from requirements.txt by `make lock`; a test keeps them agreeing
+        problems += [f"{path.name}: `{r}` constrains numpy" for r in requirement_lines(path) if names_numpy(r)]
+    if not any(names_numpy(r) for r in requirement_lines(root / REQUIREMENTS)):
+        problems.append(f"{REQUIREMENTS} does not constrain numpy")
+    return problems
+
+
+def version_args_declared_once_and_used(recipe: Recipe) -> list[str]:
+    problems = [
+        f"line {lines[1]}: ARG {name} given a default again (first at line {lines[0]})"
+        for name, lines in recipe.arg_lines.items()
+        if len(lines) > 1
+    ]
+    uses = " ".join(" ".join(i.value) for i in recipe.instructions if i.cmd != "ARG")
+    for name, lines in recipe.arg_lines.items():
+        if not re.search(r"\$\{?" + name + r"\b", uses):
+            problems.append(f"line {lines[0]}: ARG {name} is declared but never used")
+    return problems
+
+
+def record_names_every_version(recipe: Recipe) -> list[str]:
+    """The image's versions.json holds every version ARG: the slime-record step names each one."""
+    steps = [i for i in recipe.of("RUN") if re.search(r"\bslime-record\b", " ".join(i.value))]
+    if not steps:
+        return ["no RUN step calls slime-record (the image would not record its versions, W18)"]
+    words = set(" ".join(steps[0].value).split())
+    return [
+        f"line {steps[0].line}: slime-record does not name {name}" for name in recipe.version_names if name not in words
+    ]
+
+
+def copy_sources_exist(recipe: Recipe) -> list[str]:
+    problems = []
+    for i in recipe.of("COPY", "ADD"):
+        if any(f.startswith("--from") for f in i.flags):
+            continue
+        for source in i.value[:-1]:
+            if not list(recipe.context.glob(source.rstrip("/"))):
+                problems.append(f"line {i.line}: {i.cmd} source {source} does not exist in the build context")
+    return problems
+
+
+def copies_only_the_image_side(recipe: Recipe) -> list[str]:
+    """Of this project's code only image/ goes into the image; otherwise only files pip installs from."""
+    pip_inputs = {p for s in recipe.installs for p in (*s.requirements, *s.constraints)}
+    pip_inputs.add(recipe.env.get("PIP_CONSTRAINT", ""))
+    return [
+        f"line {i.line}: {i.cmd} {source} copies host-side files into the image (only image/ and pip inputs)"
+        for i in recipe.of("COPY", "ADD")
+        if not any(f.startswith("--from") for f in i.flags)
+        for source in i.value[:-1]
+        if source.rstrip("/") != "image" and i.value[-1].rstrip("/") not in pip_inputs
+    ]
+
+
+def no_build_time_ssh_keys(recipe: Recipe) -> list[str]:
+    return [
+        f"line {i.line}: ssh keys generated at build time would be shared by every container"
+        for i in recipe.of("RUN")
+        if re.search(r"\bssh-keygen\b|openssh-server", " ".join(i.value))
+    ]
+
+
+def no_cuda_compat_on_loader_path(recipe: Recipe) -> list[str]:
+    problems = []
+    for i in recipe.of("ENV"):
+        value = i.pairs.get("LD_LIBRARY_PATH", "")
+        if "compat" in value:
+            problems.append(f"line {i.line}: LD_LIBRARY_PATH lists a CUDA compat directory (W14)")
+        if "$LD_LIBRARY_PATH" in value or "${LD_LIBRARY_PATH}" in value:
+            problems.append(f"line {i.line}: LD_LIBRARY_PATH appends the base's value, which lists cuda/compat (W14)")
+    return problems
+
+
+def build_time_assertions(recipe: Recipe) -> list[str]:
+    runs = " ".join(" ".join(i.value) for i in recipe.of("RUN"))
+    problems = []
+    if not re.search(r"import[^;]*sglang_router.*[\"']slime[\"'] in \w+\.__version__", runs):
+        problems.append("no build-time assertion that sglang_router is the SLIME build (W8)")
+    if not re.search(r"torch\.__version__\s*==.*TORCH_VERSION", runs):
+        problems.append("no build-time assertion that torch is TORCH_VERSION (W9)")
+    return problems
+
+
+def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
+    runs = recipe.of("RUN")
+    text = [" ".join(i.value) for i in runs]
+    slime = [i for i, r in enumerate(text) if "pip install --no-deps -e /opt/slime" in r]
+    patches = [i for i, r in enumerate(text) if re.search(r"\bslime-patch\b", r) and "--check" not in r]
+    gate = [i for i, r in enumerate(text) if SMOKE_GATE.search(r)]
+    problems = []
+    if not patches or not slime or patches[0] < slime[0]:
+        problems.append("slime's patches must be applied (slime-patch) in a RUN after slime is installed")
+    if not gate or gate[-1] != len(runs) - 1:
+        problems.append("the last RUN must be the build-time smoke gate (slime-smoke --stage build)")
+    return problems
+
+
+RULES = {
+    "sglang-before-requirements": sglang_before_requirements,
+    "no-deps-after-requirements": no_deps_after_requirements,
+    "numpy-only-in-requirements": numpy_only_in_requirements,
+    "version-args-once-and-used": version_args_declared_once_and_used,
+    "record-names-every-version": record_names_every_version,
+    "copy-sources-exist": copy_sources_exist,
+    "copies-only-the-image-side": copies_only_the_image_side,
+    "no-build-time-ssh-keys": no_build_time_ssh_keys,
+    "no-cuda-compat-on-loader-path": no_cuda_compat_on_loader_path,
+    "build-time-assertions": build_time_assertions,
+    "patches-then-smoke-gate": patches_then_smoke_gate,
+}
+
+
+def violations(recipe: Recipe) -> dict[str, list[str]]:
+    return {name: rule(recipe) for name, rule in RULES.items()}
+
+
+def report(dockerfile: Path = DOCKERFILE) -> int:
+    failed = 0
+    for name, problems in violations(Recipe.load(dockerfile)).items():
+        for problem in problems:
+            print(f"{name}: {problem}", file=sys.stderr)
+            failed += 1
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argv if argv is not None else sys.argv[1:]
+    return run_command("rules", lambda: report(Path(args[0]) if args else DOCKERFILE))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
