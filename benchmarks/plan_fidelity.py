@@ -5,8 +5,8 @@
 
 1. Writes a variant of slime.Dockerfile for this machine: without the lock (so pip resolves each layer
    freely) and without the TransformerEngine step (a real install compiles CUDA code, which needs a GPU
-   toolchain). The base manifest's torch and torchvision become the PyPI builds sglang wants, with no
-   requirements, so that neither run downloads the 3 GB of CUDA wheels; both runs start from that base.
+   toolchain). The base manifest gets the PyPI torch sglang wants, with no requirements, so that neither run
+   downloads the 3 GB of CUDA wheels; both runs start from that base.
 2. Plans it cold (empty planner cache) and warm (second run).
 3. Replays it for real in a Python 3.12 venv holding the same base as dist-info folders: each pip step is
    run with pip itself (not --dry-run), translated exactly as the planner translates it (Megatron's tree
@@ -44,9 +44,9 @@ def variant(workdir: Path) -> tuple[Path, Path]:
     for name in ("requirements.txt", "constraints.lock"):
         shutil.copy(ROOT / name, workdir / name)
     data, _dists = load_manifest(plan.Planner(Recipe.load(), None, "x86_64").manifest_path)
-    for d in data["distributions"]:
-        if d["name"] in ("torch", "torchvision"):
-            d["version"], d["requires"] = ("2.11.0" if d["name"] == "torch" else "0.26.0"), []
+    # The base gets the PyPI torch sglang wants, with no requirements, so neither run downloads its CUDA wheels.
+    data["distributions"] = [d for d in data["distributions"] if d["name"] not in ("torch", "torchvision")]
+    data["distributions"] += [{"name": "torch", "version": "2.11.0", "requires": []}]
     manifest = workdir / "base.json"
     manifest.write_text(json.dumps(data))
     return dockerfile, manifest

@@ -40,8 +40,28 @@ from tools.recipe import DOCKERFILE, ROOT, PipStep, Recipe
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
 PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
 # Local source trees the Dockerfile installs, which the planner cannot read: what it simulates instead.
-LOCAL_SOURCES = {
-    "/opt/Megatron-LM": ("megatron-core", "simulated as megatron-core from PyPI, the package the checkout builds"),
+
+
+@dataclass(frozen=True)
+class LocalTree:
+    """What a source tree the image builds declares, read from its pyproject at one commit (FACTS.md)."""
+
+    name: str
+    version: str
+    requires: tuple[str, ...]
+    ref_arg: str  # the ARG that picks the checkout
+    ref: str  # the value of that ARG this metadata was read at
+
+
+# Source trees the Dockerfile installs, which the planner cannot read: their declared metadata instead.
+LOCAL_TREES = {
+    "/opt/Megatron-LM": LocalTree(
+        "megatron-core",
+        "0.16.0rc0",
+        ("torch>=2.6.0", "numpy", "packaging>=24.2"),
+        "MEGATRON_COMMIT",
+        "1dcf0dafa884ad52ffb243625717a3471643e087",
+    ),
 }
 # What pip prints when a step cannot be satisfied, so the real build would stop there.
 UNSATISFIABLE = (
@@ -150,6 +170,7 @@ class Planner:
         self.manifest_path = manifest or self.default_manifest()
         self.env = FakeEnv(CACHE / f"env-py312-{arch}")
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+        self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = recipe.constraint_file() if use_lock else None
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
@@ -210,6 +231,17 @@ class Planner:
     def _requirement_files(self, step: PipStep) -> list[Path]:
         return [self.recipe.context_file(r, step.line) for r in step.requirements]
 
+    def local_tree(self, path: str, step: PipStep) -> LocalTree:
+        tree = LOCAL_TREES[path]
+        if self.args.get(tree.ref_arg) != tree.ref:
+            raise UserError(
+                f"{self.recipe.path}:{step.line}: the metadata of {path} is recorded for {tree.ref_arg}={tree.ref}, "
+                f"but the recipe checks out {self.args.get(tree.ref_arg)}",
+                f"read name, version and dependencies from that checkout's pyproject into LOCAL_TREES ({__file__})",
+                code=2,
+            )
+        return tree
+
     def install(self, step: PipStep) -> tuple[bool, str]:
         notes, targets = [], []
         rejected = [why for why in map(invalid_requirement, step.packages) if why]
@@ -224,16 +256,24 @@ class Planner:
                     notes.append(f"{found[0]} {found[1]} from its wheel URL (not fetched; --no-deps)")
                     continue
                 targets.append(package)
+            elif canonicalize_name(package) == "pip" or package.startswith("pip=="):
+                notes.append(f"{package}: the installer itself, not simulated (the planner resolves with its own pip)")
             elif package.startswith("/"):
-                if package in LOCAL_SOURCES:
-                    name, why = LOCAL_SOURCES[package]
-                    targets.append(name)
-                    notes.append(f"{package}: {why}")
+                if package in LOCAL_TREES:
+                    tree = self.local_tree(package, step)
+                    self.env.add(Dist(tree.name, tree.version, list(tree.requires)))
+                    self.setter[canonicalize_name(tree.name)] = step.line
+                    self.from_source[tree.name] = f"{package} at {tree.ref_arg}={tree.ref}"
+                    if not step.no_deps:
+                        targets += tree.requires
+                    notes.append(f"{package}: {tree.name} {tree.version} as its checkout at {tree.ref[:12]} declares")
                 elif step.no_deps:
                     name = Path(package).name.lower()
-                    version = self.args.get(f"{name.upper()}_REF", "0").lstrip("v")
+                    ref_arg = f"{name.upper()}_REF"
+                    version = self.args.get(ref_arg, "0").lstrip("v")
                     self.env.add(Dist(name, version))
                     self.setter[canonicalize_name(name)] = step.line
+                    self.from_source[name] = f"{package} at {ref_arg}={self.args.get(ref_arg, '?')}"
                     notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
                 else:
                     notes.append(f"{package}: local tree not simulated (its metadata is only in the image)")
@@ -296,9 +336,18 @@ class Planner:
         broken = results[-1].broken if results else self.env.check()  # the last step's check is the final one
         invariants = self.invariants(final, requirements_line, numpy_after_requirements)
         invariants["every_step_installs"] = not failed_steps
+        gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []
+        if self.lock:
+            invariants["lock_pins_every_distribution"] = not gaps
         ok = not broken and all(invariants.values())
         return {
-            "base": {"manifest": shown(self.manifest_path), "partial": manifest.get("partial", False)},
+            "base": {
+                "image": manifest.get("image", ""),
+                "manifest": shown(self.manifest_path),
+                "partial": manifest.get("partial", False),
+                "environment": manifest.get("environment", f"{len(self.base)} distributions"),
+            },
+            "built_from_source": dict(sorted(self.from_source.items())),
             "platform": self.arch,
             "lock": shown(self.lock) if self.lock else None,
             "uploaded_prior_to": self.cutoff or None,
@@ -307,6 +356,7 @@ class Planner:
             "final": dict(sorted(final.items())),
             "from_base": sorted(n for n, v in final.items() if self.base.get(n) == v),
             "broken": broken,
+            "lock_gaps": gaps,
             "invariants": invariants,
             "ok": ok,
         }
@@ -412,18 +462,20 @@ def summary(plan: dict) -> str:
             lines.append(f"    {name} {plan['final'][name]}")
     lines.append("pip check: " + ("no broken requirements" if not plan["broken"] else f"{len(plan['broken'])} broken"))
     lines += [f"    BROKEN: {line}" for line in plan["broken"]]
+    lines += [f"    NOT LOCKED: {gap}" for gap in plan["lock_gaps"]]
     lines.append("invariants:")
     lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
-    if plan["base"]["partial"]:
-        lines.append(
-            f"note: the base manifest {plan['base']['manifest']} is partial; `make base-manifest` makes it exact"
-        )
+    base = plan["base"]
+    exact = "PARTIAL: `make base-manifest` makes it exact" if base["partial"] else "exact"
+    lines.insert(1, f"base: {base['image']} ({base['environment']}; {base['manifest']}, {exact})")
+    lines += [f"built from source: {name} = {where}" for name, where in plan["built_from_source"].items()]
     lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
     return "\n".join(lines)
 
 
 CUTOFF_LINE = "# uploaded-prior-to: "
 INPUT_LINE = "# input "
+SOURCE_LINE = "# built from source, not pinned here: "
 
 
 def lock_inputs(lock: Path) -> dict[str, str]:
@@ -442,16 +494,31 @@ def lock_cutoff(lock: Path) -> str:
     return ""
 
 
+def lock_gaps(final: dict[str, str], excluded: set[str], lock: str) -> list[str]:
+    """Each distribution of the final environment the lock does not pin at its planned version."""
+    pins = {}
+    for line in lock.splitlines():
+        if line and not line.startswith("#"):
+            requirement = Requirement(line)
+            pins[canonicalize_name(requirement.name)] = next(iter(requirement.specifier)).version
+    return [
+        f"{name} {version}: " + (f"the lock pins {pins[name]}" if name in pins else "not in the lock")
+        for name, version in sorted(final.items())
+        if name not in excluded and pins.get(name) != version
+    ]
+
+
 def lock_text(plan: dict) -> str:
-    """constraints.lock: every distribution the recipe's steps install. Left out: what the image builds itself
-    (slime, Megatron) and what the base image brought and no step changed (that is the base's to pin)."""
-    local = {"slime", "megatron-core", *plan["from_base"]}
+    """constraints.lock: every distribution of the planned final environment. Left out, and named: what the image
+    builds from source (recorded by commit), and what the base image brought and no step changed (the base's)."""
+    local = {*plan["built_from_source"], *plan["from_base"]}
     header = [
         "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
         "# Every pip step of the image is constrained by this file (PIP_CONSTRAINT), so a later rebuild",
         "# installs the set that was planned and checked. Plans resolve against the index as it stood then:",
         f"{CUTOFF_LINE}{plan['uploaded_prior_to']}",
         *[f"{INPUT_LINE}{name} = {digest}" for name, digest in plan["inputs"].items()],
+        *[f"{SOURCE_LINE}{name} = {where}" for name, where in plan["built_from_source"].items()],
     ]
     pins = [f"{n}=={v}" for n, v in plan["final"].items() if n not in local]
     return "\n".join(header + pins) + "\n"

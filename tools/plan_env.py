@@ -8,6 +8,7 @@ left broken.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import json
 import os
@@ -136,9 +137,18 @@ class FakeEnv:
         )
 
     def check(self) -> list[str]:
-        """`pip check` lines: what is broken in the environment now."""
+        """`pip check` lines: what is broken in the environment now; cached by the metadata it reads."""
+        state = hashlib.sha256()
+        for info in sorted(self.site.glob("*.dist-info")):
+            state.update(info.name.encode() + (info / "METADATA").read_bytes())
+        cached = self.folder.parent / "checks" / f"{state.hexdigest()[:20]}.json"
+        if cached.exists():
+            return json.loads(cached.read_text())
         out = self.pip("check").stdout
-        return [line.strip() for line in out.splitlines() if " requires " in line or " has requirement " in line]
+        broken = [line.strip() for line in out.splitlines() if " requires " in line or " has requirement " in line]
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        cached.write_text(json.dumps(broken))
+        return broken
 
 
 def dist_from_report(item: dict) -> Dist:

@@ -6,6 +6,7 @@ The tests run every rule on the real recipe and on a broken copy of it; `make li
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -17,6 +18,33 @@ from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines
 
 LOCK = "constraints.lock"
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
+BASE = re.compile(r"^nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
+VENV = "/opt/venv"
+DRIVER_STUB = "/opt/driver-stub"
+
+# Every LD_LIBRARY_PATH entry and why it is there; an entry without a reason, or a reason without its entry,
+# breaks the rule `loader-path-has-reasons`.
+LOADER_PATH = {
+    "/opt/amazon/ofi-nccl/lib": "the aws-ofi-nccl plugin NCCL loads by NCCL_NET_PLUGIN's name (W13)",
+    "/opt/amazon/efa/lib": "libfabric, which that plugin needs (W13)",
+    "/usr/local/cuda/lib64": "libcudart.so.13 for the torch_memory_saver hook, which has no RPATH (W5)",
+    "/usr/local/nvidia/lib64": "the host driver's libcuda.so.1 where the NVIDIA container runtime mounts it",
+}
+
+# The layers in the order they must come, each found by a pattern over the RUN or COPY text (first match).
+LAYERS = (
+    ("the venv", re.compile(r"\bpython3\.12 -m venv " + VENV)),
+    ("the build tools", re.compile(r"pip install setuptools wheel ninja pybind11")),
+    ("sglang[all]", re.compile(r"pip install \S*sglang\[all\]")),
+    ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
+    ("requirements.txt", re.compile(r"pip install -r \S*requirements\.txt")),
+    ("Megatron-LM", re.compile(r"pip install --no-deps -e /opt/Megatron-LM")),
+    ("the router, slime and mbridge", re.compile(r"pip install --no-deps --force-reinstall\s+\S*sglang_router")),
+    ("image/", re.compile(r"^image/ ")),
+    ("slime-patch", re.compile(r"^slime-patch ")),
+    ("slime-record", re.compile(r"^slime-record ")),
+    ("the smoke gate", SMOKE_GATE),
+)
 
 
 def names_numpy(requirement: Requirement | str) -> bool:
@@ -91,6 +119,66 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
     ]
 
 
+def cuda_devel_base(recipe: Recipe) -> list[str]:
+    """The base is CUDA's devel image (CUDA 13.0, cuDNN, Ubuntu 24.04), through ARG BASE_IMAGE."""
+    froms = recipe.of("FROM")
+    problems = (
+        []
+        if BASE.match(recipe.args.get("BASE_IMAGE", ""))
+        else [f"BASE_IMAGE={recipe.args.get('BASE_IMAGE')!r} is not nvidia/cuda:13.0.x-cudnn-devel-ubuntu24.04"]
+    )
+    if [f.value[:1] for f in froms] != [("${BASE_IMAGE}",)]:
+        problems.append("the one FROM must be `FROM ${BASE_IMAGE}`")
+    return problems
+
+
+def one_environment(recipe: Recipe) -> list[str]:
+    """One virtual environment holds every distribution: made before any pip step, first on PATH."""
+    runs = recipe.of("RUN")
+    made = next((i.line for i in runs if re.search(r"\bpython3\.12 -m venv " + VENV + r"\b", " ".join(i.value))), None)
+    if made is None:
+        return [f"no RUN makes the virtual environment {VENV} (python3.12 -m venv {VENV})"]
+    problems = [f"line {s.line}: `{s.command}` runs before the venv exists" for s in recipe.steps if s.line < made]
+    problems += [f"line {s.line}: `{s.command}` removes packages" for s in recipe.steps if s.action == "uninstall"]
+    path_lines = [i for i in recipe.of("ENV") if "PATH" in i.pairs]
+    if not path_lines or not path_lines[0].pairs["PATH"].startswith(f"{VENV}/bin:") or path_lines[0].line > made:
+        problems.append(f"the first ENV PATH, before the venv is made, must start with {VENV}/bin")
+    for i in runs:
+        if re.search(r"--break-system-packages|--user\b|\bpip3? install --target", " ".join(i.value)):
+            problems.append(f"line {i.line}: installs outside {VENV}")
+    return problems
+
+
+def layer_order(recipe: Recipe) -> list[str]:
+    texts = [(i.line, " ".join(i.value)) for i in recipe.instructions if i.cmd in ("RUN", "COPY")]
+    found = []
+    for name, pattern in LAYERS:
+        line = next((line for line, text in texts if pattern.search(text)), None)
+        if line is None:
+            return [f"no layer for {name}"]
+        found.append((name, line))
+    return [
+        f"{later} (line {b}) comes before {earlier} (line {a})"
+        for (earlier, a), (later, b) in itertools.pairwise(found)
+        if b <= a
+    ]
+
+
+def loader_path_has_reasons(recipe: Recipe) -> list[str]:
+    entries = [e for e in recipe.env.get("LD_LIBRARY_PATH", "").split(":") if e]
+    problems = [
+        f"LD_LIBRARY_PATH lists {e} with no reason in tools/rules.py LOADER_PATH"
+        for e in entries
+        if e not in LOADER_PATH
+    ]
+    problems += [f"LD_LIBRARY_PATH lacks {e}: {why}" for e, why in LOADER_PATH.items() if e not in entries]
+    if DRIVER_STUB in entries:
+        problems.append(f"{DRIVER_STUB} (the build-time driver stub) is on the runtime loader path")
+    if not recipe.env.get("NCCL_NET_PLUGIN"):
+        problems.append("NCCL_NET_PLUGIN is unset: NCCL would find the OFI plugin by luck, not by name (W13)")
+    return problems
+
+
 def copy_sources_exist(recipe: Recipe) -> list[str]:
     problems = []
     for i in recipe.of("COPY", "ADD"):
@@ -141,6 +229,9 @@ def build_time_assertions(recipe: Recipe) -> list[str]:
         problems.append("no build-time assertion that sglang_router is the SLIME build (W8)")
     if not re.search(r"torch\.__version__\s*==.*TORCH_VERSION", runs):
         problems.append("no build-time assertion that torch is TORCH_VERSION (W9)")
+    for module in ("transformer_engine.pytorch", "megatron.core.extensions.transformer_engine"):
+        if not re.search(DRIVER_STUB + r"[^;]*python -c\s+[\"'][^\"']*\b" + re.escape(module) + r"\b", runs):
+            problems.append(f"no build-time import of {module} with the driver stub (W9, W10)")
     return problems
 
 
@@ -159,6 +250,10 @@ def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
 
 
 RULES = {
+    "cuda-devel-base": cuda_devel_base,
+    "one-environment": one_environment,
+    "layer-order": layer_order,
+    "loader-path-has-reasons": loader_path_has_reasons,
     "sglang-before-requirements": sglang_before_requirements,
     "no-deps-after-requirements": no_deps_after_requirements,
     "numpy-only-in-requirements": numpy_only_in_requirements,

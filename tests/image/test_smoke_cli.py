@@ -188,21 +188,37 @@ def efa_standin(tmp_path_factory):
 
 def test_efa_plugin_whose_libfabric_is_missing_fails(efa_standin):
     _fabric, plugin = efa_standin
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env={"LD_LIBRARY_PATH": plugin}))
+    env = {"LD_LIBRARY_PATH": plugin, "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
     assert result.status == FAIL and "needs libfabric.so.1, not found" in result.detail
 
 
 def test_efa_plugin_off_the_loader_path_fails(efa_standin):
     fabric, plugin = efa_standin
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env={"LD_LIBRARY_PATH": fabric}))
-    assert result.status == FAIL and "is not on LD_LIBRARY_PATH" in result.detail
+    env = {"LD_LIBRARY_PATH": fabric, "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and "names libnccl-net-ofi.so, which the loader does not find" in result.summary
 
 
 def test_efa_plugin_resolving_passes(efa_standin):
     fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "FI_PROVIDER": "efa"}
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "FI_PROVIDER": "efa", "NCCL_NET_PLUGIN": "ofi"}
     result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
     assert result.status == PASS and "FI_PROVIDER=efa" in result.summary
+
+
+def test_efa_plugin_found_only_by_luck_fails(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}"}
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and result.summary.startswith("NCCL_NET_PLUGIN is unset")
+
+
+def test_efa_plugin_named_wrong_fails(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "NCCL_NET_PLUGIN": "aws-ofi"}
+    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and "names libnccl-net-aws-ofi.so" in result.summary
 
 
 def test_efa_plugin_absent_fails(tmp_path):

@@ -167,6 +167,13 @@ def test_declared_versions_compared_with_installed(tmp_path, numpy1):
     assert "SGLANG_VERSION=0.5.12.post1 but sglang is not installed" in check["detail"]
 
 
+def test_the_environments_pip_is_compared_too(tmp_path, numpy1):
+    versions = tmp_path / "versions.json"
+    versions.write_text(json.dumps({"versions": {"PIP_VERSION": "0.1"}}))
+    _code, check = one(numpy1, "versions-declared", "--versions-file", str(versions))
+    assert check["status"] == "fail" and check["detail"].startswith("PIP_VERSION=0.1 but pip ")
+
+
 def test_no_versions_file_is_a_skip_not_a_pass(tmp_path, numpy1):
     _code, check = one(numpy1, "versions-declared", "--versions-file", str(tmp_path / "absent.json"))
     assert check["status"] == "skip"

@@ -21,14 +21,31 @@ def test_every_rule_holds_on_the_recipe():
 
 def _move_requirements_before_sglang(text):
     block_start = text.index("# requirements.txt:")
-    block_end = text.index("# The SLIME-patched router")
+    block_end = text.index("# Megatron-LM at the commit")
     requirements_block = text[block_start:block_end]
     text = text[:block_start] + text[block_end:]
     sglang_at = text.index("# sglang[all]:")
     return text[:sglang_at] + requirements_block + text[sglang_at:]
 
 
+def _build_tools_after_sglang(text):
+    tools = "RUN pip install setuptools wheel ninja pybind11\n"
+    text = text.replace(tools, "")
+    anchor = "# TransformerEngine, the version"
+    return text.replace(anchor, tools + "\n" + anchor)
+
+
 BROKEN = {
+    "cuda-devel-base": lambda t: t.replace(
+        "ARG BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04", "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3"
+    ),
+    "one-environment": lambda t: t.replace(
+        "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:${PATH}", "ENV VIRTUAL_ENV=/opt/venv"
+    ),
+    "layer-order": _build_tools_after_sglang,
+    "loader-path-has-reasons": lambda t: t.replace(
+        "/usr/local/nvidia/lib64 \\\n", "/usr/local/nvidia/lib64:/opt/driver-stub \\\n"
+    ),
     "sglang-before-requirements": _move_requirements_before_sglang,
     "no-deps-after-requirements": lambda t: t.replace('pip install --no-deps "mbridge==', 'pip install "mbridge=='),
     "numpy-only-in-requirements": lambda t: t.replace(
@@ -37,16 +54,16 @@ BROKEN = {
     "version-args-once-and-used": lambda t: t.replace(
         "ARG SLIME_REF=v0.3.0", "ARG SLIME_REF=v0.3.0\nARG RAY_ADDRESS=auto"
     ),
-    "record-names-every-version": lambda t: t.replace(" SLIME_REF \\\n      MBRIDGE_VERSION", " SLIME_REF"),
+    "record-names-every-version": lambda t: t.replace(" SLIME_REF MBRIDGE_VERSION", " SLIME_REF"),
     "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
     "copies-only-the-image-side": lambda t: t.replace(
         "COPY image/ /opt/slime-image/", "COPY image/ /opt/slime-image/\nCOPY slime.Dockerfile /opt/slime-image/"
     ),
     "no-build-time-ssh-keys": lambda t: t.replace(
-        "ENV PYTHONPATH", "RUN ssh-keygen -A && mkdir -p /run/sshd\nENV PYTHONPATH"
+        "# One virtual environment", "RUN ssh-keygen -A && mkdir -p /run/sshd\n# One virtual environment"
     ),
     "no-cuda-compat-on-loader-path": lambda t: t.replace(
-        "/usr/local/nvidia/lib64\n", "/usr/local/nvidia/lib64:/usr/local/cuda/compat/lib\n"
+        "/usr/local/nvidia/lib64 \\\n", "/usr/local/nvidia/lib64:/usr/local/cuda/compat/lib \\\n"
     ),
     "build-time-assertions": lambda t: t.replace('"slime" in r.__version__', "True"),
     "patches-then-smoke-gate": lambda t: t.replace("RUN slime-smoke --stage build", "RUN echo skipped slime-smoke"),
@@ -58,8 +75,13 @@ def test_rule_fails_on_broken_copy(recipe_copy, rule):
     dockerfile = recipe_copy(BROKEN[rule])
     found = rules.violations(Recipe.load(dockerfile))
     assert found[rule], f"{rule} did not notice the breakage"
-    # Moving requirements.txt up also leaves sglang as a step after it without --no-deps.
-    also = {"sglang-before-requirements": {"no-deps-after-requirements"}}.get(rule, set())
+    # Breakages that two rules see, each for its own reason: requirements.txt moved up leaves sglang after it
+    # without --no-deps and out of order; a compat entry has no reason; a missing smoke gate is a missing layer.
+    also = {
+        "sglang-before-requirements": {"no-deps-after-requirements", "layer-order"},
+        "no-cuda-compat-on-loader-path": {"loader-path-has-reasons"},
+        "patches-then-smoke-gate": {"layer-order"},
+    }.get(rule, set())
     assert all(not problems for name, problems in found.items() if name != rule and name not in also), found
 
 
@@ -160,3 +182,54 @@ def test_every_ignored_hadolint_rule_has_a_reason():
     assert ignored
     for i in ignored:
         assert lines[i - 1].strip().startswith("#"), f"{lines[i].strip()} has no reason above it"
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (lambda t: t.replace(":/usr/local/cuda/lib64:", ":"), "LD_LIBRARY_PATH lacks /usr/local/cuda/lib64"),
+        (lambda t: t.replace(" \\\n    NCCL_NET_PLUGIN=ofi", ""), "NCCL_NET_PLUGIN is unset"),
+        (lambda t: t.replace("/opt/amazon/ofi-nccl/lib:", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu:"), "no reason"),
+    ],
+)
+def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
+    problems = rules.violations(Recipe.load(recipe_copy(edit)))["loader-path-has-reasons"]
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.parametrize(
+    "edit, expected",
+    [
+        (
+            lambda t: t.replace("RUN python3.12 -m venv /opt/venv && \\\n    python -m pip", "RUN python -m pip"),
+            "no RUN makes",
+        ),
+        (
+            lambda t: t.replace(
+                "# One virtual environment", "RUN pip3 install --break-system-packages six\n# One virtual"
+            ),
+            "runs before the venv exists",
+        ),
+    ],
+)
+def test_one_environment_fails_on_a_second_one(recipe_copy, edit, expected):
+    problems = rules.violations(Recipe.load(recipe_copy(edit)))["one-environment"]
+    assert any(expected in p for p in problems), problems
+
+
+def test_build_time_imports_need_the_driver_stub(recipe_copy):
+    dockerfile = recipe_copy(
+        lambda t: t.replace(
+            'LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"',
+            "true",
+        )
+    )
+    problems = rules.violations(Recipe.load(dockerfile))["build-time-assertions"]
+    assert problems == ["no build-time import of transformer_engine.pytorch with the driver stub (W9, W10)"]
+
+
+def test_the_image_resolves_with_the_pip_the_planner_uses():
+    """The plan is exact only if the planner's pip is the image's pip (the image's is PIP_VERSION)."""
+    from tools.plan_env import planner_pip
+
+    assert Recipe.load().args["PIP_VERSION"] == planner_pip()

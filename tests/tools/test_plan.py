@@ -122,15 +122,41 @@ def test_unreachable_index_says_results_would_be_stale(layered):
     assert "cannot reach the package index" in proc.stderr and "stale" in proc.stderr
 
 
-def test_the_recipe_plans_clean_with_every_invariant():
+@pytest.fixture(scope="module")
+def recipe_plan():
     proc, report = run_plan("--json", "-", env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")})
     assert report is not None, proc.stderr[-2000:]
+    return proc, report
+
+
+def test_the_recipe_plans_clean_with_every_invariant(recipe_plan):
+    proc, report = recipe_plan
     assert report["broken"] == []
     assert all(report["invariants"].values()), report["invariants"]
     assert proc.returncode == 0 and report["ok"]
     final = report["final"]
     assert final["numpy"].startswith("1.") and final["torch"] == "2.11.0" and final["scipy"] == "1.17.1"
     assert report["lock"] == "constraints.lock"
+
+
+def test_the_recipe_plans_from_an_exact_base_and_megatron_as_its_checkout_declares(recipe_plan):
+    _, report = recipe_plan
+    assert report["base"]["partial"] is False and report["base"]["image"].startswith("nvidia/cuda:13.0.")
+    assert report["from_base"] == []
+    assert report["final"]["megatron-core"] == "0.16.0rc0"
+    assert set(report["built_from_source"]) == {"megatron-core", "slime"}
+    assert report["invariants"]["lock_pins_every_distribution"] is True
+
+
+def test_the_lock_pins_every_planned_distribution_and_fails_with_one_removed(recipe_plan):
+    _, report = recipe_plan
+    lock = (ROOT / "constraints.lock").read_text()
+    excluded = set(report["built_from_source"])
+    assert plan.lock_gaps(report["final"], excluded, lock) == []
+    without_scipy = "\n".join(line for line in lock.splitlines() if not line.startswith("scipy=="))
+    assert plan.lock_gaps(report["final"], excluded, without_scipy) == ["scipy 1.17.1: not in the lock"]
+    other_numpy = lock.replace("\nnumpy==1.26.4\n", "\nnumpy==1.26.3\n")
+    assert plan.lock_gaps(report["final"], excluded, other_numpy) == ["numpy 1.26.4: the lock pins 1.26.3"]
 
 
 def test_committed_lock_records_the_current_inputs():

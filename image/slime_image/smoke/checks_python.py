@@ -195,6 +195,7 @@ def megatron_helpers(ctx: Context) -> Result:
 
 # How to read the installed counterpart of each declared version: a distribution name, or None.
 DECLARED_DISTRIBUTIONS = {
+    "PIP_VERSION": "pip",
     "SGLANG_VERSION": "sglang",
     "TORCH_VERSION": "torch",
     "TRANSFORMER_ENGINE_VERSION": "transformer_engine",

@@ -38,33 +38,43 @@ def cuda_compat_path(ctx: Context) -> Result:
     "W13",
     BUILD,
     "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
-    "install the EFA installer's aws-ofi-nccl and put its lib folder on LD_LIBRARY_PATH (slime.Dockerfile)",
+    "install the EFA installer's aws-ofi-nccl, set NCCL_NET_PLUGIN=ofi and put its lib folder and libfabric's on "
+    "LD_LIBRARY_PATH (slime.Dockerfile)",
 )
 def efa_plugin(ctx: Context) -> Result:
-    plugins = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
-    if not plugins:
+    installed = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
+    if not installed:
         return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
+    name = ctx.env.get("NCCL_NET_PLUGIN", "")
+    if not name:
+        return Result(
+            FAIL,
+            "NCCL_NET_PLUGIN is unset: NCCL would load whichever libnccl-net.so the loader happens to find",
+            f"installed: {', '.join(installed)}",
+        )
+    none = {"needed": [], "rpath": [], "runpath": []}
+    wanted = name if name.startswith("/") else f"libnccl-net-{name}.so"
+    plugin = (
+        wanted if name.startswith("/") and os.path.isfile(name) else tms_preload.resolve(wanted, "/", none, ctx.env)
+    )
+    if plugin is None:
+        return Result(
+            FAIL,
+            f"NCCL_NET_PLUGIN={name} names {wanted}, which the loader does not find",
+            f"installed: {', '.join(installed)}; LD_LIBRARY_PATH={ctx.env.get('LD_LIBRARY_PATH', '')}",
+        )
+    try:
+        dynamic = tms_preload.read_dynamic(plugin)
+    except (OSError, tms_preload.ElfError) as exc:
+        return Result(FAIL, f"the OFI NCCL plugin {plugin} cannot be read", str(exc))
     excused = set() if facts.driver_present(ctx) else {tms_preload.DRIVER_LIBRARY}
-    problems, loader_path = [], ctx.env.get("LD_LIBRARY_PATH", "").split(":")
-    for plugin in plugins:
-        try:
-            dynamic = tms_preload.read_dynamic(plugin)
-        except (OSError, tms_preload.ElfError) as exc:
-            problems.append(f"{plugin}: {exc}")
-            continue
-        missing = [
-            n
-            for n in dynamic["needed"]
-            if n not in excused and not tms_preload.resolve(n, os.path.dirname(plugin), dynamic, ctx.env)
-        ]
-        if missing:
-            problems.append(f"{plugin} needs {', '.join(missing)}, not found on the loader path")
-    if not any(os.path.dirname(p) in loader_path for p in plugins) and not ctx.env.get(
-        "NCCL_NET_PLUGIN", ""
-    ).startswith("/"):
-        problems.append(f"NCCL cannot find the plugin: {os.path.dirname(plugins[0])} is not on LD_LIBRARY_PATH")
-    if problems:
-        return Result(FAIL, "the OFI NCCL plugin would not load", "\n".join(problems))
+    missing = [
+        n
+        for n in dynamic["needed"]
+        if n not in excused and not tms_preload.resolve(n, os.path.dirname(plugin), dynamic, ctx.env)
+    ]
+    if missing:
+        return Result(FAIL, "the OFI NCCL plugin would not load", f"{plugin} needs {', '.join(missing)}, not found")
     provider = ctx.env.get("FI_PROVIDER")
     note = f"FI_PROVIDER={provider}" if provider else "FI_PROVIDER unset here (the EKS manifests set it to efa)"
-    return Result(PASS, f"{os.path.basename(plugins[0])} and what it needs resolve; {note}")
+    return Result(PASS, f"NCCL_NET_PLUGIN={name} loads {plugin} and what it needs resolves; {note}")

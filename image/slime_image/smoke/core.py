@@ -59,7 +59,12 @@ class Context:
     megatron_root: Path | None = None
     versions_file: Path = Path("/opt/slime-image/versions.json")
     allowlist: Path = PACKAGE / "smoke" / "pip_check_allowlist.json"
-    efa_dirs: tuple[str, ...] = ("/opt/amazon/ofi-nccl/lib", "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu")
+    # Where EFA installers put the OFI plugin: lib/ from 1.47 on, lib/<arch>-linux-gnu/ before.
+    efa_dirs: tuple[str, ...] = (
+        "/opt/amazon/ofi-nccl/lib",
+        "/opt/amazon/ofi-nccl/lib/x86_64-linux-gnu",
+        "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
+    )
     timeout: float = 120.0
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
