@@ -25,6 +25,8 @@ TMS_OLD = "torch-memory-saver==0.0.9.post1"
 TMS_NEW = "torch-memory-saver==0.0.10"
 CUDART12 = "nvidia-cuda-runtime-cu12==12.9.79"
 CUDART13 = "nvidia-cuda-runtime==13.0.96"
+CUOBJDUMP = "nvidia-cuda-cuobjdump==13.5.37"
+TE_CORE_CU13 = "transformer-engine-cu13==2.12.0"
 
 
 def wheel(spec: str) -> Path:
@@ -110,3 +112,68 @@ def system_cudart13_dir() -> str | None:
     out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
     match = re.search(r"libcudart\.so\.13 \(libc6,x86-64\) => (\S+)", out)
     return str(Path(match.group(1)).parent) if match else None
+
+
+def library_wheel(name: str, cudart_dir: Path, soname: str) -> Path:
+    """A wheel of our own, `name` 1.0, holding one shared object that NEEDs `soname` from `cudart_dir`.
+
+    Built with gcc against the real runtime library from its PyPI wheel, so the NEEDED entry is what a
+    binary of that CUDA major carries; installing the wheel with pip gives it a real RECORD (its owner).
+    """
+    package = name.replace("-", "_")
+    folder = CACHE / "library-wheels" / f"{name}-{soname}"
+    built = folder / f"{package}-1.0-py3-none-any.whl"
+    if built.exists():
+        return built
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "uses.c").write_text(
+        "int cudaGetDeviceCount(int *);\nint count(int *n) { return cudaGetDeviceCount(n); }\n"
+    )
+    library = folder / f"libuses_{soname.split('.')[-1]}.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-o", str(library), str(folder / "uses.c"), "-L", str(cudart_dir), f"-l:{soname}"],
+        check=True,
+    )
+    info = f"{package}-1.0.dist-info"
+    files = {
+        f"{package}/{library.name}": library.read_bytes(),
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: slime-image-tests\nRoot-Is-Purelib: false\n"
+        b"Tag: py3-none-any\n",
+    }
+    record = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+    with zipfile.ZipFile(built, "w") as archive:
+        for path, data in files.items():
+            archive.writestr(path, data)
+        archive.writestr(f"{info}/RECORD", record)
+    return built
+
+
+def cuobjdump() -> Path:
+    """The real cuobjdump, from NVIDIA's nvidia-cuda-cuobjdump wheel (zip extraction drops its mode bits)."""
+    binary = unpacked(CUOBJDUMP) / "nvidia" / "cu13" / "bin" / "cuobjdump"
+    binary.chmod(0o755)
+    return binary
+
+
+def fatbin(name: str, gencode: list[str]) -> Path:
+    """A shared object with one tiny kernel, compiled by this machine's nvcc for exactly `gencode`."""
+    folder = CACHE / "fatbins"
+    library = folder / f"lib{name}.so"
+    if library.exists():
+        return library
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "kernel.cu"
+    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    flags = [a for g in gencode for a in ("-gencode", g)]
+    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *flags, str(source), "-o", str(library)], check=True)
+    return library
+
+
+def unpacked_wheel_library(wheel_path: Path) -> Path:
+    """The one shared object inside a wheel built by library_wheel."""
+    folder = wheel_path.with_suffix("")
+    if not folder.exists():
+        with zipfile.ZipFile(wheel_path) as archive:
+            archive.extractall(folder)
+    return next(folder.rglob("*.so"))

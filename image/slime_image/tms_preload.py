@@ -23,7 +23,7 @@ STEM = "torch_memory_saver_hook_mode_preload"
 DRIVER_LIBRARY = "libcuda.so.1"
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
 
-_DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
+_DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_RPATH, _DT_RUNPATH = 1, 5, 10, 15, 29
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 
 
@@ -36,51 +36,60 @@ class ElfError(ValueError):
 
 
 def read_dynamic(path: str) -> dict[str, list[str]]:
-    """NEEDED, RPATH and RUNPATH entries of a 64- or 32-bit little- or big-endian ELF shared object."""
+    """NEEDED, RPATH and RUNPATH entries of a 64- or 32-bit little- or big-endian ELF shared object.
+
+    Reads only the ELF header, the program headers, the dynamic segment and its string table, so that a
+    library of a gigabyte costs a few small reads.
+    """
     with open(path, "rb") as handle:
-        data = handle.read()
-    if data[:4] != b"\x7fELF":
-        raise ElfError(f"{path} is not an ELF file")
-    is64 = data[4] == 2
-    end = "<" if data[5] == 1 else ">"
-    if is64:
-        e_phoff, e_phentsize, e_phnum = (
-            struct.unpack_from(end + "Q", data, 32)[0],
-            *struct.unpack_from(end + "HH", data, 54),
-        )
-        ph_fmt, dyn_fmt = end + "IIQQQQQQ", end + "qQ"
-    else:
-        e_phoff, e_phentsize, e_phnum = (
-            struct.unpack_from(end + "I", data, 28)[0],
-            *struct.unpack_from(end + "HH", data, 42),
-        )
-        ph_fmt, dyn_fmt = end + "IIIIIIII", end + "iI"
-    loads, dynamic = [], None
-    for i in range(e_phnum):
-        fields = struct.unpack_from(ph_fmt, data, e_phoff + i * e_phentsize)
+
+        def read(offset: int, size: int) -> bytes:
+            handle.seek(offset)
+            return handle.read(size)
+
+        header = read(0, 64)
+        if header[:4] != b"\x7fELF":
+            raise ElfError(f"{path} is not an ELF file")
+        is64 = header[4] == 2
+        end = "<" if header[5] == 1 else ">"
         if is64:
-            p_type, _, p_offset, p_vaddr, _, p_filesz = fields[:6]
+            e_phoff = struct.unpack_from(end + "Q", header, 32)[0]
+            e_phentsize, e_phnum = struct.unpack_from(end + "HH", header, 54)
+            ph_fmt, dyn_fmt = end + "IIQQQQQQ", end + "qQ"
         else:
-            p_type, p_offset, p_vaddr, _, p_filesz = fields[:5]
-        if p_type == _PT_LOAD:
-            loads.append((p_vaddr, p_offset, p_filesz))
-        elif p_type == _PT_DYNAMIC:
-            dynamic = (p_offset, p_filesz)
-    if dynamic is None:
-        raise ElfError(f"{path} has no dynamic section")
-    entries, size = [], struct.calcsize(dyn_fmt)
-    for offset in range(dynamic[0], dynamic[0] + dynamic[1], size):
-        tag, value = struct.unpack_from(dyn_fmt, data, offset)
-        if tag == 0:
-            break
-        entries.append((tag, value))
-    strtab_addr = next((v for t, v in entries if t == _DT_STRTAB), None)
-    strtab = next((off + strtab_addr - va for va, off, sz in loads if va <= (strtab_addr or -1) < va + sz), None)
-    if strtab is None:
-        raise ElfError(f"{path}: cannot locate its string table")
+            e_phoff = struct.unpack_from(end + "I", header, 28)[0]
+            e_phentsize, e_phnum = struct.unpack_from(end + "HH", header, 42)
+            ph_fmt, dyn_fmt = end + "IIIIIIII", end + "iI"
+        table = read(e_phoff, e_phentsize * e_phnum)
+        loads, dynamic = [], None
+        for i in range(e_phnum):
+            fields = struct.unpack_from(ph_fmt, table, i * e_phentsize)
+            if is64:
+                p_type, _, p_offset, p_vaddr, _, p_filesz = fields[:6]
+            else:
+                p_type, p_offset, p_vaddr, _, p_filesz = fields[:5]
+            if p_type == _PT_LOAD:
+                loads.append((p_vaddr, p_offset, p_filesz))
+            elif p_type == _PT_DYNAMIC:
+                dynamic = (p_offset, p_filesz)
+        if dynamic is None:
+            raise ElfError(f"{path} has no dynamic section")
+        segment = read(*dynamic)
+        entries, size = [], struct.calcsize(dyn_fmt)
+        for offset in range(0, len(segment) - size + 1, size):
+            tag, value = struct.unpack_from(dyn_fmt, segment, offset)
+            if tag == 0:
+                break
+            entries.append((tag, value))
+        strtab_addr = next((v for t, v in entries if t == _DT_STRTAB), None)
+        strsz = next((v for t, v in entries if t == _DT_STRSZ), 0)
+        strtab = next((off + strtab_addr - va for va, off, sz in loads if va <= (strtab_addr or -1) < va + sz), None)
+        if strtab is None:
+            raise ElfError(f"{path}: cannot locate its string table")
+        strings = read(strtab, strsz)
 
     def string(at: int) -> str:
-        return data[strtab + at : data.index(b"\0", strtab + at)].decode()
+        return strings[at : strings.index(b"\0", at)].decode()
 
     names = {_DT_NEEDED: "needed", _DT_RPATH: "rpath", _DT_RUNPATH: "runpath"}
     result: dict[str, list[str]] = {"needed": [], "rpath": [], "runpath": []}

@@ -8,29 +8,9 @@ from pathlib import Path
 
 from slime_image.smoke import facts
 from slime_image.smoke.core import FAIL, GPU, PASS, Context, Result, check, run_probe
+from slime_image.smoke.cubins import arch_supported
 
 GIB = 1 << 30
-
-
-def arch_supported(capability: tuple[int, int], arch_list: list[str]) -> str | None:
-    """The best arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
-
-    sm_XY machine code runs on major X with minor >= Y ("a" variants only on exactly X.Y);
-    compute_XY PTX is JIT-compiled for any device of capability >= X.Y.
-    """
-    major, minor = capability
-    runs = []
-    for entry in arch_list:
-        match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry)
-        if not match:
-            continue
-        kind, x, y, variant = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
-        if kind == "sm" and x == major and (minor == y if variant == "a" else minor >= y):
-            runs.append((1, x, y, entry))
-        elif kind == "compute" and (major, minor) >= (x, y):
-            runs.append((0, x, y, entry))
-    # Machine code over PTX, then the newest: what the CUDA runtime itself would pick.
-    return max(runs)[3] if runs else None
 
 
 def driver_version() -> str:

@@ -69,7 +69,19 @@ def parse_args(argv):
     parser.add_argument("--only", metavar="ID[,ID]", help="run only these checks")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each child process")
+    parser.add_argument(
+        "--arch-targets",
+        metavar="X.Y[,X.Y]",
+        default=",".join(f"{a}.{b}" for a, b in Context.arch_targets),
+        help="compute capabilities arch-coverage checks (default: H200 9.0, B200 10.0, B300 10.3)",
+    )
     args = parser.parse_args(argv)
+    try:
+        args.arch_targets = tuple(tuple(int(n) for n in t.split(".")) for t in args.arch_targets.split(","))
+    except ValueError:
+        parser.error(f"--arch-targets {args.arch_targets}: expected compute capabilities such as 9.0,10.3")
+    if not all(len(target) == 2 for target in args.arch_targets):
+        parser.error("--arch-targets: each target is MAJOR.MINOR, such as 10.3")
     known = {c.id for c in CHECKS}
     if args.only:
         unknown = sorted(set(args.only.split(",")) - known)
@@ -90,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_suite(args) -> int:
     if args.list:
         for c in CHECKS:
-            print(f"{c.id:<20} {c.stage:<5} {c.wall or '-':<4} {c.protects}")
+            print(f"{c.id:<24} {c.stage:<5} {c.wall or '-':<4} {c.protects}")
         return 0
     checks = [c for c in CHECKS if not args.only or c.id in args.only.split(",")]
     ctx = Context(
@@ -101,6 +113,7 @@ def run_suite(args) -> int:
         versions_file=args.versions_file,
         allowlist=args.pip_allowlist,
         timeout=args.timeout,
+        arch_targets=args.arch_targets,
     )
     check_writable("--json", args.json)
     check_writable("--junit", args.junit)

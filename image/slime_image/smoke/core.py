@@ -66,6 +66,8 @@ class Context:
         "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
     )
     timeout: float = 120.0
+    # The GPUs the image targets: H100/H200 (9.0), B200 (10.0), B300 (10.3).
+    arch_targets: tuple[tuple[int, int], ...] = ((9, 0), (10, 0), (10, 3))
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     _cache: dict = field(default_factory=dict)

@@ -1,0 +1,181 @@
+"""The CUDA binaries of the environment: one CUDA major throughout (W22), and code for every target GPU (W23)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+import site
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from slime_image import tms_preload
+from slime_image.smoke import cubins, facts
+from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, Context, Result, check
+
+CUDA_LIBRARY = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)\.so\.(\d+)$")
+# A distribution named for a CUDA major: nvidia-cublas-cu12, transformer-engine-cu12, cupy-cuda12x ...
+MAJOR_IN_NAME = re.compile(r"[-_]cu(?:da)?(\d+)x?$")
+# Distributions that ship one build per CUDA major side by side, the one for torch's major chosen at run time.
+ONE_BUILD_PER_MAJOR = {
+    "torch-memory-saver": "ships a preload hook per CUDA major; tms-preload checks the one slime picks",
+}
+SHOWN = 12
+
+
+def search_dirs(ctx: Context) -> list[str]:
+    """Where the environment's shared objects live: its site-packages, PYTHONPATH, and the workers' loader path."""
+    found = [*site.getsitepackages(), *ctx.env.get("PYTHONPATH", "").split(":")]
+    found += ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+    return list(dict.fromkeys(d for d in found if d and os.path.isdir(d)))
+
+
+def shared_objects(directory: str):
+    for folder, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(folder, name)
+            if (name.endswith(".so") or ".so." in name) and not os.path.islink(path) and os.path.isfile(path):
+                yield path
+
+
+def cuda_needs(path: str) -> list[tuple[str, int]]:
+    """(library, major) for each CUDA runtime library the shared object NEEDs; [] for files that are not ELF."""
+    try:
+        needed = tms_preload.read_dynamic(path)["needed"]
+    except (OSError, ValueError, IndexError):
+        return []
+    return [(n, int(m.group(2))) for n in needed if (m := CUDA_LIBRARY.match(n))]
+
+
+def owners(dirs: list[str]) -> dict[str, str]:
+    """Installed file (resolved) -> the distribution that installed it."""
+    found = {}
+    for dist in importlib.metadata.distributions(path=dirs):
+        for file in dist.files or []:
+            found[str(Path(dist.locate_file(file)).resolve())] = dist.metadata["Name"]
+    return found
+
+
+def canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@check(
+    "cuda-major-consistency",
+    "W22",
+    BUILD,
+    "Multiple libcudart libraries found (libcudart.so.12 and .so.13), or libnvrtc.so.12 missing at the first "
+    "TE attention or sgl_kernel call",
+    "install the CUDA-13 build of each offending package (its -cu13 wheel, or build it against torch's CUDA), "
+    "uninstall every -cu12 distribution, and keep CUDA 12 folders off LD_LIBRARY_PATH",
+)
+def cuda_major_consistency(ctx: Context) -> Result:
+    major, how = facts.cuda_major(ctx)
+    if major is None:
+        return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
+    start = time.monotonic()
+    dirs = search_dirs(ctx)
+    files = [path for d in dirs for path in shared_objects(d)]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        needs = dict(zip(files, pool.map(cuda_needs, files), strict=True))
+    other = {path: [n for n, m in found if m != major] for path, found in needs.items()}
+    other = {path: libs for path, libs in other.items() if libs}
+    dists = {canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions(path=dirs)}
+    wrong_names = sorted(
+        f"{name} {version}"
+        for name, version in dists.items()
+        if (m := MAJOR_IN_NAME.search(name)) and int(m[1]) != major
+    )
+    owner = owners(dirs) if other else {}
+    failing, excused = [], set()
+    for path, libs in sorted(other.items()):
+        dist = owner.get(str(Path(path).resolve()))
+        if dist and canonical(dist) in ONE_BUILD_PER_MAJOR:
+            excused.add(canonical(dist))
+        else:
+            failing.append(f"{path} ({dist or 'no distribution: on the loader path'}) needs {', '.join(libs)}")
+    seconds = time.monotonic() - start
+    scanned = f"{len(files)} shared objects in {len(dirs)} folders scanned in {seconds:.1f} s; {how}"
+    notes = [f"not failed, {d}: {ONE_BUILD_PER_MAJOR[d]}" for d in sorted(excused)]
+    detail = "\n".join(
+        [scanned]
+        + [f"distribution for another CUDA major: {n}" for n in wrong_names]
+        + failing[:SHOWN]
+        + ([f"... and {len(failing) - SHOWN} more"] if len(failing) > SHOWN else [])
+        + notes
+    )
+    if failing or wrong_names:
+        parts = [f"{len(failing)} shared object(s) need a CUDA runtime other than {major}"] if failing else []
+        parts += [f"{len(wrong_names)} distribution(s) built for another CUDA major"] if wrong_names else []
+        return Result(FAIL, "; ".join(parts), detail)
+    return Result(PASS, f"every CUDA runtime library needed is major {major} ({len(files)} shared objects)", detail)
+
+
+# The CUDA libraries that must run on every target GPU, found under site-packages, and why each matters.
+# (label, glob under site-packages, why, Hopper-only by design)
+ARCH_LIBRARIES = (
+    ("torch", "torch/lib/libtorch_cuda.so", "every torch CUDA kernel (training and rollout)", False),
+    ("TransformerEngine core", "transformer_engine/**/libtransformer_engine.so", "Megatron's fused TE kernels", False),
+    ("TransformerEngine torch", "transformer_engine_torch*.so", "the extension built in the image", False),
+    ("SGLang kernels", "sgl_kernel/**/common_ops*.so", "SGLang's custom ops for every rollout", False),
+    ("SGLang FA3", "sgl_kernel/**/flash_ops*.so", "FlashAttention 3, which SGLang uses on Hopper only", True),
+    ("FlashInfer", "flashinfer*/**/*.so", "FlashInfer's prebuilt attention and sampling kernels", False),
+)
+
+
+def arch_libraries(ctx: Context) -> list[tuple[str, str, str, bool]]:
+    """(label, path, why, hopper_only) for each library of ARCH_LIBRARIES installed in the environment."""
+    found = []
+    for label, pattern, why, hopper_only in ARCH_LIBRARIES:
+        for directory in search_dirs(ctx):
+            found += [(label, str(p), why, hopper_only) for p in sorted(Path(directory).glob(pattern)) if p.is_file()]
+    return list(dict.fromkeys(found))
+
+
+@check(
+    "arch-coverage",
+    "W23",
+    BUILD,
+    "B300 only: no kernel image is available for execution on the device, or a library falls back to slow paths",
+    "rebuild the library for the target (sm_100 machine code, or PTX), or use a release whose wheel carries it; "
+    "sm_100a code runs on 10.0 only, never on a B300 (10.3)",
+)
+def arch_coverage(ctx: Context) -> Result:
+    libraries = arch_libraries(ctx)
+    if not libraries:
+        return Result(SKIP, f"none of {', '.join(label for label, *_ in ARCH_LIBRARIES)} is installed")
+    cuobjdump = cubins.find_cuobjdump(ctx.env)
+    if cuobjdump is None:
+        return Result(FAIL, "cannot list the libraries' cubins: no cuobjdump (CUDA toolkit, or nvidia-cuda-cuobjdump)")
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        codes = dict(
+            zip(libraries, pool.map(lambda lib: cubins.device_code(cuobjdump, lib[1]), libraries), strict=True)
+        )
+    lines, missing = [], []
+    for target in ctx.arch_targets:
+        shown = f"{target[0]}.{target[1]}"
+        runs, cannot, by_design = [], [], []
+        for (label, path, _why, hopper_only), entries in codes.items():
+            if not entries:
+                continue
+            name = f"{label} ({os.path.basename(path)})"
+            chosen = cubins.arch_supported(target, entries)
+            if chosen:
+                runs.append(f"{name}: {chosen}")
+            elif hopper_only and target[0] != 9:
+                by_design.append(name)
+            else:
+                cannot.append(f"{name}: has {' '.join(entries)}")
+                missing.append(f"{shown}: {label}")
+        lines.append(f"{shown} runs: {'; '.join(runs) or 'nothing'}")
+        lines += [f"{shown} CANNOT run: {c}" for c in cannot]
+        lines += [f"{shown} Hopper-only by design: {h}" for h in by_design]
+    empty = [f"{label} ({os.path.basename(path)}): no device code" for (label, path, *_), e in codes.items() if not e]
+    seconds = time.monotonic() - start
+    detail = "\n".join([f"{len(libraries)} libraries, {cuobjdump}, {seconds:.1f} s", *lines, *empty])
+    targets = ", ".join(f"{a}.{b}" for a, b in ctx.arch_targets)
+    if missing:
+        return Result(FAIL, f"no machine code or PTX for {'; '.join(missing)}", detail)
+    return Result(PASS, f"{len(libraries)} CUDA libraries run on {targets}", detail)

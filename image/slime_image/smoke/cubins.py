@@ -1,0 +1,57 @@
+"""Which GPUs a CUDA library's machine code runs on: cuobjdump's list of cubins and PTX, and CUDA's rule."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import site
+import subprocess
+
+CUBIN = re.compile(r"\.(sm_\d+[af]?)\.cubin$", re.MULTILINE)
+PTX = re.compile(r"\.sm_(\d+[af]?)\.ptx$", re.MULTILINE)
+
+
+def arch_supported(capability: tuple[int, int], arch_list: list[str]) -> str | None:
+    """The best arch-list entry that runs on a device of this compute capability, by CUDA's rules, or None.
+
+    sm_XY machine code runs on major X with minor >= Y ("a" variants only on exactly X.Y, "f" within major X);
+    compute_XY PTX is JIT-compiled for any device of capability >= X.Y (arch-specific PTX only for exactly X.Y,
+    family PTX within major X).
+    """
+    major, minor = capability
+    runs = []
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)(\d)([af]?)", entry)
+        if not match:
+            continue
+        kind, x, y, variant = match.group(1), int(match.group(2)), int(match.group(3)), match.group(4)
+        if kind == "sm" and x == major and (minor == y if variant == "a" else minor >= y):
+            runs.append((1, x, y, entry))
+        elif kind == "compute" and (
+            (major, minor) == (x, y)
+            if variant == "a"
+            else (major == x and minor >= y)
+            if variant
+            else (major, minor) >= (x, y)
+        ):
+            runs.append((0, x, y, entry))
+    # Machine code over PTX, then the newest: what the CUDA runtime itself would pick.
+    return max(runs)[3] if runs else None
+
+
+def find_cuobjdump(env: dict[str, str]) -> str | None:
+    """$CUOBJDUMP, the CUDA toolkit's, the nvidia-cuda-cuobjdump wheel's, or one on PATH."""
+    candidates = [env.get("CUOBJDUMP", ""), "/usr/local/cuda/bin/cuobjdump"]
+    candidates += [os.path.join(d, "nvidia", "cu13", "bin", "cuobjdump") for d in site.getsitepackages()]
+    found = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
+    return found or shutil.which("cuobjdump", path=env.get("PATH"))
+
+
+def device_code(cuobjdump: str, library: str, timeout: float = 120) -> list[str]:
+    """The library's cubins (sm_XY) and PTX (compute_XY), as cuobjdump lists them; [] when it has none."""
+    entries = []
+    for flag, pattern, prefix in (("--list-elf", CUBIN, ""), ("--list-ptx", PTX, "compute_")):
+        proc = subprocess.run([cuobjdump, flag, library], capture_output=True, text=True, timeout=timeout)
+        entries += [prefix + m for m in pattern.findall(proc.stdout)]
+    return sorted(set(entries))
