@@ -23,7 +23,7 @@ STEM = "torch_memory_saver_hook_mode_preload"
 DRIVER_LIBRARY = "libcuda.so.1"
 DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu")
 
-_DT_NEEDED, _DT_STRTAB, _DT_STRSZ, _DT_RPATH, _DT_RUNPATH = 1, 5, 10, 15, 29
+_DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
 _PT_LOAD, _PT_DYNAMIC = 1, 2
 
 
@@ -82,20 +82,26 @@ def read_dynamic(path: str) -> dict[str, list[str]]:
                 break
             entries.append((tag, value))
         strtab_addr = next((v for t, v in entries if t == _DT_STRTAB), None)
-        strsz = next((v for t, v in entries if t == _DT_STRSZ), 0)
         strtab = next((off + strtab_addr - va for va, off, sz in loads if va <= (strtab_addr or -1) < va + sz), None)
         if strtab is None:
             raise ElfError(f"{path}: cannot locate its string table")
-        strings = read(strtab, strsz)
 
-    def string(at: int) -> str:
-        return strings[at : strings.index(b"\0", at)].decode()
+        def string(at: int) -> str:
+            # The table also holds every exported symbol's name (tens of MB for libtorch_cuda.so): read only
+            # the string asked for.
+            found = b""
+            while b"\0" not in found:
+                chunk = read(strtab + at + len(found), 256)
+                if not chunk:
+                    raise ElfError(f"{path}: a string runs past the end of the file")
+                found += chunk
+            return found[: found.index(b"\0")].decode()
 
-    names = {_DT_NEEDED: "needed", _DT_RPATH: "rpath", _DT_RUNPATH: "runpath"}
-    result: dict[str, list[str]] = {"needed": [], "rpath": [], "runpath": []}
-    for tag, value in entries:
-        if tag in names:
-            result[names[tag]].append(string(value))
+        names = {_DT_NEEDED: "needed", _DT_RPATH: "rpath", _DT_RUNPATH: "runpath"}
+        result: dict[str, list[str]] = {"needed": [], "rpath": [], "runpath": []}
+        for tag, value in entries:
+            if tag in names:
+                result[names[tag]].append(string(value))
     return result
 
 

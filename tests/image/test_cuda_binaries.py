@@ -45,7 +45,8 @@ def test_a_cu12_distribution_and_a_cu12_library_fail_naming_file_and_owner(mixed
     check = consistency(mixed_env, LD_LIBRARY_PATH="")
     assert check["status"] == "fail"
     assert check["summary"] == (
-        "1 shared object(s) need a CUDA runtime other than 13; 1 distribution(s) built for another CUDA major"
+        "1 shared object(s) need libraries of a CUDA major other than 13; "
+        "1 distribution(s) built for another CUDA major"
     )
     assert "distribution for another CUDA major: nvidia-cuda-runtime-cu12 12.9.79" in check["detail"]
     assert "uses_cudart/libuses_12.so (uses-cudart) needs libcudart.so.12" in check["detail"]
@@ -151,3 +152,27 @@ def test_no_cuobjdump_is_a_failure_not_a_pass(cu13_env, fatbins, tmp_path):
     env["CUOBJDUMP"] = str(tmp_path / "absent")
     check = coverage(cu13_env, {**env, "PATH": "/usr/bin:/bin"})
     assert check["status"] == "fail" and "no cuobjdump" in check["summary"]
+
+
+@pytest.mark.parametrize(
+    "soname, major",
+    [
+        # what torch 2.11.0+cu130's libtorch_cuda.so and libtorch_cuda_linalg.so NEED (measured on an H200)
+        ("libcudart.so.13", 13),
+        ("libcublas.so.13", 13),
+        ("libcufft.so.12", 13),
+        ("libcusolver.so.12", 13),
+        ("libcusparse.so.12", None),  # CUDA 12 and 13 both ship cuSPARSE 12
+        ("libcurand.so.10", None),  # and both ship cuRAND 10
+        # CUDA 12's
+        ("libcudart.so.12", 12),
+        ("libnvrtc.so.12", 12),
+        ("libcufft.so.11", 12),
+        ("libcusolver.so.11", 12),
+        ("libc.so.6", None),
+    ],
+)
+def test_a_soname_tells_its_cuda_major_only_where_it_can(soname, major):
+    from slime_image.smoke.checks_cuda import cuda_major_of
+
+    assert cuda_major_of(soname) == major

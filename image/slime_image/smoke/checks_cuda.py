@@ -15,6 +15,12 @@ from slime_image.smoke import cubins, facts
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, Context, Result, check
 
 CUDA_LIBRARY = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)\.so\.(\d+)$")
+# The soname's number is the CUDA major for these ...
+FOLLOWS_CUDA = {"cudart", "cublas", "cublasLt", "nvrtc", "nvJitLink"}
+# ... while these carry their own library versions: cuFFT 11 and cuSOLVER 11 came with CUDA 12, 12 with CUDA 13
+# (torch 2.11.0+cu130 needs libcufft.so.12 and libcusolver.so.12, measured on an H200). cuRAND 10 and
+# cuSPARSE 12 came with both, so their sonames cannot tell the major and are not judged.
+CUDA_MAJOR_OF = {("cufft", 11): 12, ("cufft", 12): 13, ("cusolver", 11): 12, ("cusolver", 12): 13}
 # A distribution named for a CUDA major: nvidia-cublas-cu12, transformer-engine-cu12, cupy-cuda12x ...
 MAJOR_IN_NAME = re.compile(r"[-_]cu(?:da)?(\d+)x?$")
 # Distributions that ship one build per CUDA major side by side, the one for torch's major chosen at run time.
@@ -39,13 +45,22 @@ def shared_objects(directory: str):
                 yield path
 
 
+def cuda_major_of(soname: str) -> int | None:
+    """The CUDA major a CUDA library's soname belongs to, or None when it is not one or cannot tell."""
+    match = CUDA_LIBRARY.match(soname)
+    if not match:
+        return None
+    library, number = match.group(1), int(match.group(2))
+    return number if library in FOLLOWS_CUDA else CUDA_MAJOR_OF.get((library, number))
+
+
 def cuda_needs(path: str) -> list[tuple[str, int]]:
-    """(library, major) for each CUDA runtime library the shared object NEEDs; [] for files that are not ELF."""
+    """(library, CUDA major) for each CUDA library the shared object NEEDs whose major can be told."""
     try:
         needed = tms_preload.read_dynamic(path)["needed"]
     except (OSError, ValueError, IndexError):
         return []
-    return [(n, int(m.group(2))) for n in needed if (m := CUDA_LIBRARY.match(n))]
+    return [(n, major) for n in needed if (major := cuda_major_of(n)) is not None]
 
 
 def owners(dirs: list[str]) -> dict[str, str]:
@@ -106,10 +121,12 @@ def cuda_major_consistency(ctx: Context) -> Result:
         + notes
     )
     if failing or wrong_names:
-        parts = [f"{len(failing)} shared object(s) need a CUDA runtime other than {major}"] if failing else []
+        parts = (
+            [f"{len(failing)} shared object(s) need libraries of a CUDA major other than {major}"] if failing else []
+        )
         parts += [f"{len(wrong_names)} distribution(s) built for another CUDA major"] if wrong_names else []
         return Result(FAIL, "; ".join(parts), detail)
-    return Result(PASS, f"every CUDA runtime library needed is major {major} ({len(files)} shared objects)", detail)
+    return Result(PASS, f"every CUDA library needed is CUDA {major}'s ({len(files)} shared objects)", detail)
 
 
 # The CUDA libraries that must run on every target GPU, found under site-packages, and why each matters.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
 from slime_image.smoke import facts
-from slime_image.smoke.core import FAIL, GPU, PASS, Context, Result, check, run_probe
+from slime_image.smoke.core import FAIL, GPU, PASS, SKIP, Child, Context, Result, check, run_probe
 from slime_image.smoke.cubins import arch_supported
 
 GIB = 1 << 30
@@ -93,3 +94,42 @@ def tms_pause_resume(ctx: Context) -> Result:
     if not (report["kept"] and report["written"]):
         return Result(FAIL, "the tensor lost its data or is not writable after resume", detail)
     return Result(PASS, f"{name}: pause freed {freed:.2f} GiB, resume kept the data", detail)
+
+
+def colocate_verdict(child: Child) -> Result:
+    """What the colocate_producer probe's run says: pass, or the way colocated weight sync breaks."""
+    report = child.json()
+    if child.returncode is None:
+        return Result(FAIL, f"colocated weight sync hangs: {child.stderr}", child.tail(4))
+    if report is None:
+        return Result(FAIL, f"the train-actor process dies (exit code {child.returncode})", child.tail(4))
+    if "error" in report:
+        return Result(FAIL, f"the train-actor side raised {report['error']}", "\n".join(report.get("where", [])))
+    consumer = report.get("consumer", {})
+    hazard = report.get("region_export", "not tried")
+    detail = f"engine side: {json.dumps(consumer)}\nfor information: {hazard}"
+    if consumer.get("error"):
+        return Result(FAIL, f"the engine process could not rebuild the tensor: {consumer['error']}", detail)
+    if not consumer.get("ok"):
+        return Result(FAIL, "the engine process rebuilt the tensor with the wrong values", detail)
+    return Result(PASS, "a tensor made inside torch_memory_saver.disable() reaches an engine process intact", detail)
+
+
+@check(
+    "colocate-ipc",
+    "W21",
+    GPU,
+    "first weight update dies in storage._share_cuda_(): CUDA error: invalid argument (colocated weight sync)",
+    "export weights allocated inside torch_memory_saver.disable(), never memory the preload's region allocated; "
+    "use a slime whose update_weights does so",
+    exclusive=True,
+)
+def colocate_ipc(ctx: Context) -> Result:
+    info = device_info(ctx)
+    if not info.get("available"):
+        return Result(SKIP, "needs a GPU: torch sees no CUDA device")
+    choice = facts.preload_choice(ctx)
+    if "path" not in choice:
+        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
+    env = facts.train_actor_env(ctx, choice["path"])
+    return colocate_verdict(run_probe(ctx, "colocate_producer", env=env, timeout=min(ctx.timeout, 180)))
