@@ -22,6 +22,9 @@ from pathlib import Path
 import yaml
 from slime_image.errors import UserError, run_command
 
+from tools import job_env
+from tools.k8s_render import load_overlay
+
 LAUNCHER = "slime-launch"  # on the image's PATH (image/bin)
 REQUIRED = (
     "actor_num_nodes",
@@ -59,6 +62,17 @@ def load(path: Path) -> dict:
     if not isinstance(recipe, dict) or not isinstance(recipe.get("settings"), dict):
         raise refused(f"{path} has no `settings` mapping", "see kubernetes/launch/qwen3-4b-grpo.yaml")
     return recipe
+
+
+def check_environment(recipe: dict, overlay: str) -> None:
+    """The job's runtime_env against what breaks the preload, NCCL or Ray (W24 to W27); the GPU from the overlay."""
+    env = {k: str(v) for k, v in recipe.get("runtime_env", {}).items()}
+    capability = str(load_overlay(overlay)["COMPUTE_CAPABILITY"])
+    findings = job_env.env_findings(env, "runtime_env") + job_env.uvloop_finding(env, "runtime_env")
+    findings += job_env.fp8_finding(recipe["settings"], env, capability)
+    if findings:
+        wall, cause, fix = findings[0]
+        raise refused(f"{cause} ({wall})", fix)
 
 
 def check(settings: dict) -> None:
@@ -142,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--recipe", type=Path, required=True)
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    parser.add_argument("--overlay", default="h200", help="the instance type's overlay: its GPU decides FP8 rules")
     parser.add_argument("--launcher", default=LAUNCHER, help="the image's launch command")
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
     args = parser.parse_args(argv)
@@ -151,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 def submit(args) -> int:
     recipe = load(args.recipe)
     check(recipe["settings"])
+    check_environment(recipe, args.overlay)
     command = submit_command(recipe, args.ray or ["ray"], args.launcher)
     if args.dry_run:
         print(json.dumps(command))

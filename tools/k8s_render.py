@@ -45,6 +45,13 @@ def overlays() -> list[str]:
     return sorted(p.stem for p in (K8S / "overlays").glob("*.yaml"))
 
 
+def load_overlay(name: str) -> dict:
+    """What one instance type's overlay fixes (instance type, GPUs, compute capability, EFA, requests)."""
+    if name not in overlays():
+        raise UserError(f"unknown OVERLAY {name!r}", f"use one of: {', '.join(overlays())}")
+    return yaml.safe_load((K8S / "overlays" / f"{name}.yaml").read_text())
+
+
 def ray_version() -> str:
     for requirement in requirement_lines(ROOT / "requirements.txt"):
         if isinstance(requirement, Requirement) and requirement.name == "ray":
@@ -72,9 +79,7 @@ def read_env_file(path: Path | None) -> dict[str, str]:
 
 
 def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict[str, str]:
-    if overlay not in overlays():
-        raise UserError(f"unknown OVERLAY {overlay!r}", f"use one of: {', '.join(overlays())}")
-    fixed = {k: str(v) for k, v in yaml.safe_load((K8S / "overlays" / f"{overlay}.yaml").read_text()).items()}
+    fixed = {k: str(v) for k, v in load_overlay(overlay).items()}
     from_file = read_env_file(env_file)
     user = {}
     for name in (*USER_REQUIRED, *USER_DEFAULTS):

@@ -25,7 +25,8 @@ from slime_image.errors import UserError, run_command
 from yamllint import config as yamllint_config
 from yamllint import linter
 
-from tools.k8s_render import yaml_problem
+from tools import job_env
+from tools.k8s_render import load_overlay, yaml_problem
 from tools.recipe import ROOT
 
 # The EKS Kubernetes versions the manifests are validated against (EKS standard support in 2026-12).
@@ -242,6 +243,43 @@ def policy_head_has_no_gpu(docs, overlay, image):
     return problems
 
 
+def env_of(container: dict) -> dict[str, str]:
+    return {e["name"]: str(e.get("value", "")) for e in container.get("env", []) if "value" in e}
+
+
+def policy_job_environment(docs, overlay, image):
+    """No container turns on expandable_segments (W24) or NCCL_CUMEM_ENABLE (W25)."""
+    return [
+        f"{cause} ({wall}; fix: {fix})"
+        for where, c in every_container(docs)
+        for wall, cause, fix in job_env.env_findings(env_of(c), f"{where}: container {c['name']}")
+    ]
+
+
+def policy_ray_uvloop_off(docs, overlay, image):
+    """The Ray head and workers run with RAY_USE_UVLOOP=0 (W26)."""
+    return [
+        f"{cause} ({wall}; fix: {fix})"
+        for doc in docs
+        if doc["kind"] == "RayCluster"
+        for where, spec in pod_specs(doc)
+        for c in containers(spec)
+        for wall, cause, fix in job_env.uvloop_finding(env_of(c), f"{where}: container {c['name']}")
+    ]
+
+
+def policy_bootstrap_interfaces(docs, overlay, image):
+    """GPU pods (Ray workers, the preflight Job) name NCCL's and Gloo's bootstrap interfaces (W28)."""
+    return [
+        f"{cause} ({wall}; fix: {fix})"
+        for doc in docs
+        for where, spec in pod_specs(doc)
+        if where != "head" and not (doc["kind"] == "Job" and "preflight" not in doc["metadata"]["name"])
+        for c in containers(spec)
+        for wall, cause, fix in job_env.bootstrap_findings(env_of(c), f"{where}: container {c['name']}")
+    ]
+
+
 POLICIES = {
     "no-privileged": policy_privileged,
     "only-efa-capabilities": policy_capabilities,
@@ -250,6 +288,9 @@ POLICIES = {
     "counts-match-instance": policy_counts_match_instance,
     "image-is-rendered": policy_image_is_rendered,
     "head-has-no-gpu": policy_head_has_no_gpu,
+    "job-environment": policy_job_environment,
+    "ray-uvloop-off": policy_ray_uvloop_off,
+    "bootstrap-interfaces": policy_bootstrap_interfaces,
 }
 
 
@@ -290,14 +331,6 @@ def validate(
     for name, policy in POLICIES.items():
         found[f"policy {name}"] = policy(docs, overlay, image)
     return found
-
-
-def load_overlay(name: str) -> dict:
-    path = ROOT / "kubernetes" / "overlays" / f"{name}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in path.parent.glob("*.yaml")))
-        raise UserError(f"unknown overlay {name!r}", f"use one of: {known}")
-    return yaml.safe_load(path.read_text())
 
 
 def report(args) -> int:

@@ -176,6 +176,38 @@ BROKEN = {
         "rayproject/ray:latest",
     ),
     "GPU on the head": ("value: void", "value: all", "policy head-has-no-gpu", "NVIDIA_VISIBLE_DEVICES=void"),
+    "expandable segments in a worker's env": (
+        "- name: FI_PROVIDER\n                  value: efa\n",
+        "- name: FI_PROVIDER\n                  value: efa\n                - name: PYTORCH_CUDA_ALLOC_CONF\n"
+        "                  value: expandable_segments:True\n",
+        "policy job-environment",
+        "W24",
+    ),
+    "cuMem turned on for NCCL": (
+        "- name: FI_PROVIDER\n                  value: efa\n",
+        "- name: FI_PROVIDER\n                  value: efa\n                - name: NCCL_CUMEM_ENABLE\n"
+        '                  value: "1"\n',
+        "policy job-environment",
+        "NCCL_CUMEM_ENABLE=1",
+    ),
+    "uvloop left on for the head": (
+        '- name: RAY_USE_UVLOOP\n                value: "0"',
+        '- name: RAY_USE_UVLOOP\n                value: "1"',
+        "policy ray-uvloop-off",
+        "head: container ray-head: RAY_USE_UVLOOP is 1",
+    ),
+    "NCCL may bootstrap over the Pod Identity link": (
+        'value: "^lo,pod-id-link0"',
+        'value: "^lo"',
+        "policy bootstrap-interfaces",
+        "NCCL_SOCKET_IFNAME=^lo can pick pod-id-link0",
+    ),
+    "Gloo interface unset": (
+        "                - name: GLOO_SOCKET_IFNAME\n                  value: eth0\n",
+        "",
+        "policy bootstrap-interfaces",
+        "GLOO_SOCKET_IFNAME=(unset) can pick any interface",
+    ),
     "duplicate key": (
         "  backoffLimit: 0\n",
         "  backoffLimit: 0\n  backoffLimit: 1\n",

@@ -52,7 +52,7 @@ def recipe_with(tmp_path, stand_ins, **settings):
     return path, recipe
 
 
-def submit(recipe_path, stand_ins):
+def submit(recipe_path, stand_ins, *options):
     return subprocess.run(
         [
             sys.executable,
@@ -60,6 +60,7 @@ def submit(recipe_path, stand_ins):
             "tools.grpo_submit",
             "--recipe",
             str(recipe_path),
+            *options,
             "--",
             str(stand_ins / "ray"),
         ],
@@ -87,7 +88,7 @@ def test_arguments_arrive_intact_through_sh(tmp_path, stand_ins):
     ray_args = json.loads((stand_ins / "ray-args.json").read_text())
     assert ray_args[:4] == ["job", "submit", "--address", "http://127.0.0.1:8265"]
     assert json.loads(ray_args[ray_args.index("--runtime-env-json") + 1]) == {
-        "env_vars": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "PYTHONPATH": "/opt/Megatron-LM"}
+        "env_vars": {"CUDA_DEVICE_MAX_CONNECTIONS": "1", "RAY_USE_UVLOOP": "0", "PYTHONPATH": "/opt/Megatron-LM"}
     }
 
 
@@ -122,6 +123,56 @@ def test_refuses_to_submit(tmp_path, stand_ins, settings, cause):
     assert lines[0].startswith("submit: refused: ") and cause in lines[0], lines
     assert lines[1].startswith("fix: ")
     assert not (stand_ins / "ray-args.json").exists(), "nothing may be submitted after a refusal"
+
+
+def recipe_with_env(tmp_path, stand_ins, env, **settings):
+    path, recipe = recipe_with(tmp_path, stand_ins, **settings)
+    recipe["runtime_env"] = {k: v for k, v in {**recipe["runtime_env"], **env}.items() if v is not None}
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+FP8 = {"fp8_format": "e4m3", "fp8_recipe": "blockwise"}
+
+
+@pytest.mark.parametrize(
+    "env, settings, overlay, cause",
+    [
+        (
+            {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+            {},
+            "h200",
+            "turns on expandable_segments, which torch_memory_saver cannot pause",
+        ),
+        ({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}, {}, "h200", "(W24)"),
+        ({"NCCL_CUMEM_ENABLE": "1"}, {}, "h200", "NCCL_CUMEM_ENABLE=1, while SGLang forces 0"),
+        ({"RAY_USE_UVLOOP": None}, {}, "h200", "RAY_USE_UVLOOP is unset: async Ray actors run on uvloop (W26)"),
+        ({"RAY_USE_UVLOOP": "1"}, {}, "h200", "RAY_USE_UVLOOP is 1"),
+        ({}, FP8, "b300", "FP8 on compute capability 10.3 with block scaling and FP32 scales"),
+    ],
+)
+def test_refuses_a_job_environment_that_breaks_it(tmp_path, stand_ins, env, settings, overlay, cause):
+    path = recipe_with_env(tmp_path, stand_ins, env, **settings)
+    proc = submit(path, stand_ins, "--overlay", overlay)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("submit: refused: ") and cause in lines[0], lines
+    assert lines[1].startswith("fix: ")
+    assert not (stand_ins / "ray-args.json").exists()
+
+
+@pytest.mark.parametrize(
+    "env, settings, overlay",
+    [
+        ({}, FP8, "h200"),  # Hopper runs the FP32-scales block recipe
+        ({}, {**FP8, "fp8_recipe": "mxfp8"}, "b300"),
+        ({"NVTE_FP8_BLOCK_SCALING_FP32_SCALES": "0"}, FP8, "b300"),
+    ],
+)
+def test_fp8_passes_where_the_gpu_runs_it(tmp_path, stand_ins, env, settings, overlay):
+    path = recipe_with_env(tmp_path, stand_ins, env, **settings)
+    proc = submit(path, stand_ins, "--overlay", overlay)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_the_shipped_recipe_passes_its_checks():
