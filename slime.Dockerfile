@@ -109,12 +109,15 @@ RUN pip install --no-deps --force-reinstall \
 COPY image/ /opt/slime-image/
 ENV PATH=/opt/slime-image/bin:${PATH}
 
-# slime's self-neutralizing patches: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
-# Each reports not-needed once upstream fixes its defect; an unknown source shape fails the build here.
+# slime's own patches from its tree (docker/patch/<sglang version>/: megatron.patch into Megatron-LM, sglang.patch
+# into the installed sglang), without which slime's arguments reach a Megatron that ignores them (W20); then the
+# image's self-neutralizing ones on top: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
+# A patch that does not apply fails the build here and leaves every tree as it was.
 RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 
-# What the image claims to contain (W18): every version ARG in versions.json, and the OCI labels below.
-RUN slime-record --out /opt/slime-image/versions.json BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
+# What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
+# and the OCI labels below.
+RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
       SGL_ROUTER_VERSION SLIME_REF MBRIDGE_VERSION
 

@@ -1,10 +1,12 @@
 """slime-record: write /opt/slime-image/versions.json from the values the build actually used.
 
-    slime-record --out FILE NAME [NAME ...]
+    slime-record --out FILE [--slime-root DIR] NAME [NAME ...]
 
 Each NAME is a version ARG of slime.Dockerfile; a RUN step sees its value in the environment (a build arg
-may have overridden the default). The Dockerfile's record step names every version ARG, and a structural
-rule (tools/rules.py) fails when it leaves one out. The image tag's format is defined here, once.
+may have overridden the default). With --slime-root, the record also names slime's own patch files the image
+applied (the folder chosen for the installed SGLang) with their sha256. The Dockerfile's record step names
+every version ARG, and a structural rule (tools/rules.py) fails when it leaves one out. The image tag's
+format is defined here, once.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.patches import upstream
 
 
 def image_tag(versions: dict[str, str]) -> str:
@@ -23,7 +27,15 @@ def image_tag(versions: dict[str, str]) -> str:
     return f"{versions['SLIME_REF']}-sgl{versions['SGLANG_VERSION']}"
 
 
-def record(names: list[str], env: dict[str, str], out: Path) -> None:
+def upstream_patches(slime_root: Path) -> dict:
+    """slime's patch folder chosen for the installed SGLang, and each patch file's sha256."""
+    site = [Path(p) for p in sys.path if (Path(p) / "sglang").is_dir()]
+    choice = upstream.choose(slime_root, upstream.sglang_version(site[0]) if site else None)
+    files = sorted(choice.folder.glob("*.patch")) if choice.folder else []
+    return {"chosen": choice.why, "files": {str(f.relative_to(slime_root)): upstream.sha256(f) for f in files}}
+
+
+def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | None = None) -> None:
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise UserError(
@@ -32,12 +44,16 @@ def record(names: list[str], env: dict[str, str], out: Path) -> None:
         )
     values = {name: env[name] for name in names}
     tag = image_tag(values) if {"SLIME_REF", "SGLANG_VERSION"} <= set(values) else None
-    write_atomically(out, json.dumps({"versions": values, "tag": tag}, indent=2) + "\n")
+    data = {"versions": values, "tag": tag}
+    if slime_root is not None:
+        data["upstream_patches"] = upstream_patches(slime_root)
+    write_atomically(out, json.dumps(data, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-record", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--slime-root", type=Path, help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")
     args = parser.parse_args(argv)
-    return run_command("slime-record", lambda: record(args.names, dict(os.environ), args.out) or 0)
+    return run_command("slime-record", lambda: record(args.names, dict(os.environ), args.out, args.slime_root) or 0)

@@ -118,3 +118,64 @@ def numpy_version_assertions(tree: ast.Module) -> list[tuple[ast.Assert, str]]:
                 found.append((node, sub.value.id))
                 break
     return found
+
+
+# Where slime's Megatron GRPO path starts: the job's entry point, and the Ray layer that creates the actors.
+GRPO_ENTRY = Path("train.py")
+ORCHESTRATION = Path("slime/ray")
+OTHER_BACKENDS = ("fsdp",)  # actors this image does not run; their imports are not followed
+
+
+def _module_of(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _file_of(root: Path, module: str) -> Path | None:
+    base = root / Path(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(root: Path, path: Path, module_level: bool) -> set[str]:
+    """Absolute names of the modules a file imports (relative imports resolved), at module level or anywhere."""
+    tree = ast.parse(path.read_text(errors="replace"), str(path))
+    package = _module_of(root, path) if path.name == "__init__.py" else _module_of(root, path).rpartition(".")[0]
+    nodes = tree.body if module_level else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1] if package else []
+                base = ".".join([*parent, *([base] if base else [])])
+            found.add(base)
+            found |= {f"{base}.{a.name}" for a in node.names}
+    return {name for name in found if name}
+
+
+def grpo_modules(root: Path) -> list[str]:
+    """The slime modules the Megatron GRPO path imports: those train.py and slime/ray/ import (at any depth in
+    slime/ray, where the actors are created lazily), followed through module-level imports; other backends' not."""
+    starts = {GRPO_ENTRY} | {p.relative_to(root) for p in sorted((root / ORCHESTRATION).glob("*.py"))}
+    pending = set()
+    for start in starts:
+        if (root / start).is_file():
+            pending |= _imports(root, root / start, module_level=start == GRPO_ENTRY)
+            if start != GRPO_ENTRY:
+                pending.add(_module_of(root, root / start))
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen or not name.startswith("slime.") or any(p.startswith(OTHER_BACKENDS) for p in name.split(".")):
+            continue
+        path = _file_of(root, name)
+        if path is None:
+            continue
+        seen.add(name)
+        pending |= _imports(root, path, module_level=True)
+    return sorted(seen)

@@ -12,8 +12,13 @@ PATCHER = IMAGE_BIN / "slime-patch"
 SELECTOR = ROOT / "image" / "slime_image" / "tms_preload.py"
 
 
+OWN = "tms-preload-cuda-aware,gpuless-head-validate-args"
+
+
 def patch(slime_root, megatron_root=None, *extra):
-    args = [sys.executable, str(PATCHER), "--slime-root", str(slime_root), "--json", *extra]
+    """The image's own patches (tests/image/test_upstream_patches.py runs slime's upstream ones)."""
+    only = [] if "--only" in extra else ["--only", OWN]
+    args = [sys.executable, str(PATCHER), "--slime-root", str(slime_root), "--json", *only, *extra]
     if megatron_root is not None:
         args += ["--megatron-root", str(megatron_root)]
     proc = subprocess.run(args, capture_output=True, text=True)

@@ -1,11 +1,14 @@
-"""slime-patch: apply slime-image's self-neutralizing patches to a slime checkout (and the Megatron-LM it uses).
+"""slime-patch: slime's own patches to Megatron-LM and SGLang, then slime-image's self-neutralizing patches.
 
-    slime-patch --slime-root DIR [--megatron-root DIR] [--only ID[,ID]] [--check] [--json]
+    slime-patch --slime-root DIR [--megatron-root DIR] [--sglang-root DIR] [--only ID[,ID]] [--check] [--json]
 
-Each patch ends in one of: applied, already-applied, not-needed (upstream no longer has the defect),
-error (nothing written, the reason names the file and line). With --check nothing is written and a
-patch that would still change something reports would-apply. Exit 0 when every patch is in a good
-state, 1 otherwise, 2 for bad usage.
+First slime's upstream patches (docker/patch/<sglang version>/ in the slime tree: megatron.patch into the
+Megatron-LM tree, sglang.patch into the folder holding the `sglang` package; defaults: the importable ones),
+then this image's own patches, which must apply on top. Each ends applied, already-applied, not-needed (for
+an upstream patch: no folder for this SGLang version, said loudly), or error (naming the file and what did not
+apply). An error leaves every tree as it was: nothing is written when an upstream patch does not apply, and
+what this run already wrote is undone when a later patch fails. With --check nothing is written and a patch
+still due reports would-apply. Exit 0 when every patch is in a good state, 1 otherwise, 2 for bad usage.
 """
 
 from __future__ import annotations
@@ -17,29 +20,104 @@ import sys
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
-from slime_image.patches import PATCHES
-from slime_image.patches.base import APPLIED, ERROR, GOOD, WOULD_APPLY, Outcome, compile_check
+from slime_image.patches import PATCHES, upstream
+from slime_image.patches.base import APPLIED, ERROR, GOOD, NOT_NEEDED, WOULD_APPLY, Outcome, compile_check
 
 
-def installed_megatron_root() -> Path | None:
-    spec = importlib.util.find_spec("megatron")
+def importable_root(package: str) -> Path | None:
+    """The folder holding an importable package (a checkout for Megatron-LM, site-packages for sglang)."""
+    spec = importlib.util.find_spec(package)
     locations = list(spec.submodule_search_locations or []) if spec else []
     return Path(locations[0]).parent if locations else None
 
 
-def run_patch(patch, root: Path | None, check: bool) -> Outcome:
+class Transaction:
+    """What this run wrote, so that an error can put every tree back as it was."""
+
+    def __init__(self):
+        self.undo: list = []
+
+    def write(self, outcome: Outcome) -> None:
+        if outcome.patch is not None:
+            patch, tree, strip = outcome.patch
+            proc = upstream.git_apply(patch, tree, strip)
+            if proc.returncode != 0:
+                raise OSError(f"git apply {patch} in {tree}: {proc.stderr.strip()}")
+            self.undo.append(lambda: upstream.git_apply(patch, tree, strip, "--reverse"))
+            return
+        originals = {path: path.read_text() for path in outcome.edits if path.exists()}
+        for path, text in outcome.edits.items():
+            write_atomically(path, text)
+        self.undo.append(lambda: [write_atomically(p, t) for p, t in originals.items()])
+
+    def roll_back(self) -> None:
+        for step in reversed(self.undo):
+            step()
+        self.undo.clear()
+
+
+def own_outcome(patch, root: Path | None) -> Outcome:
     if root is None:
         return Outcome(ERROR, "Megatron-LM is not importable here: pass --megatron-root DIR")
     outcome = patch.plan(root)
-    if outcome.status != WOULD_APPLY or check:
-        return outcome
     for path, text in outcome.edits.items():
         problem = compile_check(path, text)
         if problem:
             return Outcome(ERROR, f"{problem}; nothing changed")
-    for path, text in outcome.edits.items():
-        write_atomically(path, text)
+    return outcome
+
+
+def run_patch(patch, root: Path | None, check: bool) -> Outcome:
+    """Plan one of the image's own patches and, unless checking, write it."""
+    outcome = own_outcome(patch, root)
+    if outcome.status != WOULD_APPLY or check:
+        return outcome
+    Transaction().write(outcome)
     return Outcome(APPLIED, outcome.message)
+
+
+def patch_all(roots: dict[str, Path | None], selected: list[str], check: bool) -> tuple[list[dict], str]:
+    """Every selected patch in order: (results, which upstream folder was chosen and why)."""
+    version = upstream.sglang_version(roots["sglang_root"]) if roots["sglang_root"] else None
+    choice = upstream.choose(roots["slime_root"], version)
+    results: list[dict] = []
+    planned = []
+    for patch in upstream.UPSTREAM:
+        if patch.ID in selected:
+            root = roots[patch.TARGET]
+            if choice.folder is None:
+                outcome = patch.plan(Path(), roots["slime_root"], choice)
+            elif root is None:
+                outcome = Outcome(
+                    ERROR, f"no {patch.TARGET.replace('_', ' ')} here: pass --{patch.TARGET.replace('_', '-')}"
+                )
+            else:
+                outcome = patch.plan(root, roots["slime_root"], choice)
+            planned.append((patch.ID, outcome))
+    if any(o.status == ERROR for _, o in planned):
+        return [{"id": i, "status": o.status, "message": o.message} for i, o in planned], choice.why
+    transaction = Transaction()
+    for patch_id, outcome in planned:
+        if outcome.status == WOULD_APPLY and not check:
+            transaction.write(outcome)
+            outcome = Outcome(APPLIED, outcome.message)
+        results.append({"id": patch_id, "status": outcome.status, "message": outcome.message})
+    failed = False
+    for patch in PATCHES:
+        if patch.ID not in selected:
+            continue
+        outcome = own_outcome(patch, roots[patch.TARGET])
+        if outcome.status == WOULD_APPLY and not (check or failed):
+            transaction.write(outcome)
+            outcome = Outcome(APPLIED, outcome.message)
+        results.append({"id": patch.ID, "status": outcome.status, "message": outcome.message})
+        if outcome.status == ERROR and not failed:
+            failed = True  # every later patch is only planned, and what this run wrote is undone
+            transaction.roll_back()
+            for earlier in results[:-1]:
+                if earlier["status"] == APPLIED:
+                    earlier["status"], earlier["message"] = WOULD_APPLY, f"undone: {earlier['message']}"
+    return results, choice.why
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,29 +126,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--slime-root", type=Path, required=True, help="the slime checkout (holds slime/ray)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
+    parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
     args = parser.parse_args(argv)
-    known = [p.ID for p in PATCHES]
+    known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
     selected = args.only.split(",") if args.only else known
     unknown = [i for i in selected if i not in known]
     if unknown:
         parser.error(f"unknown patch id {', '.join(unknown)} (known: {', '.join(known)})")
     if not args.slime_root.is_dir():
         parser.error(f"--slime-root {args.slime_root} is not a directory")
-    roots = {"slime_root": args.slime_root, "megatron_root": args.megatron_root or installed_megatron_root()}
-    results = []
-    for patch in PATCHES:
-        if patch.ID in selected:
-            outcome = run_patch(patch, roots[patch.TARGET], args.check)
-            results.append({"id": patch.ID, "status": outcome.status, "message": outcome.message})
+    roots = {
+        "slime_root": args.slime_root,
+        "megatron_root": args.megatron_root or importable_root("megatron"),
+        "sglang_root": args.sglang_root or importable_root("sglang"),
+    }
+    results, chosen = patch_all(roots, selected, args.check)
     ok = all(r["status"] in GOOD for r in results)
+    upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
-        print(json.dumps({"ok": ok, "check": args.check, "patches": results}, indent=2))
+        report = {"ok": ok, "check": args.check, "upstream": chosen if upstream_selected else None, "patches": results}
+        print(json.dumps(report, indent=2))
     else:
+        if upstream_selected:
+            print(f"upstream patches: {chosen}")
         for r in results:
             print(f"{r['id']:<28} {r['status']:<16} {r['message']}")
+            if r["status"] == NOT_NEEDED and r["id"] in {p.ID for p in upstream.UPSTREAM}:
+                print(f"WARNING: {r['id']}: {r['message']}", file=sys.stderr)
         if not ok:
             hint = "run without --check to apply" if args.check else "the patch needs updating for this source shape"
             print(f"fix: {hint}", file=sys.stderr)

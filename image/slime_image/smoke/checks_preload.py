@@ -6,6 +6,7 @@ import json
 import os
 
 from slime_image import tms_preload
+from slime_image.patches import PATCHES
 from slime_image.smoke import facts
 from slime_image.smoke.core import BUILD, COMMANDS, FAIL, PASS, WARN, Context, Result, check, run_probe, run_python
 
@@ -73,6 +74,20 @@ def tms_preload_check(ctx: Context) -> Result:
     return Result(WARN, f"{name} matches CUDA {major} and resolves; {note.split(':')[0]}", f"{facts_line}\n{note}")
 
 
+def patcher_report(ctx: Context, slime_root, ids: list[str]):
+    """`slime-patch --check --json` for these patch ids, run by the interpreter under test: (report or None, child)."""
+    args = ["--slime-root", str(slime_root), "--only", ",".join(ids), "--check", "--json"]
+    if ctx.megatron_root is not None:
+        args += ["--megatron-root", str(ctx.megatron_root)]
+    if ctx.sglang_root is not None:
+        args += ["--sglang-root", str(ctx.sglang_root)]
+    child = run_python(ctx, [str(COMMANDS / "slime-patch"), *args])
+    try:
+        return json.loads(child.stdout), child
+    except ValueError:
+        return None, child
+
+
 @check(
     "slime-patched",
     None,
@@ -84,13 +99,8 @@ def slime_patched(ctx: Context) -> Result:
     root = facts.slime_root(ctx)
     if root is None:
         return Result(FAIL, "slime is not installed", "")
-    args = ["--slime-root", str(root), "--check", "--json"]
-    if ctx.megatron_root is not None:
-        args += ["--megatron-root", str(ctx.megatron_root)]
-    child = run_python(ctx, [str(COMMANDS / "slime-patch"), *args])
-    try:
-        report = json.loads(child.stdout)
-    except ValueError:
+    report, child = patcher_report(ctx, root, [p.ID for p in PATCHES])
+    if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
     if not report["ok"]:

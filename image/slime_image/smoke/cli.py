@@ -63,6 +63,7 @@ def parse_args(argv):
     parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
     parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
+    parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
     parser.add_argument("--cuda-major", type=int, help="the CUDA major of the train workers (default: torch's)")
     parser.add_argument("--versions-file", type=Path, default=Context.versions_file)
     parser.add_argument("--pip-allowlist", type=Path, default=Context.allowlist, help="reviewed pip check conflicts")
@@ -110,6 +111,7 @@ def run_suite(args) -> int:
         slime_root=args.slime_root,
         cuda_major=args.cuda_major,
         megatron_root=args.megatron_root,
+        sglang_root=args.sglang_root,
         versions_file=args.versions_file,
         allowlist=args.pip_allowlist,
         timeout=args.timeout,

@@ -57,6 +57,7 @@ class Context:
     slime_root_given: bool = False
     cuda_major: int | None = None
     megatron_root: Path | None = None
+    sglang_root: Path | None = None
     versions_file: Path = Path("/opt/slime-image/versions.json")
     allowlist: Path = PACKAGE / "smoke" / "pip_check_allowlist.json"
     # Where EFA installers put the OFI plugin: lib/ from 1.47 on, lib/<arch>-linux-gnu/ before.

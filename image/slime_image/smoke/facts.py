@@ -24,11 +24,17 @@ def dist_version(name: str) -> str | None:
 
 
 def module_present(name: str) -> bool:
-    """Whether a top-level module can be found, without importing it."""
+    """Whether a module can be found, without importing it or its parent packages."""
+    top, _, rest = name.partition(".")
     try:
-        return importlib.util.find_spec(name) is not None
+        spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):
         return False
+    if spec is None or not rest:
+        return spec is not None
+    folders = [Path(f) for f in spec.submodule_search_locations or []]
+    base = Path(*rest.split("."))
+    return any((f / base).is_dir() or (f / base).with_suffix(".py").is_file() for f in folders)
 
 
 def package_dir(name: str) -> Path | None:

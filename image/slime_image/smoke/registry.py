@@ -4,7 +4,15 @@ import importlib
 
 from slime_image.smoke.core import REGISTRY
 
-MODULES = ("checks_python", "checks_preload", "checks_cuda", "checks_system", "checks_gpu", "checks_nccl")
+MODULES = (
+    "checks_python",
+    "checks_preload",
+    "checks_upstream",
+    "checks_cuda",
+    "checks_system",
+    "checks_gpu",
+    "checks_nccl",
+)
 
 for _module in MODULES:
     importlib.import_module(f"slime_image.smoke.{_module}")

@@ -1,0 +1,187 @@
+"""slime's own patches (W20) applied by slime-patch, against the real sglang 0.5.12.post1 wheel from PyPI and a
+Megatron-shaped tree. The patch files are written here, in upstream's format (paths a/python/sglang/... and
+a/megatron/...), changing real lines of those files; none of slime's patches is in this repository."""
+
+import difflib
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import artifacts
+import pytest
+import shapes
+from conftest import IMAGE_BIN, by_id, run_suite
+
+pytestmark = pytest.mark.slow
+PATCHER = IMAGE_BIN / "slime-patch"
+SGLANG = "sglang==0.5.12.post1"
+HTTP_SERVER = "sglang/srt/entrypoints/http_server.py"
+ARGUMENTS = "megatron/training/arguments.py"
+UPSTREAM = "slime-megatron-patch,slime-sglang-patch"
+
+
+def diff(tree, relative, prefix, old, new):
+    """A unified diff in upstream's format that replaces the line `old` of tree/relative by `new` lines."""
+    lines = (tree / relative).read_text().splitlines(keepends=True)
+    assert lines.count(old) == 1, f"{old!r} is not one line of {relative}"
+    changed = [*lines[: lines.index(old)], *new, *lines[lines.index(old) + 1 :]]
+    name = f"{prefix}{relative}"
+    body = difflib.unified_diff(lines, changed, fromfile=f"a/{name}", tofile=f"b/{name}")
+    return f"diff --git a/{name} b/{name}\n" + "".join(body)
+
+
+SGLANG_OLD = '@app.post("/update_weights_from_tensor")\n'
+SGLANG_NEW = ['@app.post("/post_process_weights")  # slime-image test patch\n', SGLANG_OLD]
+MEGATRON_OLD = '        assert args.fp16, "lm cross entropy in fp16 only support in fp16 mode."\n'
+MEGATRON_NEW = [
+    MEGATRON_OLD,
+    '    args.disable_grad_buffers_cpu_backup = getattr(args, "disable_grad_buffers_cpu_backup", False)\n',
+]
+
+
+@pytest.fixture
+def trees(tmp_path):
+    """A slime tree carrying docker/patch/v0.5.12.post1/, a Megatron-shaped tree, and the real sglang wheel."""
+    site = tmp_path / "site-packages"
+    shutil.copytree(artifacts.unpacked(SGLANG), site)
+    megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
+    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+    folder = slime / "docker" / "patch" / "v0.5.12.post1"
+    folder.mkdir(parents=True)
+    (folder / "sglang.patch").write_text(diff(site, HTTP_SERVER, "python/", SGLANG_OLD, SGLANG_NEW))
+    (folder / "megatron.patch").write_text(diff(megatron, ARGUMENTS, "", MEGATRON_OLD, MEGATRON_NEW))
+    return slime, megatron, site
+
+
+def patch(slime, megatron, site, *extra):
+    args = [sys.executable, str(PATCHER), "--slime-root", str(slime), "--megatron-root", str(megatron)]
+    proc = subprocess.run([*args, "--sglang-root", str(site), "--json", *extra], capture_output=True, text=True)
+    report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
+    assert report is not None, proc.stderr
+    return proc.returncode, report, {p["id"]: p["status"] for p in report["patches"]}
+
+
+def snapshot(*roots):
+    return {p: p.read_bytes() for root in roots for p in sorted(root.rglob("*.py"))}
+
+
+def test_check_fails_then_apply_then_already_applied_with_identical_bytes(trees):
+    _slime, megatron, site = trees
+    before = snapshot(megatron, site)
+    code, report, statuses = patch(*trees, "--only", UPSTREAM, "--check")
+    assert code == 1 and statuses == {"slime-megatron-patch": "would-apply", "slime-sglang-patch": "would-apply"}
+    assert report["upstream"].startswith("docker/patch/v0.5.12.post1 (for the installed SGLang 0.5.12.post1)")
+    assert snapshot(megatron, site) == before
+    code, _, statuses = patch(*trees, "--only", UPSTREAM)
+    assert code == 0 and set(statuses.values()) == {"applied"}
+    after = snapshot(megatron, site)
+    assert "/post_process_weights" in (site / HTTP_SERVER).read_text()
+    assert "disable_grad_buffers_cpu_backup" in (megatron / ARGUMENTS).read_text()
+    code, _, statuses = patch(*trees, "--only", UPSTREAM)
+    assert code == 0 and set(statuses.values()) == {"already-applied"}
+    assert snapshot(megatron, site) == after
+    code, _, _ = patch(*trees, "--only", UPSTREAM, "--check")
+    assert code == 0
+
+
+def test_a_hunk_that_does_not_apply_is_an_error_and_no_tree_changes(trees):
+    _slime, megatron, site = trees
+    server = site / HTTP_SERVER
+    server.write_text(server.read_text().replace(SGLANG_OLD, '@app.post("/update_weights_from_tensors")\n'))
+    before = snapshot(megatron, site)
+    code, report, statuses = patch(*trees)
+    assert code == 1 and statuses["slime-sglang-patch"] == "error"
+    message = next(p["message"] for p in report["patches"] if p["id"] == "slime-sglang-patch")
+    assert "error: patch failed: sglang/srt/entrypoints/http_server.py:" in message
+    assert snapshot(megatron, site) == before, "the Megatron patch, which would apply, must not be written either"
+
+
+def test_the_image_s_own_megatron_patch_applies_on_top_of_upstream_s(trees):
+    _slime, megatron, _site = trees
+    code, _, statuses = patch(*trees)
+    assert code == 0 and set(statuses.values()) == {"applied"}, statuses
+    text = (megatron / ARGUMENTS).read_text()
+    assert "disable_grad_buffers_cpu_backup" in text and "torch.cuda.is_available() and" in text
+    compile(text, str(megatron / ARGUMENTS), "exec")
+    code, report, statuses = patch(*trees, "--check")
+    assert code == 0 and set(statuses.values()) == {"already-applied"}, report
+
+
+def test_an_error_in_a_later_patch_undoes_what_the_run_wrote(trees, tmp_path):
+    slime, megatron, site = trees
+    mutated = shapes.slime_tree(tmp_path / "mutated", selection="mutated")
+    shutil.copytree(slime / "docker", mutated / "docker")
+    before = snapshot(megatron, site)
+    code, report, statuses = patch(mutated, megatron, site)
+    assert code == 1 and statuses["tms-preload-cuda-aware"] == "error"
+    assert statuses["slime-megatron-patch"] == statuses["slime-sglang-patch"] == "would-apply"
+    assert all(p["message"].startswith("undone: ") for p in report["patches"] if p["id"].startswith("slime-"))
+    assert snapshot(megatron, site) == before
+
+
+def test_latest_is_chosen_when_no_folder_names_the_version(trees):
+    slime, _megatron, _site = trees
+    (slime / "docker/patch/v0.5.12.post1").rename(slime / "docker/patch/latest")
+    code, report, statuses = patch(*trees, "--only", UPSTREAM)
+    assert code == 0 and set(statuses.values()) == {"applied"}
+    assert report["upstream"].startswith("docker/patch/latest: no folder for SGLang 0.5.12.post1, so the one slime's")
+
+
+def test_no_patch_folder_is_not_needed_and_said_loudly(trees):
+    slime, megatron, site = trees
+    shutil.rmtree(slime / "docker")
+    args = ["--slime-root", str(slime), "--megatron-root", str(megatron), "--sglang-root", str(site)]
+    proc = subprocess.run([sys.executable, str(PATCHER), *args, "--only", UPSTREAM], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert "slime-sglang-patch           not-needed       NO UPSTREAM PATCH:" in proc.stdout
+    assert "WARNING: slime-megatron-patch: NO UPSTREAM PATCH:" in proc.stderr
+
+
+def suite(trees, *only):
+    slime, megatron, site = trees
+    args = ["--only", ",".join(only), "--slime-root", str(slime), "--megatron-root", str(megatron)]
+    _code, report, stderr = run_suite(sys.executable, *args, "--sglang-root", str(site))
+    assert report is not None, stderr
+    return by_id(report)
+
+
+def test_the_upstream_patches_check_fails_until_slime_patch_ran(trees):
+    check = suite(trees, "upstream-patches")["upstream-patches"]
+    assert check["status"] == "fail" and check["wall"] == "W20"
+    assert check["summary"] == "slime's own patches not applied: slime-megatron-patch, slime-sglang-patch"
+    assert "slime-patch --slime-root" in check["fix"]
+    patch(*trees, "--only", UPSTREAM)
+    check = suite(trees, "upstream-patches")["upstream-patches"]
+    assert check["status"] == "pass" and check["summary"] == "slime's own patches applied (docker/patch/v0.5.12.post1)"
+
+
+def test_no_patches_for_this_sglang_is_a_warning(trees):
+    slime, _megatron, _site = trees
+    shutil.rmtree(slime / "docker")
+    check = suite(trees, "upstream-patches")["upstream-patches"]
+    assert check["status"] == "warn" and "slime ships no patches for this SGLang" in check["summary"]
+
+
+def test_the_record_names_the_patch_files_with_their_sha256(trees, tmp_path):
+    slime, _megatron, site = trees
+    out = tmp_path / "versions.json"
+    env = {**os.environ, "PYTHONPATH": str(site), "SLIME_REF": "v0.3.0"}
+    record = [
+        sys.executable,
+        str(IMAGE_BIN / "slime-record"),
+        "--out",
+        str(out),
+        "--slime-root",
+        str(slime),
+        "SLIME_REF",
+    ]
+    subprocess.run(record, env=env, check=True)
+    recorded = json.loads(out.read_text())["upstream_patches"]
+    folder = slime / "docker/patch/v0.5.12.post1"
+    assert recorded["files"] == {
+        f"docker/patch/v0.5.12.post1/{name}": hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in ("megatron.patch", "sglang.patch")
+    }
