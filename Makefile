@@ -43,18 +43,20 @@ $(VENV)/.installed: pyproject.toml
 .PHONY: venv
 venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools (other targets do it themselves)
 
+DOCKERFILE   ?= slime.Dockerfile
+
 .PHONY: plan
-plan: $(VENV)/.installed ## Predict each pip layer of slime.Dockerfile and check the result (no Docker, no GPU)
-	$(VPY) -m tools.plan --platform $(ARCH) $(PLAN_ARGS)
+plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile) and check the result (no Docker, no GPU)
+	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(ARCH) $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite constraints.lock from the result
 	$(VPY) -m tools.plan --platform $(ARCH) --lock constraints.lock
 
 .PHONY: base-manifest
-base-manifest: $(VENV)/.installed ## Regenerate the base image's manifest exactly, from the real image (needs Docker)
+base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's) from the real image (needs Docker)
 	@$(need_engine)
-	@base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
+	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
 	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
 	$(VPY) -m tools.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \

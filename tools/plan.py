@@ -35,7 +35,7 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
-from tools.recipe import DOCKERFILE, ROOT, PipStep, Recipe
+from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
 PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
@@ -91,6 +91,7 @@ class StepResult:
     changed: dict[str, list[str]] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
     broken: list[str] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {
@@ -103,6 +104,7 @@ class StepResult:
             "changed": self.changed,
             "removed": self.removed,
             "broken": self.broken,
+            "findings": self.findings,
         }
 
 
@@ -124,7 +126,7 @@ def shown(path: Path) -> str:
 def wheel_name_version(url: str, arch: str) -> tuple[str, str] | None:
     """The distribution and version a wheel URL names; `$(uname -m)` in it is the image's architecture."""
     try:
-        name, version, _, _ = parse_wheel_filename(url.replace("$(uname -m)", arch).rsplit("/", 1)[-1])
+        name, version, _, _ = parse_wheel_filename(url.replace(UNAME, arch).rsplit("/", 1)[-1])
     except InvalidWheelFilename:
         return None
     return str(name), str(version)
@@ -161,13 +163,20 @@ def platform_args(arch: str) -> list[str]:
 
 class Planner:
     def __init__(
-        self, recipe: Recipe, manifest: Path | None, arch: str, log=print, use_lock: bool = True, cutoff: str = ""
+        self,
+        recipe: Recipe,
+        manifest: Path | None,
+        arch: str,
+        log=print,
+        use_lock: bool = True,
+        cutoff: str = "",
+        assume_empty_base: bool = False,
     ):
         self.recipe = recipe
         self.args = recipe.args
         self.arch = arch
         self.log = log
-        self.manifest_path = manifest or self.default_manifest()
+        self.manifest_path = manifest or self.base_manifest(assume_empty_base)
         self.env = FakeEnv(CACHE / f"env-py312-{arch}")
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
@@ -175,12 +184,26 @@ class Planner:
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
 
-    def default_manifest(self) -> Path:
-        image = self.args.get("BASE_IMAGE", "")
-        return ROOT / "base-manifests" / (re.sub(r"[/:@]", "_", image) + ".json")
+    def base_manifest(self, assume_empty: bool) -> Path | None:
+        """base-manifests/<image>.json for the image the built stages start from; None to plan from nothing."""
+        image = self.recipe.base_image
+        found = manifest_for(image)
+        if found.is_file() or not assume_empty:
+            if not found.is_file():
+                raise UserError(
+                    f"no base-image manifest for {image}: the plan needs {shown(found)}",
+                    f"make base-manifest BASE_IMAGE={image} (where Docker runs), or pass --base-manifest FILE; "
+                    "--assume-empty-base plans from an empty environment instead",
+                    code=2,
+                )
+            return found
+        return None
 
     def start(self) -> dict:
-        data, dists = load_manifest(self.manifest_path)
+        if self.manifest_path is None:
+            data, dists = {"image": self.recipe.base_image, "environment": "ASSUMED EMPTY", "partial": True}, []
+        else:
+            data, dists = load_manifest(self.manifest_path)
         try:
             self.env.create()
         except EnvSetupError as exc:
@@ -259,7 +282,7 @@ class Planner:
             elif canonicalize_name(package) == "pip" or package.startswith("pip=="):
                 notes.append(f"{package}: the installer itself, not simulated (the planner resolves with its own pip)")
             elif package.startswith("/"):
-                if package in LOCAL_TREES:
+                if package in LOCAL_TREES and LOCAL_TREES[package].ref_arg in self.args:
                     tree = self.local_tree(package, step)
                     self.env.add(Dist(tree.name, tree.version, list(tree.requires)))
                     self.setter[canonicalize_name(tree.name)] = step.line
@@ -269,8 +292,14 @@ class Planner:
                     notes.append(f"{package}: {tree.name} {tree.version} as its checkout at {tree.ref[:12]} declares")
                 elif step.no_deps:
                     name = Path(package).name.lower()
-                    ref_arg = f"{name.upper()}_REF"
+                    found = [
+                        f"{name.upper()}{s}"
+                        for s in ("_REF", "_VERSION", "_COMMIT")
+                        if f"{name.upper()}{s}" in self.args
+                    ]
+                    ref_arg = found[0] if found else f"{name.upper()}_REF"
                     version = self.args.get(ref_arg, "0").lstrip("v")
+                    version = version if re.fullmatch(r"\d+(\.\d+)*", version) else "0"
                     self.env.add(Dist(name, version))
                     self.setter[canonicalize_name(name)] = step.line
                     self.from_source[name] = f"{package} at {ref_arg}={self.args.get(ref_arg, '?')}"
@@ -304,16 +333,23 @@ class Planner:
 
     def run(self) -> dict:
         manifest = self.start()
-        steps = self.recipe.steps
+        work = sorted(
+            [(s.line, i, s) for i, s in enumerate(self.recipe.steps)]
+            + [(u.line, -1, u) for u in self.recipe.unsimulated],
+            key=lambda item: (item[0], item[1]),
+        )
         results = []
         requirements_line = self.recipe.requirements_step.line if self.recipe.requirements_step else None
         numpy_after_requirements = []
         failed_steps: list[int] = []
-        for index, step in enumerate(steps, 1):
+        findings = Findings(self.base.get("torch"), {n for n in self.base if n in TORCH_EXTENSIONS})
+        for index, (_line, _, step) in enumerate(work, 1):
             before = self.env.installed()
             start = time.monotonic()
-            self.log(f"[{index}/{len(steps)}] line {step.line}: {shorten(step.command)}", flush=True)
-            if step.action == "uninstall":
+            self.log(f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}", flush=True)
+            if isinstance(step, Unsimulated):
+                simulated, note = False, f"not simulated: {step.reason}; assumed no change"
+            elif step.action == "uninstall":
                 gone = [p for p in step.packages if self.env.remove(p)]
                 simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"
             else:
@@ -328,24 +364,28 @@ class Planner:
             result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
             result.removed = sorted(n for n in before if n not in after)
             result.broken = self.env.check()
+            result.findings = findings.after_step(result, after)
             if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
                 numpy_after_requirements.append(step.line)
             results.append(result)
             self.log(describe(result), flush=True)
         final = self.env.installed()
         broken = results[-1].broken if results else self.env.check()  # the last step's check is the final one
+        final_findings = findings.at_end(final, self.from_source, self.router_wheel_lines(), self.setter)
         invariants = self.invariants(final, requirements_line, numpy_after_requirements)
         invariants["every_step_installs"] = not failed_steps
         gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []
         if self.lock:
             invariants["lock_pins_every_distribution"] = not gaps
-        ok = not broken and all(invariants.values())
+        every_finding = [f for r in results for f in r.findings] + final_findings
+        ok = not broken and all(invariants.values()) and not every_finding
         return {
             "base": {
                 "image": manifest.get("image", ""),
-                "manifest": shown(self.manifest_path),
+                "manifest": shown(self.manifest_path) if self.manifest_path else None,
                 "partial": manifest.get("partial", False),
                 "environment": manifest.get("environment", f"{len(self.base)} distributions"),
+                "unknown": manifest.get("unknown", []),
             },
             "built_from_source": dict(sorted(self.from_source.items())),
             "platform": self.arch,
@@ -356,32 +396,45 @@ class Planner:
             "final": dict(sorted(final.items())),
             "from_base": sorted(n for n, v in final.items() if self.base.get(n) == v),
             "broken": broken,
+            "findings": every_finding,
+            "final_findings": final_findings,
             "lock_gaps": gaps,
             "invariants": invariants,
             "ok": ok,
         }
+
+    def router_wheel_lines(self) -> list[int]:
+        """Lines of the steps that install the SLIME-patched router from its wheel URL."""
+        return [s.line for s in self.recipe.installs if any("sgl-router" in p for p in s.packages)]
 
     def input_digests(self) -> dict[str, str]:
         """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
         steps = [s.words for s in self.recipe.steps]
         digests = {"slime.Dockerfile pip steps": json.dumps([steps, self.args])}
         files = {self.recipe.context_file(r, s.line) for s in self.recipe.installs for r in s.requirements}
-        for path in [*sorted(files), self.manifest_path]:
+        for path in [*sorted(files), *([self.manifest_path] if self.manifest_path else [])]:
             digests[shown(path)] = path.read_text()
         return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
 
     def invariants(self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int]) -> dict:
-        numpy = final.get("numpy")
-        torch = final.get("torch", "")
-        intended = self.args.get("TORCH_VERSION", "").split("+")[0]
-        router_urls = [s.line for s in self.recipe.installs if any("sgl-router" in p for p in s.packages)]
-        return {
-            "numpy_below_2": bool(numpy) and Version(numpy) < Version("2"),
-            "torch_as_intended": torch.split("+")[0] == intended,
-            "stock_sglang_router_absent": "sglang-router" not in final
-            or self.setter.get("sglang-router") in router_urls,
-            "numpy_unchanged_after_requirements": requirements_line is not None and not numpy_moved,
-        }
+        """This project's invariants, each only where the recipe declares what it intends."""
+        held = {}
+        if requirements_line is not None:  # the recipe pins numpy in a requirements file (this project's way)
+            numpy = final.get("numpy")
+            held["numpy_below_2"] = bool(numpy) and Version(numpy) < Version("2")
+            held["numpy_unchanged_after_requirements"] = not numpy_moved
+        if "TORCH_VERSION" in self.args:
+            held["torch_as_intended"] = final.get("torch", "").split("+")[0] == self.args["TORCH_VERSION"].split("+")[0]
+        if self.router_wheel_lines():
+            held["stock_sglang_router_absent"] = (
+                "sglang-router" not in final or self.setter.get("sglang-router") in self.router_wheel_lines()
+            )
+        return held
+
+
+def manifest_for(image: str) -> Path:
+    """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _."""
+    return ROOT / "base-manifests" / (re.sub(r"[/:@]", "_", image) + ".json")
 
 
 def index_url() -> str:
@@ -411,6 +464,49 @@ def unreachable(where: str) -> UserError:
         "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
         code=2,
     )
+
+
+# Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).
+TORCH_EXTENSIONS = {"transformer-engine", "transformer-engine-torch", "flash-attn", "apex", "torchvision", "torchaudio"}
+
+
+class Findings:
+    """What a user of any recipe needs to hear, per layer and at the end: W9, W1, W8."""
+
+    def __init__(self, torch: str | None, extensions: set[str]):
+        # extension -> the torch it was built against (the base's for the base's own extensions)
+        self.built_against = dict.fromkeys(extensions, torch)
+
+    def after_step(self, result: StepResult, env: dict[str, str]) -> list[str]:
+        torch = env.get("torch")
+        for name in TORCH_EXTENSIONS & ({*result.added} | {*result.changed}):
+            self.built_against[name] = torch
+        found = []
+        for name, against in sorted(self.built_against.items()):
+            if name in env and against and torch and against != torch:
+                found.append(
+                    f"W9: {name} {env[name]} was built against torch {against}, which this step replaced with "
+                    f"{torch}: importing it fails with undefined symbol _ZN3c10...; rebuild or remove it"
+                )
+                self.built_against[name] = torch  # said once, at the step that replaced torch
+        return found
+
+    @staticmethod
+    def at_end(final: dict[str, str], from_source: dict[str, str], router_lines: list[int], setter) -> list[str]:
+        found = []
+        numpy = final.get("numpy")
+        if "slime" in final and numpy and Version(numpy) >= Version("2"):
+            found.append(
+                f"W1: numpy {numpy} at the end while slime is installed: slime's Megatron init asserts numpy 1.x "
+                "(AssertionError: Megatron does not support numpy 2.x); pin numpy<2 and install later steps --no-deps"
+            )
+        if router_lines and "sglang-router" in final and setter.get("sglang-router") not in router_lines:
+            found.append(
+                f"W8: sglang-router {final['sglang-router']} at the end came from line {setter.get('sglang-router')}, "
+                f"not from the SLIME wheel (line {router_lines[-1]}): weight sync fails; install the wheel last, "
+                "--no-deps"
+            )
+        return found
 
 
 class _StepFails(Exception):
@@ -452,6 +548,7 @@ def describe(result: StepResult) -> str:
     if result.removed:
         lines.append(f"    removed: {', '.join(result.removed)}")
     lines += [f"    BROKEN: {line}" for line in result.broken]
+    lines += [f"    FINDING {line}" for line in result.findings]
     return "\n".join(lines)
 
 
@@ -463,11 +560,16 @@ def summary(plan: dict) -> str:
     lines.append("pip check: " + ("no broken requirements" if not plan["broken"] else f"{len(plan['broken'])} broken"))
     lines += [f"    BROKEN: {line}" for line in plan["broken"]]
     lines += [f"    NOT LOCKED: {gap}" for gap in plan["lock_gaps"]]
+    lines.append(f"findings: {len(plan['findings']) or 'none'}")
+    lines += [f"    {finding}" for finding in plan["findings"]]
     lines.append("invariants:")
     lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
     base = plan["base"]
     exact = "PARTIAL: `make base-manifest` makes it exact" if base["partial"] else "exact"
+    if base["manifest"] is None:
+        exact = "ASSUMED EMPTY (--assume-empty-base): no manifest of this image; the plan ignores what it holds"
     lines.insert(1, f"base: {base['image']} ({base['environment']}; {base['manifest']}, {exact})")
+    lines[2:2] = [f"    unknown in the base: {item}" for item in base["unknown"]]
     lines += [f"built from source: {name} = {where}" for name, where in plan["built_from_source"].items()]
     lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
     return "\n".join(lines)
@@ -531,8 +633,8 @@ def run(args, arch: str) -> int:
     cutoff = args.uploaded_prior_to or ""
     if args.lock is not None and not cutoff:
         cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
-    recipe = Recipe.load(args.dockerfile)
-    plan = Planner(recipe, args.base_manifest, arch, log, args.lock is None, cutoff).run()
+    recipe = Recipe.load(args.dockerfile, args.context, args.target)
+    plan = Planner(recipe, args.base_manifest, arch, log, args.lock is None, cutoff, args.assume_empty_base).run()
     log(summary(plan))
     if args.json:
         text = json.dumps(plan, indent=2) + "\n"
@@ -553,7 +655,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
-    parser.add_argument("--base-manifest", type=Path)
+    parser.add_argument(
+        "--context", type=Path, help="the build context COPY reads from (default: the Dockerfile's folder)"
+    )
+    parser.add_argument("--target", help="the stage to plan (default: the last, as docker build)")
+    parser.add_argument("--base-manifest", type=Path, help="default: base-manifests/<the FROM image>.json")
+    parser.add_argument(
+        "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
+    )
     parser.add_argument("--platform", default="x86_64")
     parser.add_argument("--json", metavar="PATH|-")
     parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")

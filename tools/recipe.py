@@ -8,6 +8,7 @@ other code reads the Dockerfile.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -103,7 +104,34 @@ def _pip_words(command: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _pip_step(line: int, action: str, args: list[str]) -> PipStep:
+def _local_path(word: str, cwd: str) -> str:
+    """A package word that names a local tree, as an absolute path (relative to the RUN's working directory)."""
+    if "://" in word or word.startswith("git+") or not (word.startswith((".", "/")) or "/" in word):
+        return word
+    return posixpath.normpath(posixpath.join(cwd, word))
+
+
+# Installers the planner does not simulate; a RUN that uses one is reported, never skipped silently.
+UNAME = "$(uname -m)"
+OTHER_INSTALLERS = (("uv", "pip"), ("conda", "install"), ("mamba", "install"), ("micromamba", "install"))
+
+
+@dataclass(frozen=True)
+class Unsimulated:
+    line: int
+    command: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Stage:
+    index: int
+    base: str  # an image, or the alias of an earlier stage
+    alias: str | None
+    instructions: tuple[Instruction, ...]
+
+
+def _pip_step(line: int, action: str, args: list[str], cwd: str = "/") -> PipStep:
     step = PipStep(line=line, words=["pip", action, *args], action=action)
     it = iter(args)
     for word in it:
@@ -121,9 +149,9 @@ def _pip_step(line: int, action: str, args: list[str]) -> PipStep:
         elif word == "--force-reinstall":
             step.force_reinstall = True
         elif word in ("-e", "--editable"):
-            step.packages.append(next(it, ""))
+            step.packages.append(_local_path(next(it, ""), cwd))
         elif not word.startswith("-"):
-            step.packages.append(word)
+            step.packages.append(_local_path(word, cwd))
     return step
 
 
@@ -161,11 +189,50 @@ class Recipe:
     path: Path
     context: Path
     instructions: tuple[Instruction, ...]
+    target: str | None = None  # the stage `docker build --target` builds; default the last
 
     @classmethod
-    def load(cls, path: Path = DOCKERFILE, context: Path | None = None) -> Recipe:
+    def load(cls, path: Path = DOCKERFILE, context: Path | None = None, target: str | None = None) -> Recipe:
         path = Path(path)
-        return cls(path, Path(context) if context else path.parent, _parse(path))
+        return cls(path, Path(context) if context else path.parent, _parse(path), target)
+
+    @cached_property
+    def stages(self) -> list[Stage]:
+        """The build stages, each FROM with the instructions under it; FROM values with the global ARGs substituted."""
+        global_args = {}
+        for ins in self.instructions:
+            if ins.cmd == "FROM":
+                break
+            if ins.cmd == "ARG":
+                global_args.update({k: v.strip('"') for k, _, v in (i.partition("=") for i in ins.value) if _})
+        stages: list[Stage] = []
+        for ins in self.instructions:
+            if ins.cmd == "FROM":
+                words = list(ins.value)
+                alias = words[2] if len(words) >= 3 and words[1].upper() == "AS" else None
+                stages.append(Stage(len(stages), substitute(words[0], global_args), alias, (ins,)))
+            elif stages:
+                last = stages[-1]
+                stages[-1] = Stage(last.index, last.base, last.alias, (*last.instructions, ins))
+        if not stages:
+            raise UserError(f"{self.path}: no FROM instruction", "start the Dockerfile with FROM <image>")
+        return stages
+
+    @cached_property
+    def built(self) -> list[Stage]:
+        """The stages the built target stands on, base first: the target, and each earlier stage it is FROM."""
+        by_alias = {s.alias: s for s in self.stages if s.alias}
+        if self.target is not None and self.target not in by_alias:
+            raise UserError(f"{self.path}: no stage named {self.target!r}", f"name one of: {', '.join(by_alias)}")
+        chain = [by_alias[self.target] if self.target else self.stages[-1]]
+        while chain[0].base in by_alias and by_alias[chain[0].base].index < chain[0].index:
+            chain.insert(0, by_alias[chain[0].base])
+        return chain
+
+    @property
+    def base_image(self) -> str:
+        """The image the built stages start from."""
+        return self.built[0].base
 
     def of(self, *cmds: str) -> list[Instruction]:
         return [i for i in self.instructions if i.cmd in cmds]
@@ -225,22 +292,51 @@ class Recipe:
         return mapping
 
     @cached_property
+    def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
+        """The pip steps of the built stages' RUN lines, in order (with each RUN's working directory, through
+        WORKDIR and `cd`), and the installs the planner cannot simulate."""
+        steps, unsimulated = [], []
+        for stage in self.built:
+            cwd = "/"
+            for ins in stage.instructions:
+                if ins.cmd == "WORKDIR":
+                    cwd = posixpath.join(cwd, substitute(ins.value[0], self.args))
+                if ins.cmd != "RUN":
+                    continue
+                script = substitute(" ".join(ins.value), self.args)
+                try:
+                    commands = shell_commands(script)
+                except ValueError as exc:
+                    raise UserError(
+                        f"{self.path}:{ins.line}: cannot split the RUN's shell words: {exc}", "check its quoting"
+                    ) from None
+                here = cwd
+                for command in commands:
+                    if command[:1] == ["cd"] and len(command) == 2:
+                        here = posixpath.normpath(posixpath.join(here, command[1]))
+                    found = _pip_words(command)
+                    if found is not None:
+                        step = _pip_step(ins.line, *found, cwd=here)
+                        # $(uname -m) is the image's architecture, which the planner knows; other expansions not.
+                        unresolved = [w for w in step.packages + step.requirements if "$" in w.replace(UNAME, "")]
+                        if unresolved:
+                            reason = f"shell expansion the planner cannot evaluate: {' '.join(unresolved)}"
+                            unsimulated.append(Unsimulated(ins.line, shlex.join(command), reason))
+                        else:
+                            steps.append(step)
+                    elif any(tuple(command[i : i + 2]) in OTHER_INSTALLERS for i in range(len(command))):
+                        reason = f"{command[0]} installs packages the planner does not simulate (it replays pip)"
+                        unsimulated.append(Unsimulated(ins.line, shlex.join(command), reason))
+        return tuple(steps), tuple(unsimulated)
+
+    @property
     def steps(self) -> tuple[PipStep, ...]:
-        """Every pip install and uninstall of the RUN lines, in order."""
-        steps = []
-        for ins in self.of("RUN"):
-            script = substitute(" ".join(ins.value), self.args)
-            try:
-                commands = shell_commands(script)
-            except ValueError as exc:
-                raise UserError(
-                    f"{self.path}:{ins.line}: cannot split the RUN's shell words: {exc}", "check its quoting"
-                ) from None
-            for command in commands:
-                found = _pip_words(command)
-                if found is not None:
-                    steps.append(_pip_step(ins.line, *found))
-        return tuple(steps)
+        """Every pip install and uninstall of the built stages, in order."""
+        return self._scan[0]
+
+    @property
+    def unsimulated(self) -> tuple[Unsimulated, ...]:
+        return self._scan[1]
 
     @property
     def installs(self) -> list[PipStep]:
