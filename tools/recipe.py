@@ -347,26 +347,20 @@ class Recipe:
         """The first step that installs requirements.txt (numpy's one place)."""
         return next((s for s in self.installs if s.reads_requirements_txt), None)
 
-    def context_file(self, image_path: str, line: int) -> Path:
-        """The build-context file COPY'd to `image_path`, or a UserError naming the step that reads it."""
+    def context_file(self, image_path: str, line: int, fix: str = "") -> Path:
+        """The build-context file COPY'd to `image_path`, or a UserError naming the line that reads it."""
         found = self.copies.get(image_path)
         if found is None or not found.is_file():
             raise UserError(
                 f"{self.path}:{line}: {image_path} is not COPY'd from a file in the build context",
-                "COPY the requirements or constraints file into the image before the pip step that reads it",
+                fix or "COPY the requirements or constraints file into the image before the pip step that reads it",
             )
         return found
 
     def constraint_file(self) -> Path | None:
         """The file `ENV PIP_CONSTRAINT=...` applies to every pip step, as a build-context path."""
         for ins in self.of("ENV"):
-            value = ins.pairs.get("PIP_CONSTRAINT")
-            if value:
-                found = self.copies.get(value)
-                if found is None or not found.is_file():
-                    raise UserError(
-                        f"{self.path}:{ins.line}: PIP_CONSTRAINT={value} is not COPY'd from the build context",
-                        "run `make lock`, and COPY the lock before setting PIP_CONSTRAINT",
-                    )
-                return found
+            if ins.pairs.get("PIP_CONSTRAINT"):
+                fix = "run `make lock`, and COPY the lock before setting PIP_CONSTRAINT"
+                return self.context_file(ins.pairs["PIP_CONSTRAINT"], ins.line, fix)
         return None
