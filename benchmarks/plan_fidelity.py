@@ -30,6 +30,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from tools import plan
+from tools.lock import lock_cutoff
 from tools.plan_env import Dist, FakeEnv, load_manifest
 from tools.recipe import ROOT, Recipe
 
@@ -119,7 +120,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "slime-plan-fidelity")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    cutoff = plan.lock_cutoff(ROOT / "constraints.lock")
+    cutoff = lock_cutoff(ROOT / "constraints.lock")
     dockerfile, manifest = variant(args.workdir)
     cache = args.workdir / "plan-cache"
     shutil.rmtree(cache, ignore_errors=True)

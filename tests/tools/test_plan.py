@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 
 from tools import plan
+from tools.lock import lock_cutoff, lock_gaps, lock_inputs
 from tools.recipe import Recipe
 
 pytestmark = pytest.mark.slow
@@ -152,17 +153,17 @@ def test_the_lock_pins_every_planned_distribution_and_fails_with_one_removed(rec
     _, report = recipe_plan
     lock = (ROOT / "constraints.lock").read_text()
     excluded = set(report["built_from_source"])
-    assert plan.lock_gaps(report["final"], excluded, lock) == []
+    assert lock_gaps(report["final"], excluded, lock) == []
     without_scipy = "\n".join(line for line in lock.splitlines() if not line.startswith("scipy=="))
-    assert plan.lock_gaps(report["final"], excluded, without_scipy) == ["scipy 1.17.1: not in the lock"]
+    assert lock_gaps(report["final"], excluded, without_scipy) == ["scipy 1.17.1: not in the lock"]
     other_numpy = lock.replace("\nnumpy==1.26.4\n", "\nnumpy==1.26.3\n")
-    assert plan.lock_gaps(report["final"], excluded, other_numpy) == ["numpy 1.26.4: the lock pins 1.26.3"]
+    assert lock_gaps(report["final"], excluded, other_numpy) == ["numpy 1.26.4: the lock pins 1.26.3"]
 
 
 def test_committed_lock_records_the_current_inputs():
     """Fast: a change to the pip steps, requirements.txt or the base manifest without `make lock` fails here."""
     planner = plan.Planner(Recipe.load(), None, "x86_64", log=lambda *a, **k: None)
-    recorded = plan.lock_inputs(ROOT / "constraints.lock")
+    recorded = lock_inputs(ROOT / "constraints.lock")
     current = planner.input_digests()
     changed = [name for name in current if recorded.get(name) != current[name]]
     assert not changed, f"constraints.lock is stale: {', '.join(changed)} changed since it was made; run `make lock`"
@@ -170,7 +171,7 @@ def test_committed_lock_records_the_current_inputs():
 
 def test_committed_lock_is_what_planning_the_same_inputs_gives(tmp_path):
     lock = ROOT / "constraints.lock"
-    cutoff = plan.lock_cutoff(lock)
+    cutoff = lock_cutoff(lock)
     fresh = tmp_path / "constraints.lock"
     proc, _ = run_plan(
         "--lock", str(fresh), "--uploaded-prior-to", cutoff, env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")}

@@ -1,0 +1,48 @@
+"""What a user of any pip-layered recipe needs to hear besides pip check: W9 per layer, W1 and W8 at the end."""
+
+from __future__ import annotations
+
+from packaging.version import Version
+
+# Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).
+TORCH_EXTENSIONS = {"transformer-engine", "transformer-engine-torch", "flash-attn", "apex", "torchvision", "torchaudio"}
+
+
+class Findings:
+    """What a user of any recipe needs to hear, per layer and at the end: W9, W1, W8."""
+
+    def __init__(self, torch: str | None, extensions: set[str]):
+        # extension -> the torch it was built against (the base's for the base's own extensions)
+        self.built_against = dict.fromkeys(extensions, torch)
+
+    def after_step(self, result, env: dict[str, str]) -> list[str]:
+        """W9 for the step whose result is given (its added and changed distributions), the env after it."""
+        torch = env.get("torch")
+        for name in TORCH_EXTENSIONS & ({*result.added} | {*result.changed}):
+            self.built_against[name] = torch
+        found = []
+        for name, against in sorted(self.built_against.items()):
+            if name in env and against and torch and against != torch:
+                found.append(
+                    f"W9: {name} {env[name]} was built against torch {against}, which this step replaced with "
+                    f"{torch}: importing it fails with undefined symbol _ZN3c10...; rebuild or remove it"
+                )
+                self.built_against[name] = torch  # said once, at the step that replaced torch
+        return found
+
+    @staticmethod
+    def at_end(final: dict[str, str], from_source: dict[str, str], router_lines: list[int], setter) -> list[str]:
+        found = []
+        numpy = final.get("numpy")
+        if "slime" in final and numpy and Version(numpy) >= Version("2"):
+            found.append(
+                f"W1: numpy {numpy} at the end while slime is installed: slime's Megatron init asserts numpy 1.x "
+                "(AssertionError: Megatron does not support numpy 2.x); pin numpy<2 and install later steps --no-deps"
+            )
+        if router_lines and "sglang-router" in final and setter.get("sglang-router") not in router_lines:
+            found.append(
+                f"W8: sglang-router {final['sglang-router']} at the end came from line {setter.get('sglang-router')}, "
+                f"not from the SLIME wheel (line {router_lines[-1]}): weight sync fails; install the wheel last, "
+                "--no-deps"
+            )
+        return found
