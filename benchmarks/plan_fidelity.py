@@ -112,7 +112,8 @@ def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tupl
         if proc.returncode != 0:
             log.append(proc.stderr[-1500:])
             break
-    return env.installed(), time.monotonic() - start, log
+    # pip really installed here: a fresh view reads what it wrote.
+    return FakeEnv(env.folder).installed(), time.monotonic() - start, log
 
 
 def main() -> int:

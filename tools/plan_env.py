@@ -76,6 +76,7 @@ class FakeEnv:
         self.folder = folder
         self.python = folder / "bin" / "python"
         self._site: Path | None = None
+        self._known: dict[str, tuple[Path, str]] | None = None
 
     def create(self) -> None:
         stamp = self.folder / ".planner-pip"
@@ -98,26 +99,30 @@ class FakeEnv:
             self._site = next((self.folder / "lib").glob("python3.*/site-packages"))
         return self._site
 
-    def _distributions(self):
-        """(canonical name, dist-info folder, metadata) of everything here except the planner's own pip."""
-        for info in self.site.glob("*.dist-info"):
-            meta = importlib.metadata.PathDistribution(info).metadata
-            name = canonicalize_name(meta["Name"])
-            if name != "pip":
-                yield name, info, meta
+    def _distributions(self) -> dict[str, tuple[Path, str]]:
+        """canonical name -> (dist-info folder, version), read from the metadata once, then kept as add and
+        remove change it (the planner's pip only runs with --dry-run; after a real install, read a new FakeEnv)."""
+        if self._known is None:
+            self._known = {}
+            for info in self.site.glob("*.dist-info"):
+                meta = importlib.metadata.PathDistribution(info).metadata
+                if canonicalize_name(meta["Name"]) != "pip":
+                    self._known[canonicalize_name(meta["Name"])] = (info, meta["Version"])
+        return self._known
 
     def clear(self) -> None:
-        for _, info, _ in list(self._distributions()):
+        for info, _ in self._distributions().values():
             shutil.rmtree(info)
+        self._known = {}
 
     def installed(self) -> dict[str, str]:
-        return {name: meta["Version"] for name, _, meta in self._distributions()}
+        return {name: version for name, (_, version) in self._distributions().items()}
 
     def remove(self, name: str) -> bool:
-        gone = [info for found, info, _ in self._distributions() if found == canonicalize_name(name)]
-        for info in gone:
-            shutil.rmtree(info)
-        return bool(gone)
+        found = self._distributions().pop(canonicalize_name(name), None)
+        if found:
+            shutil.rmtree(found[0])
+        return found is not None
 
     def add(self, dist: Dist) -> None:
         self.remove(dist.name)
@@ -128,6 +133,7 @@ class FakeEnv:
         # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
         files = ("METADATA", "INSTALLER", "RECORD")
         (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
+        self._distributions()[canonicalize_name(dist.name)] = (info, dist.version)
 
     def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
         env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
