@@ -125,6 +125,14 @@ def pod_specs(doc: dict):
         yield f"Job {doc['metadata']['name']}", doc["spec"]["template"]["spec"]
 
 
+def gpu_pod_specs(docs):
+    """(where, spec) of the pods that run on GPU nodes: Ray workers and the preflight Job."""
+    for doc in docs:
+        for where, spec in pod_specs(doc):
+            if where != "head" and not (doc["kind"] == "Job" and "preflight" not in doc["metadata"]["name"]):
+                yield where, spec
+
+
 def containers(spec: dict):
     return spec.get("containers", []) + spec.get("initContainers", [])
 
@@ -197,23 +205,19 @@ def policy_requests_within_limits(docs, overlay, image):
 
 def policy_counts_match_instance(docs, overlay, image):
     problems = []
-    for doc in docs:
-        for where, spec in pod_specs(doc):
-            if where == "head" or (doc["kind"] == "Job" and "preflight" not in doc["metadata"]["name"]):
-                continue
-            for c in containers(spec):
-                resources = c.get("resources") or {}
-                for part in ("requests", "limits"):
-                    got = resources.get(part, {})
-                    for name, key in (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE")):
-                        if str(got.get(name)) != str(overlay[key]):
-                            problems.append(
-                                f"{where}: {part} {name}={got.get(name)} "
-                                f"but {overlay['INSTANCE_TYPE']} has {overlay[key]}"
-                            )
-            selector = (spec.get("nodeSelector") or {}).get("node.kubernetes.io/instance-type")
-            if selector != overlay["INSTANCE_TYPE"]:
-                problems.append(f"{where}: node selector {selector} is not {overlay['INSTANCE_TYPE']}")
+    for where, spec in gpu_pod_specs(docs):
+        for c in containers(spec):
+            resources = c.get("resources") or {}
+            for part in ("requests", "limits"):
+                got = resources.get(part, {})
+                for name, key in (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE")):
+                    if str(got.get(name)) != str(overlay[key]):
+                        problems.append(
+                            f"{where}: {part} {name}={got.get(name)} but {overlay['INSTANCE_TYPE']} has {overlay[key]}"
+                        )
+        selector = (spec.get("nodeSelector") or {}).get("node.kubernetes.io/instance-type")
+        if selector != overlay["INSTANCE_TYPE"]:
+            problems.append(f"{where}: node selector {selector} is not {overlay['INSTANCE_TYPE']}")
     return problems
 
 
@@ -272,9 +276,7 @@ def policy_bootstrap_interfaces(docs, overlay, image):
     """GPU pods (Ray workers, the preflight Job) name NCCL's and Gloo's bootstrap interfaces (W28)."""
     return [
         f"{cause} ({wall}; fix: {fix})"
-        for doc in docs
-        for where, spec in pod_specs(doc)
-        if where != "head" and not (doc["kind"] == "Job" and "preflight" not in doc["metadata"]["name"])
+        for where, spec in gpu_pod_specs(docs)
         for c in containers(spec)
         for wall, cause, fix in job_env.bootstrap_findings(env_of(c), f"{where}: container {c['name']}")
     ]

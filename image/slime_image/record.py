@@ -14,12 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
+from slime_image.patches.base import importable_root
 
 
 def image_tag(versions: dict[str, str]) -> str:
@@ -29,8 +29,8 @@ def image_tag(versions: dict[str, str]) -> str:
 
 def upstream_patches(slime_root: Path) -> dict:
     """slime's patch folder chosen for the installed SGLang, and each patch file's sha256."""
-    site = [Path(p) for p in sys.path if (Path(p) / "sglang").is_dir()]
-    choice = upstream.choose(slime_root, upstream.sglang_version(site[0]) if site else None)
+    site = importable_root("sglang")
+    choice = upstream.choose(slime_root, upstream.sglang_version(site) if site else None)
     files = sorted(choice.folder.glob("*.patch")) if choice.folder else []
     return {"chosen": choice.why, "files": {str(f.relative_to(slime_root)): upstream.sha256(f) for f in files}}
 

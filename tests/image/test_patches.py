@@ -177,13 +177,14 @@ def test_human_output_names_status_and_fix(tmp_path):
 
 def test_planning_says_would_apply_and_only_writing_says_applied(tmp_path):
     from slime_image.patches import tms_preload_cuda_aware
-    from slime_image.patches.cli import run_patch
+    from slime_image.patches.cli import patch_all
 
     slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
     before = snapshot(slime)
     planned = tms_preload_cuda_aware.plan(slime)
     assert planned.status == "would-apply" and planned.edits
     assert snapshot(slime) == before and not (slime / "slime/ray/tms_preload.py").exists()
-    written = run_patch(tms_preload_cuda_aware, slime, check=False)
-    assert written.status == "applied" and snapshot(slime) != before
+    roots = {"slime_root": slime, "megatron_root": None, "sglang_root": None}
+    written, _ = patch_all(roots, [tms_preload_cuda_aware.ID], check=False)
+    assert [r["status"] for r in written] == ["applied"] and snapshot(slime) != before
     assert tms_preload_cuda_aware.plan(slime).status == "already-applied"

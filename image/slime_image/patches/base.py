@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,3 +54,10 @@ def compile_check(path: Path, text: str) -> str | None:
     except SyntaxError as exc:
         return f"{path}:{exc.lineno}: the patched file would not compile: {exc.msg}"
     return None
+
+
+def importable_root(package: str) -> Path | None:
+    """The folder holding an importable package (a checkout for Megatron-LM, site-packages for sglang)."""
+    spec = importlib.util.find_spec(package)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    return Path(locations[0]).parent if locations else None

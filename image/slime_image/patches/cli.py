@@ -14,21 +14,22 @@ still due reports would-apply. Exit 0 when every patch is in a good state, 1 oth
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
 from slime_image.patches import PATCHES, upstream
-from slime_image.patches.base import APPLIED, ERROR, GOOD, NOT_NEEDED, WOULD_APPLY, Outcome, compile_check
-
-
-def importable_root(package: str) -> Path | None:
-    """The folder holding an importable package (a checkout for Megatron-LM, site-packages for sglang)."""
-    spec = importlib.util.find_spec(package)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return Path(locations[0]).parent if locations else None
+from slime_image.patches.base import (
+    APPLIED,
+    ERROR,
+    GOOD,
+    NOT_NEEDED,
+    WOULD_APPLY,
+    Outcome,
+    compile_check,
+    importable_root,
+)
 
 
 class Transaction:
@@ -65,15 +66,6 @@ def own_outcome(patch, root: Path | None) -> Outcome:
         if problem:
             return Outcome(ERROR, f"{problem}; nothing changed")
     return outcome
-
-
-def run_patch(patch, root: Path | None, check: bool) -> Outcome:
-    """Plan one of the image's own patches and, unless checking, write it."""
-    outcome = own_outcome(patch, root)
-    if outcome.status != WOULD_APPLY or check:
-        return outcome
-    Transaction().write(outcome)
-    return Outcome(APPLIED, outcome.message)
 
 
 def patch_all(roots: dict[str, Path | None], selected: list[str], check: bool) -> tuple[list[dict], str]:

@@ -143,9 +143,9 @@ ARCH_LIBRARIES = (
 
 def arch_libraries(ctx: Context) -> list[tuple[str, str, str, bool]]:
     """(label, path, why, hopper_only) for each library of ARCH_LIBRARIES installed in the environment."""
-    found = []
+    found, dirs = [], search_dirs(ctx)
     for label, pattern, why, hopper_only in ARCH_LIBRARIES:
-        for directory in search_dirs(ctx):
+        for directory in dirs:
             found += [(label, str(p), why, hopper_only) for p in sorted(Path(directory).glob(pattern)) if p.is_file()]
     return list(dict.fromkeys(found))
 

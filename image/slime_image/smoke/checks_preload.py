@@ -98,7 +98,7 @@ def patcher_report(ctx: Context, slime_root, ids: list[str]):
 def slime_patched(ctx: Context) -> Result:
     root = facts.slime_root(ctx)
     if root is None:
-        return Result(FAIL, "slime is not installed", "")
+        return facts.no_slime(ctx)
     report, child = patcher_report(ctx, root, [p.ID for p in PATCHES])
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())

@@ -16,13 +16,6 @@ SAFE_BUILTINS = {"int": int, "str": str, "float": float, "tuple": tuple, "len": 
 NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklearn", "numba", "h5py")
 
 
-def _no_slime(ctx: Context) -> Result:
-    where = f"--slime-root {ctx.slime_root}" if ctx.slime_root else "this interpreter"
-    return Result(
-        FAIL, f"slime is not installed in {where}", "the image must contain slime (pip install -e . --no-deps)"
-    )
-
-
 @check(
     "megatron-numpy",
     "W1",
@@ -33,7 +26,7 @@ def _no_slime(ctx: Context) -> Result:
 def megatron_numpy(ctx: Context) -> Result:
     root = facts.slime_root(ctx)
     if root is None or not (root / "slime").is_dir():
-        return _no_slime(ctx)
+        return facts.no_slime(ctx)
     version = facts.dist_version("numpy")
     if version is None:
         return Result(FAIL, "numpy is not installed")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from slime_image import tms_preload
 from slime_image.errors import UserError
-from slime_image.smoke.core import Context, run_probe
+from slime_image.smoke.core import FAIL, Context, Result, run_probe
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
 
@@ -49,6 +49,14 @@ def slime_root(ctx: Context) -> Path | None:
         return ctx.slime_root
     found = package_dir("slime")
     return found.parent if found else None
+
+
+def no_slime(ctx: Context) -> Result:
+    """The failure every check that reads slime reports when there is no slime to read."""
+    where = f"--slime-root {ctx.slime_root}" if ctx.slime_root else "this interpreter"
+    return Result(
+        FAIL, f"slime is not installed in {where}", "the image must contain slime (pip install -e . --no-deps)"
+    )
 
 
 def slime_sources(root: Path, needle: str):
