@@ -145,12 +145,30 @@ tag: $(VENV)/.installed ## Print the default image tag
 readme: $(VENV)/.installed ## Regenerate the README's version table from slime.Dockerfile
 	$(VPY) -m tools.versions readme
 
+# The engine `make build` drives: docker (buildx), podman or buildah, the first found unless ENGINE= names one.
+ENGINE       ?= $(firstword $(foreach e,docker podman buildah,$(if $(shell command -v $(e) 2>/dev/null),$(e))))
+# Extra --build-arg NAME=value words for every engine (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=...").
+BUILD_ARGS   ?=
+build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
+
 .PHONY: build
-build: $(VENV)/.installed ## docker build the image as $(IMAGE):$(TAG) for $(PLATFORM)
-	@$(need_engine)
-	docker buildx build --platform $(PLATFORM) -f slime.Dockerfile \
-		--build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) \
-		-t $(IMAGE):$(TAG) --load .
+build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found)
+	@[ -n "$(ENGINE)" ] || { echo "make build: no image builder found (docker, podman or buildah)" >&2; echo "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=" >&2; exit 1; }
+	@$(call need,$(ENGINE),install $(ENGINE), or set ENGINE=docker|podman|buildah)
+	@case "$(ENGINE)" in \
+	  docker) timeout 5 docker info >/dev/null 2>&1 || { echo "make build: no Docker engine answers on this machine ('docker info' failed)" >&2; echo "fix: start dockerd, or ENGINE=buildah (no daemon needed)" >&2; exit 1; }; \
+	    set -x; docker buildx build --platform $(PLATFORM) -f slime.Dockerfile $(build_args) -t $(IMAGE):$(TAG) --load . ;; \
+	  podman|buildah) set -x; $(ENGINE) build --format docker --layers --platform $(PLATFORM) -f slime.Dockerfile $(build_args) -t $(IMAGE):$(TAG) . ;; \
+	  *) echo "make build: ENGINE=$(ENGINE) is not one this recipe knows" >&2; echo "fix: ENGINE=docker, podman or buildah" >&2; exit 1 ;; \
+	esac
+
+# The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
+MEGATRON_REPO ?=
+SLIME_REPO    ?=
+
+.PHONY: build-check
+build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO (path or URL); record in docs/build/
+	$(VPY) -m tools.build_check.run $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)")
 
 .PHONY: push
 push: $(VENV)/.installed ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)

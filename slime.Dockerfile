@@ -20,7 +20,19 @@ ARG MEGATRON_COMMIT=1dcf0dafa884ad52ffb243625717a3471643e087
 ARG SGL_ROUTER_RELEASE=v0.3.2-5f8d397
 ARG SGL_ROUTER_VERSION=0.3.2
 ARG SLIME_REF=v0.3.0
+ARG SLIME_COMMIT=bf14dc21f9500746447f2572d0692e981c4d2a7e
 ARG MBRIDGE_VERSION=0.15.1
+# Where each download comes from, upstream by default; point them at a mirror to build without GitHub or AWS
+# (the verification build, `make build-check`, does). pip's index is redirected the usual way (PIP_INDEX_URL).
+ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com
+ARG SGL_ROUTER_URL=https://github.com/zhuzilin/sgl-router/releases/download
+ARG MEGATRON_REPO_URL=https://github.com/NVIDIA/Megatron-LM.git
+ARG SLIME_REPO_URL=https://github.com/THUDM/slime.git
+# pip's own index settings reach every pip step when given (--build-arg PIP_INDEX_URL=https://mirror/simple);
+# unset, pip uses PyPI. Declared here because a build argument the Dockerfile does not declare reaches no RUN.
+ARG PIP_INDEX_URL
+ARG PIP_EXTRA_INDEX_URL
+ARG PIP_TRUSTED_HOST
 ARG IMAGE_SOURCE=https://github.com/slime-image/slime-image
 ARG IMAGE_REVISION=unknown
 
@@ -39,7 +51,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 RUN apt-get update && \
     apt-get install -y --no-install-recommends python3.12 python3.12-dev python3.12-venv build-essential git \
       curl ca-certificates pciutils environment-modules libhwloc-dev && \
-    curl -fsSL "https://efa-installer.amazonaws.com/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" | tar -xz -C /tmp && \
+    curl -fsSL "${EFA_INSTALLER_URL}/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" | tar -xz -C /tmp && \
     env -C /tmp/aws-efa-installer ./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify && \
     rm -rf /tmp/aws-efa-installer /var/lib/apt/lists/* && \
     mkdir -p /opt/driver-stub && ln -s /usr/local/cuda/lib64/stubs/libcuda.so /opt/driver-stub/libcuda.so.1
@@ -65,15 +77,17 @@ ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
 # compile with, besides the system compilers: without them those builds stop at their first import.
 RUN pip install setuptools wheel ninja pybind11
 
-# sglang[all]: it brings torch 2.11.0 (cu130) with its CUDA wheels, and its kernels (sglang-kernel,
+# sglang with the extras of its `all` but diffusion, whose st_attn and vsa are CUDA 12 builds (W22) that RL
+# never runs: it brings torch 2.11.0 (cu130) with its CUDA wheels, and its kernels (sglang-kernel,
 # flashinfer) built against that torch. The build stops here if torch is anything else.
-RUN pip install "sglang[all]==${SGLANG_VERSION}" && \
+RUN pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
 
-# TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses, its torch extension built
-# against the torch above for H200 (9.0), B200 (10.0) and B300 (10.3); imported here with the driver stub,
-# so an extension that does not load fails the build, not the first training step (W9, W10).
-RUN NVTE_FRAMEWORK=pytorch NVTE_CUDA_ARCHS="90;100;103" MAX_JOBS="$(nproc)" pip install --no-build-isolation \
+# TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses. Its GPU kernels come prebuilt
+# in transformer_engine_cu13; its torch extension (C++ only) is compiled here against the torch above, and
+# NVTE_PYTORCH_FORCE_BUILD stops its setup from fetching a prebuilt extension from GitHub instead, unlocked
+# (W32). Imported with the driver stub, so an extension that does not load fails the build (W9, W10).
+RUN NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
@@ -84,23 +98,25 @@ COPY requirements.txt /opt/slime-image/requirements.txt
 RUN pip install -r /opt/slime-image/requirements.txt
 
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by
-# the steps above; pip check proves it). helpers_cpp is compiled here because Megatron otherwise builds it
-# lazily on rank 0 only and the other nodes fail to import it (W11); Megatron's TE extension is imported.
-RUN git clone --filter=blob:none https://github.com/NVIDIA/Megatron-LM.git /opt/Megatron-LM && \
+# the steps above; the gate's pip-check proves it). The editable install compiles helpers_cpp, which Megatron
+# otherwise builds lazily on rank 0 only, so the other nodes fail to import it (W11); it maps megatron.core
+# alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31).
+RUN git clone --filter=blob:none "${MEGATRON_REPO_URL}" /opt/Megatron-LM && \
     git -C /opt/Megatron-LM checkout "${MEGATRON_COMMIT}" && \
     pip install --no-deps -e /opt/Megatron-LM && \
-    make -C /opt/Megatron-LM/megatron/core/datasets && \
-    pip check && \
+    echo /opt/Megatron-LM > /opt/venv/lib/python3.12/site-packages/megatron-lm.pth && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c \
-      "import megatron.core, megatron.core.extensions.transformer_engine; from megatron.core.datasets import helpers_cpp"
+      "import megatron.core, megatron.core.extensions.transformer_engine, megatron.training; from megatron.core.datasets import helpers_cpp"
 
 # The SLIME-patched router, slime and mbridge, each --no-deps: slime declares a stock sglang-router and
-# a bare numpy, either of which would undo the steps above (W8, W1). mbridge must be present because
-# --no-deps never brings it (W7).
+# a bare numpy, either of which would undo the steps above (W8, W1; the gate's router-slime proves the router
+# is the SLIME build). slime's tag must name the commit it was released as, so a moved tag or a mirror's
+# other history fails here (W18). mbridge must be present because --no-deps never brings it (W7).
 RUN pip install --no-deps --force-reinstall \
-      "https://github.com/zhuzilin/sgl-router/releases/download/${SGL_ROUTER_RELEASE}/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
-    python -c 'import sys, sglang_router as r; sys.exit(None if "slime" in r.__version__ else f"sglang_router {r.__version__} is not the SLIME build")' && \
-    git clone --depth 1 --branch "${SLIME_REF}" https://github.com/THUDM/slime.git /opt/slime && \
+      "${SGL_ROUTER_URL}/${SGL_ROUTER_RELEASE}/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
+    git clone --depth 1 --branch "${SLIME_REF}" "${SLIME_REPO_URL}" /opt/slime && \
+    head=$(git -C /opt/slime rev-parse HEAD) && \
+    { [ "$head" = "${SLIME_COMMIT}" ] || { echo "slime ${SLIME_REF} is commit $head, the recipe pins ${SLIME_COMMIT}" >&2; exit 1; }; } && \
     pip install --no-deps -e /opt/slime && \
     pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
 
@@ -119,7 +135,8 @@ RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 # and the OCI labels below.
 RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
-      SGL_ROUTER_VERSION SLIME_REF MBRIDGE_VERSION
+      SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION EFA_INSTALLER_URL SGL_ROUTER_URL MEGATRON_REPO_URL \
+      SLIME_REPO_URL
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
 # a 16-GPU job. The report stays in the image.

@@ -54,19 +54,21 @@ def unpacked(spec: str) -> Path:
     return target
 
 
-def venv(name: str, steps: list[list[str]]) -> Path:
-    """A Python 3.12 venv built by running `pip install <step>` for each step in order; cached by its steps.
+def venv(name: str, steps: list[list[str]], base_python: str | None = None) -> Path:
+    """A venv (Python 3.12 unless `base_python` is given) built by running `pip install <step>` for each step in
+    order; cached by its steps and interpreter.
 
     Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it.
     Returns the venv's python.
     """
-    key = hashlib.sha256(json.dumps(steps).encode()).hexdigest()[:12]
+    base_python = base_python or python312()
+    key = hashlib.sha256(json.dumps([steps, base_python]).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
     if (folder / ".complete").exists():
         return python
     shutil.rmtree(folder, ignore_errors=True)
-    subprocess.run([python312(), "-m", "venv", str(folder)], check=True)
+    subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
     for step in steps:
         subprocess.run(
             [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *step],
@@ -75,6 +77,23 @@ def venv(name: str, steps: list[list[str]]) -> Path:
         )
     (folder / ".complete").touch()
     return python
+
+
+def sdist_tree(spec: str) -> Path:
+    """A source distribution from PyPI, unpacked (the tree pip would build from); cached."""
+    target = CACHE / "sdists" / spec.replace("==", "-")
+    if not target.exists():
+        tmp = target.with_suffix(".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        args = ["pip", "download", "-q", "--no-deps", "--no-binary=:all:", "-d", str(tmp)]
+        subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
+        archive = next(tmp.glob("*.tar.gz"))
+        shutil.unpack_archive(archive, tmp)
+        archive.unlink()
+        next(p for p in tmp.iterdir() if p.is_dir()).rename(target)
+        shutil.rmtree(tmp)
+    return target
 
 
 def site_packages(python: Path) -> Path:

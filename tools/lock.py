@@ -29,13 +29,19 @@ def lock_cutoff(lock: Path) -> str:
     return ""
 
 
-def lock_gaps(final: dict[str, str], excluded: set[str], lock: str) -> list[str]:
-    """Each distribution of the final environment the lock does not pin at its planned version."""
+def lock_pins(lock: str) -> dict[str, str]:
+    """canonical name -> pinned version, for every pin of a lock's text."""
     pins = {}
     for line in lock.splitlines():
         if line and not line.startswith("#"):
             requirement = Requirement(line)
             pins[canonicalize_name(requirement.name)] = next(iter(requirement.specifier)).version
+    return pins
+
+
+def lock_gaps(final: dict[str, str], excluded: set[str], lock: str) -> list[str]:
+    """Each distribution of the final environment the lock does not pin at its planned version."""
+    pins = lock_pins(lock)
     return [
         f"{name} {version}: " + (f"the lock pins {pins[name]}" if name in pins else "not in the lock")
         for name, version in sorted(final.items())

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+from slime_image import pip_conflicts
 from slime_image.errors import UserError
 
 from tools.recipe import ROOT
@@ -30,6 +31,7 @@ class Dist:
     requires: list[str] = field(default_factory=list)
     requires_python: str | None = None
     extras: list[str] = field(default_factory=list)
+    wheel_tags: list[str] = field(default_factory=list)  # what its .dist-info/WHEEL says (tools/wheel_tags.py)
 
     def metadata(self) -> str:
         lines = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]
@@ -130,8 +132,12 @@ class FakeEnv:
         info.mkdir()
         (info / "METADATA").write_text(dist.metadata())
         (info / "INSTALLER").write_text("slime-image-planner\n")
+        files: tuple[str, ...] = ("METADATA", "INSTALLER", "RECORD")
+        if dist.wheel_tags:  # pip check compares these with the interpreter's tags (W29)
+            tags = "".join(f"Tag: {tag}\n" for tag in dist.wheel_tags)
+            (info / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n{tags}")
+            files = ("WHEEL", *files)
         # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
-        files = ("METADATA", "INSTALLER", "RECORD")
         (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
         self._distributions()[canonicalize_name(dist.name)] = (info, dist.version)
 
@@ -146,20 +152,24 @@ class FakeEnv:
         """`pip check` lines: what is broken in the environment now; cached by the metadata it reads."""
         state = hashlib.sha256()
         for info in sorted(self.site.glob("*.dist-info")):
-            state.update(info.name.encode() + (info / "METADATA").read_bytes())
+            wheel = info / "WHEEL"
+            state.update(
+                info.name.encode() + (info / "METADATA").read_bytes() + (wheel.read_bytes() if wheel.exists() else b"")
+            )
         cached = self.folder.parent / "checks" / f"{state.hexdigest()[:20]}.json"
         if cached.exists():
             return json.loads(cached.read_text())
-        out = self.pip("check").stdout
-        broken = [line.strip() for line in out.splitlines() if " requires " in line or " has requirement " in line]
+        broken = [c.line for c in pip_conflicts.conflicts(self.pip("check").stdout)]
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(broken))
         return broken
 
 
-def dist_from_report(item: dict) -> Dist:
+def dist_from_report(item: dict, wheel_tags: dict[str, list[str]] | None = None) -> Dist:
     meta = item["metadata"]
+    url = item.get("download_info", {}).get("url", "")
     return Dist(
+        wheel_tags=(wheel_tags or {}).get(url, []),
         name=meta["name"],
         version=meta["version"],
         requires=list(meta.get("requires_dist", [])),

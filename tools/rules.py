@@ -35,7 +35,7 @@ LOADER_PATH = {
 LAYERS = (
     ("the venv", re.compile(r"\bpython3\.12 -m venv " + VENV)),
     ("the build tools", re.compile(r"pip install setuptools wheel ninja pybind11")),
-    ("sglang[all]", re.compile(r"pip install \S*sglang\[all\]")),
+    ("sglang", re.compile(r"pip install \S*sglang\[")),
     ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
     ("requirements.txt", re.compile(r"pip install -r \S*requirements\.txt")),
     ("Megatron-LM", re.compile(r"pip install --no-deps -e /opt/Megatron-LM")),
@@ -55,9 +55,9 @@ def sglang_before_requirements(recipe: Recipe) -> list[str]:
     sglang = [s.line for s in recipe.installs if any(p.startswith("sglang[") for p in s.packages)]
     reqs = [s.line for s in recipe.installs if s.reads_requirements_txt]
     if not sglang or not reqs:
-        return [f"missing step: sglang[all] at {sglang or 'none'}, -r {REQUIREMENTS} at {reqs or 'none'}"]
+        return [f"missing step: sglang at {sglang or 'none'}, -r {REQUIREMENTS} at {reqs or 'none'}"]
     if max(sglang) >= min(reqs):
-        return [f"sglang[all] (line {max(sglang)}) must come before -r {REQUIREMENTS} (line {min(reqs)})"]
+        return [f"sglang (line {max(sglang)}) must come before -r {REQUIREMENTS} (line {min(reqs)})"]
     return []
 
 
@@ -225,13 +225,31 @@ def no_cuda_compat_on_loader_path(recipe: Recipe) -> list[str]:
 def build_time_assertions(recipe: Recipe) -> list[str]:
     runs = " ".join(" ".join(i.value) for i in recipe.of("RUN"))
     problems = []
-    if not re.search(r"import[^;]*sglang_router.*[\"']slime[\"'] in \w+\.__version__", runs):
-        problems.append("no build-time assertion that sglang_router is the SLIME build (W8)")
+    if not re.search(r"rev-parse HEAD\b.*\[ \S+ = \"?\$\{?SLIME_COMMIT\b", runs):
+        problems.append("no build-time assertion that the slime clone is SLIME_COMMIT (W18)")
     if not re.search(r"torch\.__version__\s*==.*TORCH_VERSION", runs):
         problems.append("no build-time assertion that torch is TORCH_VERSION (W9)")
     for module in ("transformer_engine.pytorch", "megatron.core.extensions.transformer_engine"):
         if not re.search(DRIVER_STUB + r"[^;]*python -c\s+[\"'][^\"']*\b" + re.escape(module) + r"\b", runs):
             problems.append(f"no build-time import of {module} with the driver stub (W9, W10)")
+    return problems
+
+
+def downloads_from_build_args(recipe: Recipe) -> list[str]:
+    """Every download is named by a build argument, so a mirror can stand in for it; no build fetches what it does
+    not declare (W32)."""
+    problems = [
+        f"line {i.line}: a literal URL in RUN ({url}): name it by an ARG defaulting to upstream"
+        for i in recipe.of("RUN")
+        for url in re.findall(r"\b\w+://[^\s\"']+", " ".join(i.value))
+    ]
+    te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[", " ".join(i.value))]
+    problems += [
+        f"line {i.line}: TransformerEngine's build without NVTE_PYTORCH_FORCE_BUILD=TRUE fetches a prebuilt "
+        "extension from GitHub when it can"
+        for i in te
+        if "NVTE_PYTORCH_FORCE_BUILD=TRUE" not in " ".join(i.value)
+    ]
     return problems
 
 
@@ -264,6 +282,7 @@ RULES = {
     "no-build-time-ssh-keys": no_build_time_ssh_keys,
     "no-cuda-compat-on-loader-path": no_cuda_compat_on_loader_path,
     "build-time-assertions": build_time_assertions,
+    "downloads-from-build-args": downloads_from_build_args,
     "patches-then-smoke-gate": patches_then_smoke_gate,
 }
 

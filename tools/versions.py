@@ -30,13 +30,14 @@ COMPONENTS = {
     "BASE_IMAGE": "base image (CUDA 13.0 devel with cuDNN, Ubuntu 24.04; no Python packages)",
     "EFA_INSTALLER_VERSION": "AWS EFA installer (libfabric, aws-ofi-nccl)",
     "PIP_VERSION": "pip of the image's one environment, /opt/venv",
-    "SGLANG_VERSION": "sglang[all]",
+    "SGLANG_VERSION": "sglang (with all's extras but diffusion)",
     "TORCH_VERSION": "torch the image must end with (PyPI cu130 build, brought by sglang)",
     "TRANSFORMER_ENGINE_VERSION": "TransformerEngine (as Megatron-LM's own lock), built against that torch",
     "MEGATRON_COMMIT": "Megatron-LM commit",
     "SGL_ROUTER_RELEASE": "SLIME-patched sgl-router wheel (zhuzilin/sgl-router release)",
     "SGL_ROUTER_VERSION": "sgl-router wheel version in that release",
     "SLIME_REF": "slime (THUDM/slime git tag)",
+    "SLIME_COMMIT": "the commit that tag must name",
     "MBRIDGE_VERSION": "mbridge",
 }
 

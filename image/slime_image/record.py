@@ -16,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from slime_image import standins
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
@@ -47,6 +48,9 @@ def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | 
     data = {"versions": values, "tag": tag}
     if slime_root is not None:
         data["upstream_patches"] = upstream_patches(slime_root)
+    present = standins.declared()
+    if present:  # a declared version of a component a stand-in replaced was not installed
+        data["standins"] = present
     write_atomically(out, json.dumps(data, indent=2) + "\n")
 
 

@@ -167,6 +167,22 @@ def test_declared_versions_compared_with_installed(tmp_path, numpy1):
     assert "SGLANG_VERSION=0.5.12.post1 but sglang is not installed" in check["detail"]
 
 
+def test_the_slime_checkout_is_compared_with_slime_commit(tmp_path, numpy1):
+    root = shapes.slime_tree(tmp_path / "slime")
+    git = ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "v0.3.0"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    versions = tmp_path / "versions.json"
+    for commit, status in ((head, "pass"), ("bf14dc21f9500746447f2572d0692e981c4d2a7e", "fail")):
+        versions.write_text(json.dumps({"versions": {"SLIME_COMMIT": commit}}))
+        args = ("--versions-file", str(versions), "--slime-root", str(root))
+        _code, check = one(numpy1, "versions-declared", *args)
+        assert check["status"] == status, check
+    assert check["detail"] == f"SLIME_COMMIT=bf14dc21f9500746447f2572d0692e981c4d2a7e but {root} is at {head}"
+
+
 def test_the_environments_pip_is_compared_too(tmp_path, numpy1):
     versions = tmp_path / "versions.json"
     versions.write_text(json.dumps({"versions": {"PIP_VERSION": "0.1"}}))

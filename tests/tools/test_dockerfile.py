@@ -24,7 +24,7 @@ def _move_requirements_before_sglang(text):
     block_end = text.index("# Megatron-LM at the commit")
     requirements_block = text[block_start:block_end]
     text = text[:block_start] + text[block_end:]
-    sglang_at = text.index("# sglang[all]:")
+    sglang_at = text.index("# sglang with the extras")
     return text[:sglang_at] + requirements_block + text[sglang_at:]
 
 
@@ -54,7 +54,7 @@ BROKEN = {
     "version-args-once-and-used": lambda t: t.replace(
         "ARG SLIME_REF=v0.3.0", "ARG SLIME_REF=v0.3.0\nARG RAY_ADDRESS=auto"
     ),
-    "record-names-every-version": lambda t: t.replace(" SLIME_REF MBRIDGE_VERSION", " SLIME_REF"),
+    "record-names-every-version": lambda t: t.replace(" SLIME_COMMIT MBRIDGE_VERSION", " SLIME_COMMIT"),
     "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
     "copies-only-the-image-side": lambda t: t.replace(
         "COPY image/ /opt/slime-image/", "COPY image/ /opt/slime-image/\nCOPY slime.Dockerfile /opt/slime-image/"
@@ -65,7 +65,11 @@ BROKEN = {
     "no-cuda-compat-on-loader-path": lambda t: t.replace(
         "/usr/local/nvidia/lib64 \\\n", "/usr/local/nvidia/lib64:/usr/local/cuda/compat/lib \\\n"
     ),
-    "build-time-assertions": lambda t: t.replace('"slime" in r.__version__', "True"),
+    "build-time-assertions": lambda t: t.replace('[ "$head" = "${SLIME_COMMIT}" ]', "true"),
+    "downloads-from-build-args": lambda t: t.replace(
+        "# One virtual environment",
+        "RUN curl -fsSL https://example.com/tool.sh -o /tmp/tool.sh\n# One virtual environment",
+    ),
     "patches-then-smoke-gate": lambda t: t.replace("RUN slime-smoke --stage build", "RUN echo skipped slime-smoke"),
 }
 
@@ -105,7 +109,7 @@ def test_numpy_pin_missing_from_requirements_is_caught(recipe_copy):
 def test_pip_steps_are_read_with_args_substituted():
     steps = Recipe.load().installs
     sglang = next(s for s in steps if any(p.startswith("sglang[") for p in s.packages))
-    assert sglang.packages == ["sglang[all]==0.5.12.post1"] or "${" not in sglang.packages[0]
+    assert sglang.packages == ["sglang[http2,tracing]==0.5.12.post1"] or "${" not in sglang.packages[0]
     assert "${" not in " ".join(w for s in steps for w in s.words)
     mbridge = next(s for s in steps if any(p.startswith("mbridge") for p in s.packages))
     assert mbridge.no_deps
@@ -215,6 +219,12 @@ def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
 def test_one_environment_fails_on_a_second_one(recipe_copy, edit, expected):
     problems = rules.violations(Recipe.load(recipe_copy(edit)))["one-environment"]
     assert any(expected in p for p in problems), problems
+
+
+def test_te_build_without_force_build_is_a_hidden_download(recipe_copy):
+    dockerfile = recipe_copy(lambda t: t.replace("NVTE_PYTORCH_FORCE_BUILD=TRUE ", ""))
+    problems = rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"]
+    assert len(problems) == 1 and "NVTE_PYTORCH_FORCE_BUILD=TRUE" in problems[0]
 
 
 def test_build_time_imports_need_the_driver_stub(recipe_copy):

@@ -69,16 +69,47 @@ def test_docker_targets_fail_fast_without_an_engine(target):
     assert run.returncode != 0
     assert seconds < 5
     lines = _own_lines(run.stderr)
-    assert len(lines) == 1 and "Docker engine" in lines[0], run.stderr
+    if target == "build":  # docker is the first builder found; the fix names the one that needs no daemon
+        assert len(lines) == 2 and "Docker engine" in lines[0] and lines[1].startswith("fix: "), run.stderr
+        assert "ENGINE=buildah" in lines[1]
+    else:
+        assert len(lines) == 1 and "Docker engine" in lines[0], run.stderr
     assert "Traceback" not in run.stderr
 
 
-def test_build_without_docker_client_names_it(tmp_path):
+def test_build_without_any_image_builder_names_them(tmp_path):
     run, seconds = _make("build", path=_path_without(tmp_path, "docker"))
     assert run.returncode != 0 and seconds < 5
     assert _own_lines(run.stderr) == [
-        "make build: 'docker' is not installed: install Docker (https://docs.docker.com/engine/install/)"
+        "make build: no image builder found (docker, podman or buildah)",
+        "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=",
     ]
+
+
+def test_build_with_an_unknown_engine_says_which_are_known(tmp_path):
+    bin_dir = tmp_path / "fake"
+    bin_dir.mkdir()
+    (bin_dir / "kaniko").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "kaniko").chmod(0o755)
+    run, _ = _make("build", "ENGINE=kaniko", path=f"{bin_dir}:{_path_without(tmp_path, 'docker')}")
+    assert run.returncode != 0
+    assert _own_lines(run.stderr)[-2:] == [
+        "make build: ENGINE=kaniko is not one this recipe knows",
+        "fix: ENGINE=docker, podman or buildah",
+    ]
+
+
+@pytest.mark.parametrize("engine", ["buildah", "podman"])
+def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engine):
+    run = subprocess.run(
+        ["make", "-n", "build", f"ENGINE={engine}", "BUILD_ARGS=PIP_INDEX_URL=https://mirror.example/simple"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert f"{engine} build --format docker --layers" in run.stdout, run.stdout + run.stderr
+    assert "--build-arg PIP_INDEX_URL=https://mirror.example/simple" in run.stdout
+    assert "--build-arg IMAGE_REVISION=" in run.stdout
 
 
 def test_push_without_aws_cli_names_it(tmp_path):

@@ -19,13 +19,20 @@ def version_args():
 
 
 def record_step_names():
-    """The version ARGs the Dockerfile's slime-record step names, as the build runs it."""
+    """The ARGs the Dockerfile's slime-record step names, as the build runs it: versions, then download sources."""
     step = next(i for i in Recipe.load().of("RUN") if "slime-record" in " ".join(i.value))
     return [w for w in " ".join(step.value).split() if w in Recipe.load().args]
 
 
 def test_the_record_step_names_every_version_arg():
-    assert record_step_names() == list(version_args())
+    versions = list(version_args())
+    assert record_step_names()[: len(versions)] == versions
+    assert record_step_names()[len(versions) :] == [
+        "EFA_INSTALLER_URL",
+        "SGL_ROUTER_URL",
+        "MEGATRON_REPO_URL",
+        "SLIME_REPO_URL",
+    ]
 
 
 def test_default_pairing_is_the_upstream_v0_3_0_release():
@@ -69,7 +76,7 @@ def test_makefile_tag_and_dockerfile_label_read_the_same_versions():
 
 
 def test_record_writes_what_the_build_used(tmp_path):
-    env = {**os.environ, **version_args(), "SGLANG_VERSION": "0.5.15.post1"}
+    env = {**os.environ, **Recipe.load().args, "SGLANG_VERSION": "0.5.15.post1"}
     out = tmp_path / "versions.json"
     subprocess.run([*RECORD, "--out", str(out), *record_step_names()], env=env, check=True)
     recorded = json.loads(out.read_text())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,8 +57,26 @@ def compile_check(path: Path, text: str) -> str | None:
     return None
 
 
+def package_folder(package: str) -> Path | None:
+    """The folder of an importable top-level package. Under setuptools' editable install a namespace package's
+    locations may hold only the finder's path hook, not a folder (Megatron-LM's `megatron`, of which the install
+    maps `megatron.core` alone); the folder is then found through the finder's mapping of its subpackages."""
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    folders = [Path(f) for f in (spec.submodule_search_locations or []) if Path(f).is_dir()] if spec else []
+    if folders or spec is None:
+        return folders[0] if folders else None
+    for finder in sys.meta_path:
+        mapping = getattr(sys.modules.get(getattr(finder, "__module__", "")), "MAPPING", None)
+        for name, folder in (mapping or {}).items() if isinstance(mapping, dict) else ():
+            if name.startswith(package + ".") and Path(folder).is_dir():
+                return Path(folder).parents[name.count(".") - 1]
+    return None
+
+
 def importable_root(package: str) -> Path | None:
     """The folder holding an importable package (a checkout for Megatron-LM, site-packages for sglang)."""
-    spec = importlib.util.find_spec(package)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return Path(locations[0]).parent if locations else None
+    folder = package_folder(package)
+    return folder.parent if folder else None

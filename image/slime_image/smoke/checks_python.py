@@ -8,7 +8,7 @@ import re
 import types
 from concurrent.futures import ThreadPoolExecutor
 
-from slime_image import slime_source
+from slime_image import pip_conflicts, slime_source
 from slime_image.smoke import facts
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_probe, run_python
 
@@ -62,32 +62,6 @@ def megatron_numpy(ctx: Context) -> Result:
     return Result(PASS, f"numpy {version} satisfies {len(found)} numpy assertion(s) in slime")
 
 
-def _pip_conflicts(output: str) -> list[tuple[str, str]]:
-    """(package, line) for each conflict `pip check` prints."""
-    conflicts = []
-    for line in output.splitlines():
-        match = re.match(r"^(\S+) \S+ (has requirement|requires) ", line)
-        if match:
-            conflicts.append((match.group(1).lower().replace("_", "-"), line.strip()))
-    return conflicts
-
-
-def _allowlist(ctx: Context) -> tuple[list[dict], list[str]]:
-    try:
-        entries = json.loads(ctx.allowlist.read_text())
-    except FileNotFoundError:
-        return [], []
-    except ValueError as exc:
-        return [], [f"{ctx.allowlist}: not valid JSON: {exc}"]
-    problems = [
-        f"{ctx.allowlist}: entry {i} lacks {key}"
-        for i, entry in enumerate(entries)
-        for key in ("package", "requirement", "reason", "date")
-        if not str(entry.get(key, "")).strip()
-    ]
-    return entries, problems
-
-
 @check(
     "pip-check",
     "W2",
@@ -99,18 +73,14 @@ def pip_check(ctx: Context) -> Result:
     child = run_python(ctx, ["-m", "pip", "check"])
     if child.returncode is None:
         return Result(FAIL, "pip check timed out", child.stderr)
-    entries, problems = _allowlist(ctx)
+    entries, problems = pip_conflicts.load_allowlist(ctx.allowlist)
     if problems:
         return Result(FAIL, "the pip-check allow-list is not reviewed", "\n".join(problems))
-    conflicts = _pip_conflicts(child.stdout)
+    conflicts = pip_conflicts.conflicts(child.stdout)
     if child.returncode != 0 and not conflicts:
         return Result(FAIL, "pip check could not run", child.tail())
-    allowed = [
-        line
-        for package, line in conflicts
-        if any(e["package"].lower() == package and e["requirement"] in line for e in entries)
-    ]
-    broken = [line for _, line in conflicts if line not in allowed]
+    allowed = [c.line for c in conflicts if pip_conflicts.allowed(c, entries)]
+    broken = [c.line for c in conflicts if c.line not in allowed]
     present = [m for m in NUMPY_ABI_MODULES if facts.module_present(m)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         imports = dict(zip(present, pool.map(lambda m: run_probe(ctx, "import_module", m), present), strict=True))
@@ -135,6 +105,7 @@ def _import_names(ctx: Context, pairs: set[tuple[str, str]]) -> list[str]:
     BUILD,
     "weight sync fails or router flags are unknown: a stock sglang_router replaced the SLIME build",
     "reinstall the SLIME-patched router wheel with --no-deps, after every step that has dependencies",
+    standin="sglang-router",
 )
 def router_slime(ctx: Context) -> Result:
     if not facts.module_present("sglang_router"):
@@ -175,7 +146,7 @@ def mbridge(ctx: Context) -> Result:
     "W11",
     BUILD,
     "ModuleNotFoundError: megatron.core.datasets.helpers_cpp on nodes other than rank 0, then an NCCL timeout",
-    "compile the helpers in the image: make -C <Megatron-LM>/megatron/core/datasets",
+    "install Megatron-LM in the image with pip install -e, whose build compiles helpers_cpp",
 )
 def megatron_helpers(ctx: Context) -> Result:
     if not facts.module_present("megatron"):
@@ -221,6 +192,12 @@ def versions_declared(ctx: Context) -> Result:
         compared.append("SLIME_REF")
         if facts.dist_version("slime") != ref.lstrip("v"):
             wrong.append(f"SLIME_REF={ref} but slime {facts.dist_version('slime') or 'is not installed'}")
+    root = facts.slime_root(ctx)
+    if "SLIME_COMMIT" in declared and root:
+        compared.append("SLIME_COMMIT")
+        head = facts.git_head(root)
+        if head != declared["SLIME_COMMIT"]:
+            wrong.append(f"SLIME_COMMIT={declared['SLIME_COMMIT']} but {root} is at {head}")
     megatron = facts.package_dir("megatron")
     if "MEGATRON_COMMIT" in declared and megatron:
         compared.append("MEGATRON_COMMIT")

@@ -40,6 +40,7 @@ def cuda_compat_path(ctx: Context) -> Result:
     "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
     "install the EFA installer's aws-ofi-nccl, set NCCL_NET_PLUGIN=ofi and put its lib folder and libfabric's on "
     "LD_LIBRARY_PATH (slime.Dockerfile)",
+    standin="aws-efa-installer",
 )
 def efa_plugin(ctx: Context) -> Result:
     installed = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})

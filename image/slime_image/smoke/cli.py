@@ -9,10 +9,11 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from slime_image import standins
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import facts, report
-from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, Check, Context, Result
+from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
 
 STAGES = {"build": {BUILD}, "gpu": {GPU}, "all": {BUILD, GPU}}
@@ -30,6 +31,12 @@ def run_one(check: Check, ctx: Context, stages: set[str]) -> report.Row:
             result = check.run(ctx)
         except Exception as exc:
             result = Result(FAIL, f"the check itself crashed: {type(exc).__name__}: {exc}", traceback.format_exc())
+        declared = (
+            standins.declaration(check.standin, ctx.standins) if result.status == FAIL and check.standin else None
+        )
+        if declared:
+            detail = f"{result.detail}\n" if result.detail else ""
+            result = Result(STANDIN, f"{result.summary} (expected: {check.standin} is a stand-in)", detail + declared)
     return report.Row(check, result, time.monotonic() - start)
 
 
@@ -67,6 +74,12 @@ def parse_args(argv):
     parser.add_argument("--cuda-major", type=int, help="the CUDA major of the train workers (default: torch's)")
     parser.add_argument("--versions-file", type=Path, default=Context.versions_file)
     parser.add_argument("--pip-allowlist", type=Path, default=Context.allowlist, help="reviewed pip check conflicts")
+    parser.add_argument(
+        "--standins",
+        type=Path,
+        default=Context.standins,
+        help="where stand-ins that pip did not install declare themselves",
+    )
     parser.add_argument("--only", metavar="ID[,ID]", help="run only these checks")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each child process")
@@ -114,6 +127,7 @@ def run_suite(args) -> int:
         sglang_root=args.sglang_root,
         versions_file=args.versions_file,
         allowlist=args.pip_allowlist,
+        standins=args.standins,
         timeout=args.timeout,
         arch_targets=args.arch_targets,
     )

@@ -10,7 +10,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slime_image.pip_conflicts import ALLOWLIST
+from slime_image.standins import FOLDER as STANDINS
+
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
+# A failure that a stand-in for a component explains, where the stand-in declares itself one (the verification
+# build's router wheel and EFA installer): reported as what it is, with the failure, and not failing the run.
+STANDIN = "stand-in"
 BUILD, GPU = "build", "gpu"
 PACKAGE = Path(__file__).resolve().parent.parent  # slime_image/
 PROBES = PACKAGE / "probes"
@@ -33,18 +39,21 @@ class Check:
     fix: str
     run: object  # Callable[[Context], Result]
     exclusive: bool = False  # GPU checks that measure device memory run alone, after the others
+    standin: str | None = None  # the component whose declared stand-in explains a failure (slime_image.standins)
 
 
 REGISTRY: list[Check] = []
 
 
-def check(id: str, wall: str | None, stage: str, protects: str, fix: str, exclusive: bool = False):
+def check(
+    id: str, wall: str | None, stage: str, protects: str, fix: str, exclusive: bool = False, standin: str | None = None
+):
     """Register the decorated function as a check. Ids are unique; order of registration is report order."""
 
     def register(func):
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
-        REGISTRY.append(Check(id, wall, stage, protects, fix, func, exclusive))
+        REGISTRY.append(Check(id, wall, stage, protects, fix, func, exclusive, standin))
         return func
 
     return register
@@ -59,7 +68,8 @@ class Context:
     megatron_root: Path | None = None
     sglang_root: Path | None = None
     versions_file: Path = Path("/opt/slime-image/versions.json")
-    allowlist: Path = PACKAGE / "smoke" / "pip_check_allowlist.json"
+    standins: Path = STANDINS  # where a stand-in that pip did not install declares itself (slime_image.standins)
+    allowlist: Path = ALLOWLIST
     # Where EFA installers put the OFI plugin: lib/ from 1.47 on, lib/<arch>-linux-gnu/ before.
     efa_dirs: tuple[str, ...] = (
         "/opt/amazon/ofi-nccl/lib",

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from slime_image import tms_preload
 from slime_image.errors import UserError
+from slime_image.patches.base import package_folder
 from slime_image.smoke.core import FAIL, Context, Result, run_probe
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
@@ -38,9 +39,7 @@ def module_present(name: str) -> bool:
 
 
 def package_dir(name: str) -> Path | None:
-    spec = importlib.util.find_spec(name) if module_present(name) else None
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return Path(locations[0]) if locations else None
+    return package_folder(name) if module_present(name) else None
 
 
 def slime_root(ctx: Context) -> Path | None:

@@ -6,7 +6,7 @@ import json
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from slime_image.smoke.core import FAIL, SKIP, WARN, Check, Result
+from slime_image.smoke.core import FAIL, SKIP, STANDIN, WARN, Check, Result
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Row:
             "status": self.result.status,
             "summary": self.result.summary,
             "detail": self.result.detail,
-            "fix": self.check.fix if self.result.status in (FAIL, WARN) else "",
+            "fix": self.check.fix if self.result.status in (FAIL, WARN, STANDIN) else "",
             "seconds": round(self.seconds, 3),
         }
 
@@ -41,7 +41,7 @@ def as_table(rows: list[Row], stage: str) -> str:
     for r in rows:
         lines.append(f"{r.check.id:<{width}}  {r.result.status:<6}  {r.seconds:>5.1f}s  {r.result.summary}")
     for r in rows:
-        if r.result.status in (FAIL, WARN):
+        if r.result.status in (FAIL, WARN, STANDIN):
             lines.append("")
             wall = f" ({r.check.wall})" if r.check.wall else ""
             lines.append(f"{r.result.status.upper()} {r.check.id}{wall}: {r.result.summary}")
@@ -49,8 +49,10 @@ def as_table(rows: list[Row], stage: str) -> str:
             lines += [f"  {line}" for line in r.result.detail.splitlines()]
             lines.append(f"  fix: {r.check.fix}")
     failed = sum(r.result.status == FAIL for r in rows)
+    standins = sum(r.result.status == STANDIN for r in rows)
     lines.append("")
-    lines.append(f"stage {stage}: {len(rows)} checks, {failed} failed" + ("" if failed else ": OK"))
+    counted = f"{len(rows)} checks, {failed} failed" + (f", {standins} explained by a stand-in" if standins else "")
+    lines.append(f"stage {stage}: {counted}" + ("" if failed else ": OK"))
     return "\n".join(lines)
 
 
@@ -68,7 +70,7 @@ def as_junit(rows: list[Row], stage: str) -> str:
         if r.result.status == FAIL:
             failure = ET.SubElement(case, "failure", message=r.result.summary)
             failure.text = f"{r.result.detail}\nfix: {r.check.fix}"
-        elif r.result.status == SKIP:
+        elif r.result.status in (SKIP, STANDIN):
             ET.SubElement(case, "skipped", message=r.result.summary)
         elif r.result.status == WARN:
             ET.SubElement(case, "system-out").text = f"warning: {r.result.summary}\n{r.result.detail}"

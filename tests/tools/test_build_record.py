@@ -1,0 +1,104 @@
+"""The verification build's record (docs/build/, written by `make build-check`): it describes the tree as it is,
+the build reached its last step, the image holds exactly the lock, and the gate passed but for the stand-ins named.
+
+CI does not build; these tests hold the committed record to the tree, so it cannot go stale silently."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from tools.build_check import record, standins
+
+RECORD = record.RECORD_JSON
+
+
+@pytest.fixture(scope="module")
+def built():
+    if not RECORD.exists():
+        pytest.fail(f"no verification-build record at {RECORD}: run make build-check and commit docs/build/")
+    return json.loads(RECORD.read_text())
+
+
+def test_the_record_was_made_from_the_inputs_in_this_tree(built):
+    stale = {name: digest for name, digest in record.input_digests().items() if built["inputs"].get(name) != digest}
+    assert not stale, f"these inputs changed since the verification build: {sorted(stale)}; run make build-check"
+
+
+def test_a_changed_input_changes_its_digest(tmp_path):
+    for name in record.INPUTS:
+        source = ROOT / name
+        if source.is_dir():
+            (tmp_path / name).mkdir()
+            (tmp_path / name / "a.py").write_text("x = 1\n")
+        else:
+            (tmp_path / name).write_text(source.read_text())
+    before = record.input_digests(tmp_path)
+    (tmp_path / "image" / "a.py").write_text("x = 2\n")
+    (tmp_path / "requirements.txt").write_text("numpy<2\n")
+    after = record.input_digests(tmp_path)
+    assert {n for n in record.INPUTS if before[n] != after[n]} == {"image", "requirements.txt"}
+
+
+def test_the_build_reached_its_last_step_through_the_gate(built):
+    assert built["exit_code"] == 0 and built["outcome"] == "built through the smoke gate"
+    assert built["steps"] and built["steps"][-1]["instruction"].startswith("WORKDIR")
+    assert any("slime-smoke --stage build" in s["instruction"] for s in built["steps"])
+
+
+def test_the_image_holds_exactly_the_lock_and_the_plan(built):
+    for against in ("lock", "plan"):
+        compared = built[against]
+        assert compared["differences"] == 0, (against, compared)
+        assert compared["pins"] > 200
+    editable = " ".join(built["lock"]["editable"])
+    assert "megatron-core" in editable and "slime" in editable
+
+
+def test_no_gate_check_fails_and_only_the_named_stand_ins_are_excused(built):
+    gate = built["gate"]
+    assert gate["ok"], gate
+    expected = {check for c in built["standins"]["components"] for check in c["checks"]}
+    assert expected == {check for _, _, checks, _ in standins.COMPONENTS for check in checks}
+    for check in gate["checks"]:
+        if check["id"] in expected:
+            assert check["status"] == "stand-in", check
+        elif check["status"] == "skip":
+            assert check["summary"].startswith("needs a GPU"), check
+        else:  # a warning is a report that fails nothing (left-out-components names what upstream has besides)
+            assert check["status"] in ("pass", "warn"), check
+
+
+def test_the_record_lists_how_the_base_differs_and_what_it_weighs(built):
+    assert built["standins"]["base"] == list(standins.BASE_DIFFERENCES)
+    assert built["sizes"]["image_gb"] > built["sizes"]["venv_gb"] > 1
+    assert built["engine"].startswith("buildah version")
+
+
+def test_the_readable_record_is_the_json_one(built):
+    assert (record.RECORD_DIR / "README.md").read_text() == record.markdown(built)
+
+
+@pytest.mark.parametrize(
+    "args, cause",
+    [
+        (
+            ["--megatron-repo", "/nonexistent/Megatron-LM"],
+            "build-check: --megatron-repo /nonexistent/Megatron-LM is not",
+        ),
+        (["--out", "/dev/null/record"], "build-check: --out /dev/null/record/record.json: cannot write a file there"),
+    ],
+)
+def test_bad_input_stops_before_any_work_with_cause_and_fix(args, cause, tmp_path):
+    run = subprocess.run(
+        [sys.executable, "-m", "tools.build_check.run", "--work", str(tmp_path / "work"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert lines[0].startswith(cause) and lines[1].startswith("fix: ")
+    assert not (tmp_path / "work").exists()

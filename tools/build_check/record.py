@@ -1,0 +1,128 @@
+"""The verification build's record (docs/build/): what a person reads and what the tests check.
+
+The record names the digests of the inputs it was built from, so a test can tell when it no longer describes
+the tree (tests/tools/test_build_record.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from slime_image.atomic_write import write_atomically
+
+from tools.recipe import ROOT
+
+RECORD_DIR = ROOT / "docs" / "build"
+RECORD_JSON = RECORD_DIR / "record.json"
+RECORD_MD = RECORD_DIR / "README.md"
+INPUTS = ("slime.Dockerfile", "constraints.lock", "requirements.txt", "image")
+
+
+def tree_digest(path: Path) -> str:
+    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if "__pycache__" in file.parts or file.suffix == ".pyc":
+            continue
+        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def input_digests(root: Path = ROOT) -> dict[str, str]:
+    return {name: tree_digest(root / name) for name in INPUTS}
+
+
+def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[str]) -> dict:
+    """The image's distributions against a set of pins: what differs, what is missing, what nothing pinned."""
+    found = {canonicalize_name(d["name"]): d for d in installed}
+    editable = sorted(
+        f"{n} {d['version']} at {d['editable_project_location']}"
+        for n, d in found.items()
+        if d.get("editable_project_location")
+    )
+    different = sorted(
+        f"{n}: installed {found[n]['version']}, pinned {v}"
+        for n, v in pins.items()
+        if n in found and found[n]["version"] != v
+    )
+    missing = sorted(f"{n}=={v}" for n, v in pins.items() if n not in found)
+    unpinned = sorted(
+        f"{n} {d['version']}"
+        for n, d in found.items()
+        if n not in pins and n not in allowed_unpinned and not d.get("editable_project_location")
+    )
+    return {
+        "pins": len(pins),
+        "differences": len(different) + len(missing) + len(unpinned),
+        "different": different,
+        "missing": missing,
+        "unpinned": unpinned,
+        "editable": editable,
+    }
+
+
+def markdown(record: dict) -> str:
+    """docs/build/README.md: the record for people."""
+    gate = record.get("gate") or {"checks": []}
+    lines = [
+        "# The verification build",
+        "",
+        "Written by `make build-check` (tools/build_check/); do not edit. The JSON beside it holds the same, and",
+        "the gate's full report. A test fails when the inputs below no longer match the tree.",
+        "",
+        f"- outcome: **{record['outcome']}**",
+        f"- engine: {record['engine']}; machine: {record['machine']}",
+        f"- started {record['started']}, {record['seconds']:.0f} s in all ({record['cached_steps']} of "
+        f"{len(record['steps'])} steps cached)",
+        f"- image {record['sizes'].get('image_gb', '?')} GB, of which /opt/venv {record['sizes'].get('venv_gb', '?')} "
+        "GB (uncompressed, as `du` counts a mounted image)",
+        f"- `pip list` against constraints.lock: {record['lock']['differences']} differences over "
+        f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",
+        f"- editable trees: {'; '.join(record['lock']['editable']) or 'none'}",
+        "",
+        "## Inputs (sha256)",
+        "",
+        *[f"- `{name}`: `{digest}`" for name, digest in record["inputs"].items()],
+        "",
+        "## Stand-ins",
+        "",
+        "The base is a local stand-in for the CUDA devel image (tools/build_check/standin_base.sh). It differs so:",
+        "",
+        *[f"- {d}" for d in record["standins"]["base"]],
+        "",
+        "Components that cannot be had here:",
+        "",
+        *[
+            f"- **{c['component']}**: {c['stand_in']}; leaves {', '.join(c['checks'])} failing, reported as "
+            f"`stand-in`; {c['why']}"
+            for c in record["standins"]["components"]
+        ],
+        "",
+        "## Steps",
+        "",
+        "| step | seconds | cached | instruction |",
+        "|---:|---:|---|---|",
+        *[
+            f"| {s['step']} | {s['seconds']:.0f} | {'yes' if s['cached'] else ''} | `{s['instruction'][:90]}` |"
+            for s in record["steps"]
+        ],
+        "",
+        "## The smoke gate in the image",
+        "",
+        "| check | status | summary |",
+        "|---|---|---|",
+        *[f"| {c['id']} | {c['status']} | {c['summary'].replace('|', '/')[:150]} |" for c in gate["checks"]],
+        "",
+    ]
+    if record.get("failure"):
+        lines += ["## Where it stopped", "", "```text", *record["failure"], "```", ""]
+    return "\n".join(lines)
+
+
+def write(record: dict, directory: Path = RECORD_DIR) -> None:
+    write_atomically(directory / RECORD_JSON.name, json.dumps(record, indent=2) + "\n")
+    write_atomically(directory / RECORD_MD.name, markdown(record))

@@ -1,0 +1,283 @@
+"""The verification build: the unmodified slime.Dockerfile built with buildah on this kind of machine
+(no Docker, no GPU, no GitHub), through its smoke gate, and its record written to docs/build/.
+
+    python -m tools.build_check.run [--megatron-repo PATH|URL] [--slime-repo PATH|URL] [--work DIR]
+
+What cannot exist here is stood in for, and named (tools/build_check/standins.py): the CUDA base, the SLIME router
+wheel, the EFA installer. Sources come from git mirrors given as a path (mounted read-only into the build) or a URL.
+Run as root; buildah and debootstrap come from Debian's packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from slime_image.atomic_write import check_writable
+from slime_image.errors import UserError, run_command
+
+from tools.build_check import record, standins
+from tools.lock import lock_pins
+from tools.recipe import ROOT, Recipe
+
+BASE_TAG = "localhost/cuda-standin:13.0"
+IMAGE_TAG = "localhost/slime-image:build-check"
+STANDIN_SCRIPT = Path(__file__).with_name("standin_base.sh")
+STORAGE = ("--storage-driver", "overlay")
+STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
+UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL"}
+
+
+def buildah(*args: str, capture: bool = True, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["buildah", *STORAGE, *args], capture_output=capture, text=True, check=check)
+
+
+def require_tools() -> None:
+    if os.geteuid() != 0:
+        raise UserError("the verification build runs buildah and debootstrap as root", "run it as root (sudo make ...)")
+    missing = [tool for tool in ("buildah", "debootstrap", "gcc", "pyenv") if shutil.which(tool) is None]
+    if missing:
+        raise UserError(f"{', '.join(missing)} not found", "apt-get install -y buildah debootstrap gcc (and pyenv)")
+    python312 = Path(subprocess.run(["pyenv", "root"], capture_output=True, text=True).stdout.strip())
+    if not (python312 / "versions" / "3.12.1" / "bin" / "python3.12").is_file():
+        raise UserError("no Python 3.12.1 under pyenv for the stand-in base", "pyenv install 3.12.1")
+    if not Path("/usr/local/cuda-13.0/bin/nvcc").is_file():
+        raise UserError("no CUDA 13.0 toolkit at /usr/local/cuda-13.0 for the stand-in base", "install CUDA 13.0")
+
+
+def base_label(lock: Path) -> str:
+    """What the stand-in base is made from: its script and the lock's CUDA library pins."""
+    pins = sorted(line for line in lock.read_text().splitlines() if line.startswith("nvidia-"))
+    return hashlib.sha256((STANDIN_SCRIPT.read_text() + "\n".join(pins)).encode()).hexdigest()[:16]
+
+
+def ensure_base(work: Path, lock: Path) -> str:
+    label = base_label(lock)
+    labels = '{{index .Docker.Config.Labels "org.slime-image.standin"}}'
+    found = buildah("inspect", "--type", "image", "--format", labels, BASE_TAG, check=False)
+    if found.returncode == 0 and found.stdout.strip() == label:
+        print(f"stand-in base {BASE_TAG} ({label}) is built", flush=True)
+        return label
+    env = {**os.environ, "STORAGE_DRIVER": STORAGE[1]}
+    subprocess.run(["bash", str(STANDIN_SCRIPT), BASE_TAG, str(work), str(lock), label], check=True, env=env)
+    return label
+
+
+def standin_artifacts(work: Path, args: dict[str, str]) -> None:
+    """The mirror folder the build mounts at /mirrors: the stand-in router wheel and EFA installer."""
+    mirrors = work / "mirrors"
+    pypi = work / "pypi-router"
+    version = args["SGL_ROUTER_VERSION"]
+    if not list(pypi.glob(f"sglang_router-{version}-*.whl")):
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(pypi),
+                f"sglang-router=={version}",
+            ],
+            check=True,
+        )
+    wheel = next(pypi.glob(f"sglang_router-{version}-*.whl"))
+    standins.router_wheel(wheel, mirrors / "sgl-router" / args["SGL_ROUTER_RELEASE"], version, platform.machine())
+    standins.efa_installer(mirrors / "efa", args["EFA_INSTALLER_VERSION"])
+
+
+def source_args(repos: dict[str, str], mirrors: Path) -> tuple[list[str], list[str]]:
+    """Build arguments and volumes for the git sources: a path is mounted read-only, a URL passed as it is."""
+    build_args = ["EFA_INSTALLER_URL=file:///mirrors/efa", "SGL_ROUTER_URL=file:///mirrors/sgl-router"]
+    volumes = [f"{mirrors}:/mirrors:ro"]
+    for name, where in repos.items():
+        if "://" in where:
+            build_args.append(f"{UPSTREAM[name]}={where}")
+            continue
+        path = Path(where).resolve()
+        if not (path / "HEAD").is_file() and not (path / ".git").exists():
+            raise UserError(f"--{name}-repo {where} is not a git repository", "pass a git mirror's path or a URL")
+        volumes.append(f"{path}:/sources/{name}:ro")
+        build_args.append(f"{UPSTREAM[name]}=file:///sources/{name}")
+    return build_args, volumes
+
+
+def build(build_args: list[str], volumes: list[str], log: Path) -> tuple[int, list[dict], float]:
+    """buildah build, streamed to the terminal and `log`, each step timed from its STEP line to the next."""
+    command = ["buildah", *STORAGE, "build", "--isolation", "chroot", "--layers", "--format", "docker", "--pull=never"]
+    for arg in build_args:
+        command += ["--build-arg", arg]
+    for volume in volumes:
+        command += ["--volume", volume]
+    command += ["-f", str(ROOT / "slime.Dockerfile"), "-t", IMAGE_TAG, str(ROOT)]
+    steps: list[dict] = []
+    start = time.monotonic()
+    with (
+        log.open("w") as out,
+        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as proc,
+    ):
+        out.write(" ".join(command) + "\n")
+        for line in proc.stdout:
+            now = time.monotonic() - start
+            out.write(f"[{now:7.1f}] {line}")
+            sys.stdout.write(line)
+            match = STEP.match(line)
+            if match:
+                if steps:
+                    steps[-1]["seconds"] = round(now - steps[-1].pop("at"), 1)
+                steps.append({"step": int(match[1]), "instruction": match[3].strip(), "cached": False, "at": now})
+            elif line.startswith("--> Using cache") and steps:
+                steps[-1]["cached"] = True
+        code = proc.wait()
+    total = time.monotonic() - start
+    if steps:
+        steps[-1]["seconds"] = round(total - steps[-1].pop("at"), 1)
+    return code, steps, total
+
+
+def last_layer(log: Path) -> str | None:
+    """The last layer the build committed (for inspecting a build that stopped)."""
+    ids = re.findall(r"^\[[ \d.]+\] --> ([0-9a-f]{12,})$", log.read_text(), re.MULTILINE)
+    return ids[-1] if ids else None
+
+
+def inspect_image(image: str, gate_again: bool) -> dict:
+    """Read the built image: the gate's JSON (or a fresh run of the gate on a stopped build's last layer),
+    versions.json, every distribution of /opt/venv and the sizes."""
+    container = buildah("from", "--pull=never", image).stdout.strip()
+    try:
+
+        def run(*cmd: str) -> str:
+            return buildah("run", "--isolation", "chroot", container, "--", *cmd, check=False).stdout
+
+        gate = (
+            run("slime-smoke", "--stage", "build", "--json", "-")
+            if gate_again
+            else run("cat", "/opt/slime-image/smoke-build.json")
+        )
+        found = {
+            "gate": _json(gate),
+            "versions": _json(run("cat", "/opt/slime-image/versions.json")),
+            "installed": _json(run("/opt/venv/bin/python", "-m", "pip", "list", "--format", "json", "-v")) or [],
+        }
+        mount = Path(buildah("mount", container).stdout.strip())
+        found["sizes"] = {
+            "image_gb": round(_du(mount) / 1e9, 2),
+            "venv_gb": round(_du(mount / "opt/venv") / 1e9, 2),
+            "cuda_gb": round(_du(mount / "usr/local/cuda-13.0") / 1e9, 2),
+        }
+        buildah("umount", container, check=False)
+        return found
+    finally:
+        buildah("rm", container, check=False)
+
+
+def _du(path: Path) -> int:
+    out = subprocess.run(["du", "-sb", str(path)], capture_output=True, text=True).stdout.split()
+    return int(out[0]) if out else 0
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def plan_final() -> dict[str, str]:
+    """The planner's final environment for the recipe under its lock (`make plan`, cached under .cache/plan)."""
+    plan = subprocess.run([sys.executable, "-m", "tools.plan", "--json", "-"], capture_output=True, text=True, cwd=ROOT)
+    found = _json(plan.stdout)
+    if not found:
+        raise UserError("the planner gave no plan to compare the image with", f"run make plan: {plan.stderr[-300:]}")
+    return found["final"]
+
+
+def verify(repos: dict[str, str], work: Path, out: Path) -> int:
+    build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
+    check_writable("--out", str(out / record.RECORD_JSON.name))
+    require_tools()
+    work.mkdir(parents=True, exist_ok=True)
+    recipe = Recipe.load()
+    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    inputs = record.input_digests()
+    ensure_base(work, ROOT / "constraints.lock")
+    standin_artifacts(work, recipe.args)
+    build_args += [f"BASE_IMAGE={BASE_TAG}", f"IMAGE_REVISION={_git_head()}"]
+    log = work / "build.log"
+    code, steps, seconds = build(build_args, volumes, log)
+    stopped = last_layer(log) if code else None
+    found = inspect_image(IMAGE_TAG if code == 0 else stopped, gate_again=code != 0) if code == 0 or stopped else {}
+    installed = found.get("installed", [])
+    unpinned_by_design = {"pip"}  # PIP_VERSION, installed before the lock applies
+    facts = {
+        "outcome": "built through the smoke gate" if code == 0 else f"stopped (buildah exit {code})",
+        "exit_code": code,
+        "engine": buildah("--version").stdout.strip(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, no GPU, {platform.platform()}",
+        "started": started,
+        "seconds": round(seconds, 1),
+        "cached_steps": sum(s["cached"] for s in steps),
+        "build_args": sorted(a for a in build_args if not a.startswith("IMAGE_REVISION=")),
+        "inputs": inputs,
+        "standins": {
+            "base": list(standins.BASE_DIFFERENCES),
+            "components": [
+                {"component": c, "stand_in": s, "checks": list(checks), "why": why}
+                for c, s, checks, why in standins.COMPONENTS
+            ],
+        },
+        "steps": steps,
+        "sizes": found.get("sizes", {}),
+        "versions": found.get("versions"),
+        "lock": record.compare(installed, lock_pins((ROOT / "constraints.lock").read_text()), unpinned_by_design),
+        "plan": record.compare(installed, plan_final(), unpinned_by_design),
+        "gate": found.get("gate"),
+        "failure": log.read_text().splitlines()[-40:] if code else None,
+    }
+    record.write(facts, out)
+    print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)
+    return 0 if code == 0 else 1
+
+
+def _git_head() -> str:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or "unknown"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="build-check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    recipe_args = Recipe.load().args
+    for name, arg in UPSTREAM.items():
+        parser.add_argument(
+            f"--{name}-repo", default=recipe_args[arg], help=f"path or URL (default {recipe_args[arg]})"
+        )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("/var/tmp/slime-build-check"),
+        help="working folder: the stand-in base's parts, the mirrors, build.log",
+    )
+    parser.add_argument("--out", type=Path, default=record.RECORD_DIR, help="where the record goes")
+    args = parser.parse_args(argv)
+    repos = {"megatron": args.megatron_repo, "slime": args.slime_repo}
+    return run_command("build-check", lambda: verify(repos, args.work, args.out))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

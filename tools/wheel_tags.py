@@ -1,0 +1,116 @@
+"""The tags a wheel's own .dist-info/WHEEL file declares, read from the index without downloading the wheel.
+
+pip check compares an installed distribution's WHEEL tags with the interpreter's, not its file name's: PyPI's
+transformer_engine_cu13 2.12.0 is named py3-none but says cp310 inside, so pip check fails in a Python 3.12
+image (W29). The planner writes these tags into its simulated dist-info folders, so its pip check sees the same.
+Only the zip's central directory and the WHEEL member are fetched (HTTP range requests); the result is cached by
+URL, since an index never changes a file it has published.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+BLOCK = 64 * 1024
+
+
+class RangeFile(io.RawIOBase):
+    """A remote file read in 64 KiB blocks through HTTP range requests, enough for zipfile to open."""
+
+    def __init__(self, url: str, timeout: float = 30):
+        self.url, self.timeout, self.pos, self.blocks = url, timeout, 0, {}
+        self.size = self._size()
+
+    def _request(self, first: int, last: int, attempts: int = 4) -> tuple[bytes, str]:
+        request = urllib.request.Request(self.url, headers={"Range": f"bytes={first}-{last}"})
+        for attempt in range(attempts):
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    return response.read(), response.headers.get("Content-Range", "")
+            except (urllib.error.URLError, TimeoutError):
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
+        raise AssertionError("unreachable")
+
+    def _size(self) -> int:
+        _, content_range = self._request(0, 0)
+        match = re.search(r"/(\d+)$", content_range)
+        if not match:
+            raise OSError(f"{self.url}: the server does not answer range requests")
+        return int(match.group(1))
+
+    def _block(self, index: int) -> bytes:
+        if index not in self.blocks:
+            first = index * BLOCK
+            self.blocks[index] = self._request(first, min(first + BLOCK, self.size) - 1)[0]
+        return self.blocks[index]
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        self.pos = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence] + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, buffer) -> int:
+        end = min(self.pos + len(buffer), self.size)
+        data = (
+            b"".join(self._block(i) for i in range(self.pos // BLOCK, (end - 1) // BLOCK + 1))
+            if end > self.pos
+            else b""
+        )
+        start = self.pos - (self.pos // BLOCK) * BLOCK
+        chunk = data[start : start + end - self.pos]
+        buffer[: len(chunk)] = chunk
+        self.pos += len(chunk)
+        return len(chunk)
+
+
+def tags_in(wheel_file: str) -> list[str]:
+    return [line.split(":", 1)[1].strip() for line in wheel_file.splitlines() if line.startswith("Tag:")]
+
+
+def read_tags(url: str) -> list[str]:
+    parsed = urllib.parse.urlsplit(url)
+    source = (
+        urllib.request.url2pathname(parsed.path)
+        if parsed.scheme == "file"
+        else io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
+    )
+    with zipfile.ZipFile(source) as archive:
+        names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)]
+        return tags_in(archive.read(names[0]).decode()) if names else []
+
+
+def wheel_tags(urls: list[str], cache: Path) -> dict[str, list[str]]:
+    """url -> the tags its WHEEL file declares, for every .whl URL given (fetched in parallel, cached by URL)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    found, missing = {}, []
+    for url in {u for u in urls if u.split("#")[0].endswith(".whl")}:
+        cached = cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
+        if cached.exists():
+            found[url] = json.loads(cached.read_text())
+        else:
+            missing.append((url, cached))
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for (url, cached), tags in zip(missing, pool.map(lambda m: read_tags(m[0]), missing), strict=True):
+            cached.write_text(json.dumps(tags))
+            found[url] = tags
+    return found
