@@ -33,8 +33,6 @@ ARG SLIME_REPO_URL=https://github.com/THUDM/slime.git
 ARG PIP_INDEX_URL
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
-ARG IMAGE_SOURCE=https://github.com/slime-image/slime-image
-ARG IMAGE_REVISION=unknown
 
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV DEBIAN_FRONTEND=noninteractive \
@@ -142,6 +140,10 @@ RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime BA
 # a 16-GPU job. The report stays in the image.
 RUN slime-smoke --stage build --json /opt/slime-image/smoke-build.json
 
+# Declared after the last RUN: a build argument's value is part of the cache key of every RUN after its ARG, and
+# IMAGE_REVISION changes with each commit, so declared above it would rebuild every layer on every commit.
+ARG IMAGE_SOURCE=https://github.com/slime-image/slime-image
+ARG IMAGE_REVISION=unknown
 LABEL org.opencontainers.image.source="${IMAGE_SOURCE}" \
       org.opencontainers.image.revision="${IMAGE_REVISION}" \
       org.opencontainers.image.version="${SLIME_REF}-sgl${SGLANG_VERSION}" \

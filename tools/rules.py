@@ -253,6 +253,23 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
     return problems
 
 
+# Build arguments whose value changes with every commit of this repository.
+PER_COMMIT_ARGS = ("IMAGE_REVISION",)
+
+
+def per_commit_args_after_the_last_run(recipe: Recipe) -> list[str]:
+    """An ARG's value keys the cache of every RUN after it: one that changes per commit must come after the last
+    RUN, or every commit rebuilds every layer (the verification build found IMAGE_REVISION at the top doing so)."""
+    runs = [i.line for i in recipe.of("RUN")]
+    last = max(runs) if runs else 0
+    return [
+        f"line {i.line}: ARG {i.value[0].split('=')[0]} comes before the RUN at line {last}: each commit would "
+        "rebuild every layer after it; declare it after the last RUN"
+        for i in recipe.of("ARG")
+        if i.value and i.value[0].split("=")[0] in PER_COMMIT_ARGS and i.line < last
+    ]
+
+
 def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
     runs = recipe.of("RUN")
     text = [" ".join(i.value) for i in runs]
@@ -283,6 +300,7 @@ RULES = {
     "no-cuda-compat-on-loader-path": no_cuda_compat_on_loader_path,
     "build-time-assertions": build_time_assertions,
     "downloads-from-build-args": downloads_from_build_args,
+    "per-commit-args-after-the-last-run": per_commit_args_after_the_last_run,
     "patches-then-smoke-gate": patches_then_smoke_gate,
 }
 

@@ -71,6 +71,9 @@ BROKEN = {
         "RUN curl -fsSL https://example.com/tool.sh -o /tmp/tool.sh\n# One virtual environment",
     ),
     "patches-then-smoke-gate": lambda t: t.replace("RUN slime-smoke --stage build", "RUN echo skipped slime-smoke"),
+    "per-commit-args-after-the-last-run": lambda t: t.replace("ARG IMAGE_REVISION=unknown\n", "").replace(
+        "ARG MBRIDGE_VERSION=0.15.1\n", "ARG MBRIDGE_VERSION=0.15.1\nARG IMAGE_REVISION=unknown\n"
+    ),
 }
 
 
