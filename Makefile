@@ -12,7 +12,6 @@ VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
 TAG          ?= $(shell $(VPY) -m tools.versions tag)
 PLATFORM     ?= linux/amd64
-ARCH         := $(if $(filter linux/arm64,$(PLATFORM)),aarch64,x86_64)
 AWS_REGION   ?= us-west-2
 ECR_REPOSITORY ?= $(IMAGE)
 REPORTS      ?= reports
@@ -28,9 +27,9 @@ need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/
 help: ## List the targets
 	@echo "slime-image: the SLIME image recipe for EKS (H200, B300, CUDA 13)"
 	@echo
-	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-19s %s\n", $$1, $$2}'
 	@echo
-	@echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"
+	@echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) REPORTS=$(REPORTS) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(None if sys.version_info >= (3, 11) else "make: Python 3.11 or newer is needed for the project tools; set PYTHON=")'
@@ -47,14 +46,15 @@ DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile) and check the result (no Docker, no GPU)
-	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(ARCH) $(PLAN_ARGS)
+	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite constraints.lock from the result
-	$(VPY) -m tools.plan --platform $(ARCH) --lock constraints.lock
+	$(VPY) -m tools.plan --platform $(PLATFORM) --lock constraints.lock
 
 .PHONY: base-manifest
 base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's) from the real image (needs Docker)
+	@$(VPY) -m tools.platforms $(PLATFORM) >/dev/null
 	@$(need_engine)
 	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
@@ -79,10 +79,8 @@ validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline
 	$(VPY) -m tools.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image"
 
 .PHONY: crds
-crds: ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
-	@$(call need,curl,install curl)
-	@for v in v1.4.2 v1.7.0; do mkdir -p .cache/kuberay-crds/$$v; for k in rayclusters rayjobs; do \
-	  curl -fsSL -o .cache/kuberay-crds/$$v/ray.io_$$k.yaml https://raw.githubusercontent.com/ray-project/kuberay/$$v/ray-operator/config/crd/bases/ray.io_$$k.yaml || exit 1; done; done
+crds: $(VENV)/.installed ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
+	@$(VPY) -m tools.kuberay_crds
 
 .PHONY: deploy
 deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
@@ -129,7 +127,7 @@ test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
 lint: $(VENV)/.installed ## ruff, hadolint and the README version table
 	$(VENV)/bin/ruff check image tools tests benchmarks
 	$(VENV)/bin/ruff format --check image tools tests benchmarks
-	$(VENV)/bin/hadolint -c .hadolint.yaml slime.Dockerfile
+	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
 	$(VPY) -m tools.versions readme --check
 	$(VPY) -m tools.rules
 
@@ -153,6 +151,7 @@ build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || 
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found)
+	@$(VPY) -m tools.platforms $(PLATFORM) >/dev/null
 	@[ -n "$(ENGINE)" ] || { echo "make build: no image builder found (docker, podman or buildah)" >&2; echo "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=" >&2; exit 1; }
 	@$(call need,$(ENGINE),install $(ENGINE), or set ENGINE=docker|podman|buildah)
 	@case "$(ENGINE)" in \
@@ -171,7 +170,7 @@ build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA 
 	$(VPY) -m tools.build_check.run $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)")
 
 .PHONY: push
-push: $(VENV)/.installed ## Push $(IMAGE):$(TAG) to ECR (creates the repository when missing)
+push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing)
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
 	@$(need_engine)
 	@account="$(AWS_ACCOUNT_ID)"; \
@@ -188,7 +187,7 @@ push: $(VENV)/.installed ## Push $(IMAGE):$(TAG) to ECR (creates the repository 
 	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)"
 
 .PHONY: smoke-test
-smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in $(REPORTS)/
+smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/
 	@$(need_engine)
 	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@mkdir -p $(REPORTS)

@@ -2,3 +2,26 @@
 lock, the recipe's structural rules and version tooling, the Kubernetes renderer and validator, the job
 submitter and the base-manifest converter. Nothing here is copied into the image.
 """
+
+import sys
+
+# The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
+COMMANDS = (
+    "tools.plan",
+    "tools.rules",
+    "tools.versions",
+    "tools.platforms",
+    "tools.base_manifest",
+    "tools.k8s_render",
+    "tools.k8s_validate",
+    "tools.kuberay_crds",
+    "tools.grpo_submit",
+    "tools.build_check.run",
+)
+
+
+def library_module(name: str) -> int:
+    """What a library module says when it is run as a command: two lines and exit 2, never a silent 0."""
+    print(f"{name}: a library module, not a command", file=sys.stderr)
+    print(f"fix: run one of {', '.join(COMMANDS)} (each takes --help)", file=sys.stderr)
+    return 2

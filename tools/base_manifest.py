@@ -13,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
@@ -53,7 +53,9 @@ def manifest(image: str, inspect: dict, constraint: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="tools.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--image", required=True)
     parser.add_argument("--inspect", type=Path, required=True)
     parser.add_argument("--constraint", type=Path)
@@ -61,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def write() -> int:
+        check_writable("--out", args.out)
         constraint = args.constraint.read_text() if args.constraint and args.constraint.is_file() else ""
         data = manifest(args.image, read_inspect(args.inspect), constraint)
         write_atomically(args.out, json.dumps(data, indent=1) + "\n")

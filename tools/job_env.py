@@ -87,3 +87,9 @@ def fp8_finding(settings: dict, env: dict[str, str], capability: str) -> list[tu
             'set fp8_recipe: mxfp8, or NVTE_FP8_BLOCK_SCALING_FP32_SCALES: "0" in runtime_env',
         )
     ]
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -21,12 +21,14 @@ from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools.recipe import ROOT, requirement_lines
 
 K8S = ROOT / "kubernetes"
+DEFAULT_ENV_FILE = K8S / "settings.env"
+EXAMPLE = K8S / "settings.example.env"
 TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
 USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime"}
@@ -61,32 +63,49 @@ def ray_version() -> str:
     raise UserError("requirements.txt pins no ray version", "pin ray[default]==X.Y.Z in requirements.txt")
 
 
-def read_env_file(path: Path | None) -> dict[str, str]:
-    if path is None or not path.exists():
-        return {}
+def read_env_file(path: Path) -> dict[str, str]:
+    """NAME=value lines; a leading `export ` is allowed, as a shell would source the file."""
     if not path.is_file():
-        raise UserError(f"--env-file {path} is not a file", "pass a NAME=value file, such as kubernetes/settings.env")
+        raise UserError(
+            f"--env-file {path} {'is not a file' if path.exists() else 'does not exist'}",
+            f"pass a NAME=value file, such as {EXAMPLE.relative_to(ROOT)} copied to kubernetes/settings.env",
+        )
     values = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        name, sep, value = line.partition("=")
-        if not sep:
+        name, sep, value = line.removeprefix("export ").partition("=")
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
             raise UserError(f"{path}:{number}: not NAME=value", "write one NAME=value per line")
-        values[name.strip()] = value.strip().strip('"')
+        values[name.strip()] = value.strip().strip('"').strip("'")
     return values
+
+
+def placeholder_image() -> str:
+    """The example file's IMAGE: a value that looks like an ECR image but names no real one."""
+    return read_env_file(EXAMPLE)["IMAGE"]
 
 
 def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict[str, str]:
     fixed = {k: str(v) for k, v in load_overlay(overlay).items()}
-    from_file = read_env_file(env_file)
-    user = {}
-    for name in (*USER_REQUIRED, *USER_DEFAULTS):
-        value = env.get(name) or from_file.get(name) or USER_DEFAULTS.get(name, "")
-        if not value.strip():
-            raise UserError(f"{name} is unset or empty", f"set {name} in the environment or in {env_file}")
-        user[name] = value.strip()
+    from_file = read_env_file(env_file) if env_file else {}
+    user = {
+        name: (env.get(name) or from_file.get(name) or USER_DEFAULTS.get(name, "")).strip()
+        for name in (*USER_REQUIRED, *USER_DEFAULTS)
+    }
+    unset = [name for name, value in user.items() if not value]
+    if unset:
+        names = ", ".join(unset)
+        raise UserError(
+            f"{names} {'is' if len(unset) == 1 else 'are'} unset or empty",
+            f"set {names} in the environment or in {env_file or DEFAULT_ENV_FILE}",
+        )
+    if user["IMAGE"] == placeholder_image():
+        raise UserError(
+            f"IMAGE={user['IMAGE']} is the example's placeholder, not a pushed image",
+            "set IMAGE to the repository:tag that `make push` printed",
+        )
     if not re.fullmatch(r"[1-9]\d*", user["NUM_NODES"]):
         raise UserError(f"NUM_NODES={user['NUM_NODES']!r} is not a positive whole number", "set NUM_NODES=2, say")
     for name in ("NAMESPACE", "CLUSTER_NAME", "FSX_CLAIM", "HF_TOKEN_SECRET"):
@@ -116,6 +135,7 @@ def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple
 
 
 def run(args, only: tuple[str, ...]) -> int:
+    check_writable("--out", args.out)
     if args.get:
         values = values_for(args.overlay, dict(os.environ), args.env_file)
         if args.get not in values:
@@ -141,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--overlay", required=True)
-    parser.add_argument("--env-file", type=Path, default=K8S / "settings.env")
+    parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--out", type=Path)
@@ -150,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
     only = tuple(args.only.split(","))
     if set(only) - set(TEMPLATES):
         parser.error(f"--only takes {', '.join(TEMPLATES)}")
+    if args.env_file is None and DEFAULT_ENV_FILE.exists():
+        args.env_file = DEFAULT_ENV_FILE
     return run_command("render", lambda: run(args, only))
 
 

@@ -3,7 +3,7 @@ the KubeRay CRDs (unknown fields rejected, every error reported), yamllint, and 
 
     python -m tools.k8s_validate MANIFESTS.yaml --overlay h200 --image IMAGE
 
-CRDs are found in $KUBERAY_CRD_DIR, then ../shared/kuberay-crds, then .cache/kuberay-crds (`make crds`).
+CRDs: tools/kuberay_crds.py says where they are found (`make crds` fetches them).
 Host side (PyYAML, jsonschema, kubernetes-validate, yamllint).
 """
 
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import copy
 import functools
-import os
 import re
 import sys
 from decimal import Decimal
@@ -27,28 +26,16 @@ from yamllint import linter
 
 from tools import job_env
 from tools.k8s_render import load_overlay, yaml_problem
-from tools.recipe import ROOT
+from tools.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
 
 # The EKS Kubernetes versions the manifests are validated against (EKS standard support in 2026-12).
 KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35")
-KUBERAY_VERSIONS = ("v1.4.2", "v1.7.0")
 ALLOWED_CAPABILITIES = {"IPC_LOCK"}  # EFA pins memory for RDMA
 SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|API_KEY|ACCESS_KEY", re.IGNORECASE)
 YAMLLINT = (
     "{extends: default, rules: {line-length: {max: 160}, document-start: disable,"
     " comments: {min-spaces-from-content: 1}}}"
 )
-
-
-def crd_root() -> Path | None:
-    for candidate in (
-        os.environ.get("KUBERAY_CRD_DIR"),
-        ROOT.parent / "shared" / "kuberay-crds",
-        ROOT / ".cache" / "kuberay-crds",
-    ):
-        if candidate and Path(candidate).is_dir():
-            return Path(candidate)
-    return None
 
 
 def _strict(schema):
@@ -79,7 +66,7 @@ def _strict(schema):
 
 @functools.cache
 def crd_schema(root: Path, version: str, kind: str) -> dict:
-    path = root / version / f"ray.io_{kind.lower()}s.yaml"
+    path = root / crd_file(version, kind)
     crd = yaml.safe_load(path.read_text())
     served = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     schema = copy.deepcopy(served["schema"]["openAPIV3Schema"])

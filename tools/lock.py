@@ -49,6 +49,24 @@ def lock_gaps(final: dict[str, str], excluded: set[str], lock: str) -> list[str]
     ]
 
 
+def same_but_cutoff(old: str, new: str) -> bool:
+    """Two locks that differ at most in their cutoff pin the same set from the same inputs: the old one stands."""
+
+    def kept(text: str) -> list[str]:
+        return [line for line in text.splitlines() if not line.startswith(CUTOFF_LINE)]
+
+    return kept(old) == kept(new)
+
+
+def pin_changes(old: str, new: str) -> str:
+    """What a new lock moves against the old one, in a few words."""
+    before, after = lock_pins(old), lock_pins(new)
+    added = len(after.keys() - before.keys())
+    removed = len(before.keys() - after.keys())
+    moved = sum(1 for name in before.keys() & after.keys() if before[name] != after[name])
+    return f"{added} added, {removed} removed, {moved} changed"
+
+
 def lock_text(plan: dict) -> str:
     """constraints.lock: every distribution of the planned final environment. Left out, and named: what the image
     builds from source (recorded by commit), and what the base image brought and no step changed (the base's)."""
@@ -63,3 +81,9 @@ def lock_text(plan: dict) -> str:
     ]
     pins = [f"{n}=={v}" for n, v in plan["final"].items() if n not in local]
     return "\n".join(header + pins) + "\n"
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The layer planner: what each pip step of slime.Dockerfile does to the image's Python environment.
 
-    python -m tools.plan [--dockerfile F] [--base-manifest F] [--platform x86_64|aarch64] [--json PATH|-] [--lock PATH]
+    python -m tools.plan [--dockerfile F] [--base-manifest F] [--platform linux/amd64] [--json PATH|-] [--lock PATH]
 
 It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files followed through the
 COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
@@ -14,6 +14,7 @@ Exit 0 when the final environment is clean and every invariant holds, 1 when not
 from __future__ import annotations
 
 import argparse
+import datetime
 import hashlib
 import json
 import os
@@ -35,14 +36,15 @@ from slime_image import pip_conflicts
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools.lock import lock_cutoff, lock_gaps, lock_text
+from tools import platforms
+from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
 from tools.plan_findings import TORCH_EXTENSIONS, Findings
+from tools.progress import ticking
 from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
 from tools.wheel_tags import wheel_tags
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
-PLATFORMS = {"x86_64": "x86_64", "aarch64": "aarch64", "amd64": "x86_64", "arm64": "aarch64"}
 # Local source trees the Dockerfile installs, which the planner cannot read: what it simulates instead.
 
 
@@ -158,7 +160,7 @@ def invalid_requirement(target: str) -> str | None:
 
 
 def platform_args(arch: str) -> list[str]:
-    if arch == PLATFORMS.get(platform.machine()):
+    if arch == platform.machine():
         return []  # this host is the image's architecture: pip's own tags (glibc 2.34+ needed by sglang)
     tags = [f"manylinux_2_{n}_{arch}" for n in range(39, 16, -1)] + [f"manylinux2014_{arch}"]
     args = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"]
@@ -210,7 +212,8 @@ class Planner:
         else:
             data, dists = load_manifest(self.manifest_path)
         try:
-            self.env.create()
+            with ticking("preparing the planner's Python 3.12 venv"):
+                self.env.create()
         except EnvSetupError as exc:
             if not index_reachable():
                 raise unreachable("while preparing the planner's Python 3.12 venv") from None
@@ -360,7 +363,8 @@ class Planner:
                 simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"
             else:
                 try:
-                    simulated, note = self.install(step)
+                    with ticking(f"line {step.line}: resolving {shorten(' '.join(step.packages), 60)}"):
+                        simulated, note = self.install(step)
                 except _StepFails as exc:
                     failed_steps.append(step.line)
                     simulated, note = True, f"THIS STEP FAILS THE BUILD: {exc.why}"
@@ -548,10 +552,35 @@ def summary(plan: dict) -> str:
     return "\n".join(lines)
 
 
+def check_cutoff(value: str | None) -> None:
+    """pip takes --uploaded-prior-to as an ISO-8601 time; anything else would fail every step as unsimulable."""
+    if value is None:
+        return
+    try:
+        datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--uploaded-prior-to {value!r} is not an ISO-8601 time", "write it as 2026-12-02T23:01:00Z"
+        ) from None
+
+
+def write_lock(path: Path, text: str, log) -> None:
+    """Leave a lock that would change only in its cutoff as it is: the next plan then finds its cache warm."""
+    old = path.read_text() if path.is_file() else None
+    count = len(lock_pins(text))
+    if old is not None and same_but_cutoff(old, text):
+        log(f"lock: {path} unchanged ({count} pins; the cutoff {lock_cutoff(path)} stays)")
+        return
+    write_atomically(path, text)
+    moved = f": {pin_changes(old, text)}" if old is not None else ""
+    log(f"lock: wrote {path} ({count} pins{moved})")
+
+
 def run(args, arch: str) -> int:
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
     check_writable("--json", args.json)
     check_writable("--lock", args.lock)
+    check_cutoff(args.uploaded_prior_to)
     cutoff = args.uploaded_prior_to or ""
     if args.lock is not None and not cutoff:
         cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
@@ -579,7 +608,7 @@ def run(args, arch: str) -> int:
         if not locked["ok"]:
             print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
             return 1
-        write_atomically(args.lock, lock_text(locked))
+        write_lock(args.lock, lock_text(locked), log)
     return 0 if plan["ok"] else 1
 
 
@@ -596,17 +625,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )
-    parser.add_argument("--platform", default="x86_64")
+    parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/platforms.py)")
     parser.add_argument("--json", metavar="PATH|-")
     parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
     parser.add_argument(
         "--uploaded-prior-to", metavar="ISO-8601", help="resolve as the index stood then (default for --lock: now)"
     )
     args = parser.parse_args(argv)
-    arch = PLATFORMS.get(args.platform)
-    if arch is None:
-        parser.error(f"unknown platform {args.platform!r}: use x86_64 or aarch64")
-    return run_command("plan", lambda: run(args, arch), code=2)
+    return run_command("plan", lambda: run(args, platforms.arch(args.platform)), code=2)
 
 
 if __name__ == "__main__":

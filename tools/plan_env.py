@@ -191,3 +191,9 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     if not isinstance(entries, list) or not all(isinstance(d, dict) and {"name", "version"} <= set(d) for d in entries):
         raise UserError(f"the base manifest {path} has no `distributions` list of name/version entries", fix)
     return data, [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in entries]
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

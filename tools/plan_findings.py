@@ -46,3 +46,9 @@ class Findings:
                 "--no-deps"
             )
         return found
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -18,13 +18,35 @@ from pathlib import Path
 import dockerfile
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError
+from slime_image.record import VERSION_SUFFIXES
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "slime.Dockerfile"
 REQUIREMENTS = "requirements.txt"
-# ARGs whose names say they pin a version; BASE_IMAGE pins the base.
-VERSION_SUFFIXES = ("_VERSION", "_COMMIT", "_REF", "_RELEASE")
 
+# Docker's instruction set; its parser accepts any word, the builder rejects the rest.
+INSTRUCTIONS = frozenset(
+    [
+        "ADD",
+        "ARG",
+        "CMD",
+        "COPY",
+        "ENTRYPOINT",
+        "ENV",
+        "EXPOSE",
+        "FROM",
+        "HEALTHCHECK",
+        "LABEL",
+        "MAINTAINER",
+        "ONBUILD",
+        "RUN",
+        "SHELL",
+        "STOPSIGNAL",
+        "USER",
+        "VOLUME",
+        "WORKDIR",
+    ]
+)
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
 _SHELL_OPERATORS = {"&&", "||", ";", "|", "(", ")"}
 
@@ -179,7 +201,18 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
         raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None
     except dockerfile.GoParseError as exc:
         raise UserError(f"{path}: not a valid Dockerfile: {exc}", "fix the syntax the parser names") from None
-    return tuple(Instruction(c.start_line, c.cmd.upper(), tuple(c.value), tuple(c.flags), c.original) for c in commands)
+    instructions = tuple(
+        Instruction(c.start_line, c.cmd.upper(), tuple(c.value), tuple(c.flags), c.original) for c in commands
+    )
+    for ins in instructions:
+        if ins.cmd not in INSTRUCTIONS:
+            raise UserError(
+                f"{path}:{ins.line}: unknown instruction {ins.original.split()[0]!r}; Docker would stop here",
+                f"spell it as one of {', '.join(sorted(INSTRUCTIONS))}",
+            )
+        if ins.cmd == "FROM" and not ins.value:
+            raise UserError(f"{path}:{ins.line}: FROM names no image", "write FROM <image> [AS <name>]")
+    return instructions
 
 
 @dataclass(frozen=True)
@@ -223,7 +256,12 @@ class Recipe:
         """The stages the built target stands on, base first: the target, and each earlier stage it is FROM."""
         by_alias = {s.alias: s for s in self.stages if s.alias}
         if self.target is not None and self.target not in by_alias:
-            raise UserError(f"{self.path}: no stage named {self.target!r}", f"name one of: {', '.join(by_alias)}")
+            raise UserError(
+                f"{self.path}: no stage named {self.target!r}",
+                f"name one of: {', '.join(by_alias)}"
+                if by_alias
+                else "leave --target out: this Dockerfile names no stage (FROM <image> AS <name>); the last is built",
+            )
         chain = [by_alias[self.target] if self.target else self.stages[-1]]
         while chain[0].base in by_alias and by_alias[chain[0].base].index < chain[0].index:
             chain.insert(0, by_alias[chain[0].base])
@@ -232,7 +270,15 @@ class Recipe:
     @property
     def base_image(self) -> str:
         """The image the built stages start from."""
-        return self.built[0].base
+        first = self.built[0]
+        unset = _VAR.search(first.base)
+        if unset:
+            name = unset.group(1) or unset.group(2)
+            raise UserError(
+                f"{self.path}:{first.instructions[0].line}: FROM {first.base}: ARG {name} has no default before FROM",
+                f"give it one (ARG {name}=<image>) above the FROM; a build without it needs --build-arg {name}=...",
+            )
+        return first.base
 
     def of(self, *cmds: str) -> list[Instruction]:
         return [i for i in self.instructions if i.cmd in cmds]
@@ -364,3 +410,9 @@ class Recipe:
                 fix = "run `make lock`, and COPY the lock before setting PIP_CONSTRAINT"
                 return self.context_file(ins.pairs["PIP_CONSTRAINT"], ins.line, fix)
         return None
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

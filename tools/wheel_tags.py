@@ -114,3 +114,9 @@ def wheel_tags(urls: list[str], cache: Path) -> dict[str, list[str]]:
             cached.write_text(json.dumps(tags))
             found[url] = tags
     return found
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -15,13 +15,17 @@ COMMANDS = {
 }
 
 
+DISPATCHER = "slime-image"  # the one name that takes the command as its first word
+
+
 def main(argv: list[str]) -> int:
     name = os.path.basename(argv[0])
     args = argv[1:]
     if name not in COMMANDS and args and args[0] in COMMANDS:
         name, args = args[0], args[1:]
     if name not in COMMANDS:
-        print(f"slime-image: unknown command {name!r}", file=sys.stderr)
+        word = name if name != DISPATCHER else (args[0] if args else None)
+        print(f"slime-image: unknown command {word!r}" if word else "slime-image: no command given", file=sys.stderr)
         print(f"fix: call one of {', '.join(COMMANDS)} (or slime-image <command>)", file=sys.stderr)
         return 2
     return importlib.import_module(COMMANDS[name]).main(args)

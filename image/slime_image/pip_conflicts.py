@@ -41,6 +41,8 @@ def load_allowlist(path: Path = ALLOWLIST) -> tuple[list[dict], list[str]]:
         return [], []
     except ValueError as exc:
         return [], [f"{path}: not valid JSON: {exc}"]
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        return [], [f"{path}: not a list of entries"]
     problems = [
         f"{path}: entry {i} lacks {key}"
         for i, entry in enumerate(entries)

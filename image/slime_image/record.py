@@ -17,10 +17,19 @@ import os
 from pathlib import Path
 
 from slime_image import standins
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
 from slime_image.patches.base import importable_root
+
+# What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE) or the source a download came from (_URL).
+# tools/recipe.py reads the same suffixes to find the Dockerfile's version set.
+VERSION_SUFFIXES = ("_VERSION", "_COMMIT", "_REF", "_RELEASE")
+SOURCE_SUFFIX = "_URL"
+
+
+def recordable(name: str) -> bool:
+    return name == "BASE_IMAGE" or (name.isupper() and name.endswith((*VERSION_SUFFIXES, SOURCE_SUFFIX)))
 
 
 def image_tag(versions: dict[str, str]) -> str:
@@ -37,6 +46,16 @@ def upstream_patches(slime_root: Path) -> dict:
 
 
 def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | None = None) -> None:
+    check_writable("--out", out)
+    if slime_root is not None and not (slime_root / "slime").is_dir():
+        raise UserError(f"--slime-root {slime_root} holds no slime/ package folder", "pass the slime checkout")
+    unknown = [name for name in names if not recordable(name)]
+    if unknown:
+        raise UserError(
+            f"{', '.join(unknown)}: not a version or source ARG name",
+            f"name upper-case ARGs of slime.Dockerfile: BASE_IMAGE, or ending in "
+            f"{', '.join((*VERSION_SUFFIXES, SOURCE_SUFFIX))}",
+        )
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise UserError(
@@ -60,4 +79,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slime-root", type=Path, help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")
     args = parser.parse_args(argv)
-    return run_command("slime-record", lambda: record(args.names, dict(os.environ), args.out, args.slime_root) or 0)
+    return run_command(
+        "slime-record", lambda: record(args.names, dict(os.environ), args.out, args.slime_root) or 0, code=2
+    )

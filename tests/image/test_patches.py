@@ -152,7 +152,7 @@ print(",".join(probes))
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--slime-root", "/nonexistent"], "is not a directory"),
+        (["--slime-root", "/nonexistent"], "is not a folder"),
         (["--slime-root", ".", "--only", "no-such-patch"], "unknown patch id no-such-patch"),
         ([], "the following arguments are required: --slime-root"),
     ],

@@ -84,8 +84,6 @@ def test_json_and_junit_files(tmp_path):
             "all",
             "--only",
             "cuda-compat-path,gpu-visible,versions-declared",
-            "--versions-file",
-            str(tmp_path / "none.json"),
             "--json",
             str(out_json),
             "--junit",

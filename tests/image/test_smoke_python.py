@@ -102,11 +102,15 @@ def test_a_reviewed_allowlist_entry_accepts_the_conflict(tmp_path, numpy_downgra
     assert check["summary"] == "pip check clean, 1 allowed by the reviewed list; imported numpy, scipy"
 
 
-def test_an_allowlist_entry_without_a_reason_fails(tmp_path, numpy1):
+def test_an_allowlist_entry_without_a_reason_fails(tmp_path):
+    """The image's own list, unreviewed, fails the check (a list the user names is refused up front instead)."""
+    from slime_image.smoke.checks_python import pip_check
+    from slime_image.smoke.core import FAIL, Context
+
     allow = tmp_path / "allow.json"
     allow.write_text(json.dumps([{"package": "scipy", "requirement": "numpy", "reason": "", "date": "2026-12-02"}]))
-    _code, check = one(numpy1, "pip-check", "--pip-allowlist", str(allow))
-    assert check["status"] == "fail" and "entry 0 lacks reason" in check["detail"]
+    result = pip_check(Context(stage="build", allowlist=allow))
+    assert result.status == FAIL and "entry 0 lacks reason" in result.detail
 
 
 # router-slime (W8), mbridge (W7), megatron-helpers (W11): stand-in packages on PYTHONPATH
@@ -190,8 +194,11 @@ def test_the_environments_pip_is_compared_too(tmp_path, numpy1):
     assert check["status"] == "fail" and check["detail"].startswith("PIP_VERSION=0.1 but pip ")
 
 
-def test_no_versions_file_is_a_skip_not_a_pass(tmp_path, numpy1):
-    _code, check = one(numpy1, "versions-declared", "--versions-file", str(tmp_path / "absent.json"))
+def test_no_versions_file_is_a_skip_not_a_pass(numpy1):
+    from slime_image.smoke.core import Context
+
+    assert not Context.versions_file.exists(), "this host has an image's versions file: the default is not absent"
+    _code, check = one(numpy1, "versions-declared")
     assert check["status"] == "skip"
 
 

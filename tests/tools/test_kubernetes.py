@@ -72,7 +72,8 @@ def test_render_fails_naming_an_unset_or_empty_variable(name):
 
 def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k != "IMAGE"}
-    absent = tmp_path / "absent.env"
+    absent = tmp_path / "empty.env"
+    absent.write_text("")
     proc = subprocess.run(
         [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent)],
         capture_output=True,
@@ -88,7 +89,8 @@ def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
 
 def test_render_get_prints_one_resolved_setting(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in USER} | USER
-    absent = tmp_path / "absent.env"
+    absent = tmp_path / "empty.env"
+    absent.write_text("")
     for name, expected in (("NAMESPACE", "slime"), ("IMAGE", IMAGE), ("EFA_PER_NODE", "16")):
         proc = subprocess.run(
             [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent), "--get", name],

@@ -88,7 +88,7 @@ def test_record_outside_a_build_fails_cleanly(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in version_args()}
     out = tmp_path / "versions.json"
     run = subprocess.run([*RECORD, "--out", str(out), *record_step_names()], env=env, capture_output=True, text=True)
-    assert run.returncode == 1
+    assert run.returncode == 2
     assert run.stderr.splitlines()[0].startswith("slime-record: no value in the environment for BASE_IMAGE")
     assert run.stderr.splitlines()[1].startswith("fix: ")
     assert not out.exists()

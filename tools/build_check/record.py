@@ -126,3 +126,9 @@ def markdown(record: dict) -> str:
 def write(record: dict, directory: Path = RECORD_DIR) -> None:
     write_atomically(directory / RECORD_JSON.name, json.dumps(record, indent=2) + "\n")
     write_atomically(directory / RECORD_MD.name, markdown(record))
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

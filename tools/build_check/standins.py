@@ -93,3 +93,9 @@ def efa_installer(out_dir: Path, version: str) -> Path:
         info.size, info.mode = len(script), 0o755
         tar.addfile(info, io.BytesIO(script))
     return out
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -9,7 +9,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from slime_image import standins
+from slime_image import pip_conflicts, standins
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import facts, report
@@ -72,8 +72,12 @@ def parse_args(argv):
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
     parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
     parser.add_argument("--cuda-major", type=int, help="the CUDA major of the train workers (default: torch's)")
-    parser.add_argument("--versions-file", type=Path, default=Context.versions_file)
-    parser.add_argument("--pip-allowlist", type=Path, default=Context.allowlist, help="reviewed pip check conflicts")
+    parser.add_argument(
+        "--versions-file", type=Path, help=f"what slime-record wrote (default: {Context.versions_file}, where present)"
+    )
+    parser.add_argument(
+        "--pip-allowlist", type=Path, help=f"reviewed pip check conflicts (default: {pip_conflicts.ALLOWLIST})"
+    )
     parser.add_argument(
         "--standins",
         type=Path,
@@ -108,6 +112,25 @@ def parse_args(argv):
     return args
 
 
+def given_inputs(args) -> None:
+    """A file the user names must be there and readable; only the built-in defaults may be absent."""
+    if args.timeout <= 0:
+        raise UserError(f"--timeout {args.timeout:g}: not a positive number of seconds", "pass --timeout 120, say")
+    for option, path in (("--versions-file", args.versions_file), ("--pip-allowlist", args.pip_allowlist)):
+        if path is not None and not path.is_file():
+            what = "is not a file" if path.exists() else "does not exist"
+            raise UserError(f"{option} {path} {what}", f"pass {option} an existing file, or leave it out")
+    if args.versions_file is not None:
+        facts.read_versions_file(args.versions_file)
+    if args.pip_allowlist is not None:
+        _, problems = pip_conflicts.load_allowlist(args.pip_allowlist)
+        if problems:
+            raise UserError(
+                f"--pip-allowlist {problems[0]}",
+                f"write a JSON list of entries, each with {', '.join(pip_conflicts.ENTRY_KEYS)}",
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     return run_command("slime-smoke", lambda: run_suite(args), code=2)
@@ -125,12 +148,13 @@ def run_suite(args) -> int:
         cuda_major=args.cuda_major,
         megatron_root=args.megatron_root,
         sglang_root=args.sglang_root,
-        versions_file=args.versions_file,
-        allowlist=args.pip_allowlist,
+        versions_file=args.versions_file or Context.versions_file,
+        allowlist=args.pip_allowlist or Context.allowlist,
         standins=args.standins,
         timeout=args.timeout,
         arch_targets=args.arch_targets,
     )
+    given_inputs(args)
     check_writable("--json", args.json)
     check_writable("--junit", args.junit)
     facts.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
