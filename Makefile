@@ -12,6 +12,8 @@ VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
 TAG          ?= $(shell $(VPY) -m tools.versions tag)
 PLATFORM     ?= linux/amd64
+# A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
+PAIRING      ?=
 AWS_REGION   ?= us-west-2
 ECR_REPOSITORY ?= $(IMAGE)
 REPORTS      ?= reports
@@ -45,12 +47,17 @@ venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools 
 DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
-plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile) and check the result (no Docker, no GPU)
-	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(PLAN_ARGS)
+plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.1 for another release) and check the result
+	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) $(PLAN_ARGS)
 
 .PHONY: lock
-lock: $(VENV)/.installed ## Re-plan without the lock and rewrite constraints.lock from the result
-	$(VPY) -m tools.plan --platform $(PLATFORM) --lock constraints.lock
+lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (default: constraints.lock) from the result
+	@lock=$$($(VPY) -m tools.pairings lock $(or $(PAIRING),default)) && \
+	$(VPY) -m tools.plan --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) --lock "$$lock"
+
+.PHONY: pairings
+pairings: $(VENV)/.installed ## List the supported slime releases (pairings/), the default marked
+	@$(VPY) -m tools.pairings list
 
 .PHONY: base-manifest
 base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's) from the real image (needs Docker)
@@ -129,6 +136,7 @@ lint: $(VENV)/.installed ## ruff, hadolint and the README version table
 	$(VENV)/bin/ruff format --check image tools tests benchmarks
 	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
 	$(VPY) -m tools.versions readme --check
+	$(VPY) -m tools.pairings check
 	$(VPY) -m tools.rules
 
 .PHONY: versions

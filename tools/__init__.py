@@ -10,6 +10,7 @@ COMMANDS = (
     "tools.plan",
     "tools.rules",
     "tools.versions",
+    "tools.pairings",
     "tools.platforms",
     "tools.base_manifest",
     "tools.k8s_render",

@@ -36,7 +36,7 @@ from slime_image import pip_conflicts
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import platforms
+from tools import pairings, platforms
 from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
 from tools.plan_findings import TORCH_EXTENSIONS, Findings
@@ -584,8 +584,22 @@ def run(args, arch: str) -> int:
     cutoff = args.uploaded_prior_to or ""
     if args.lock is not None and not cutoff:
         cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
-    recipe = Recipe.load(args.dockerfile, args.context, args.target)
-    plan = Planner(recipe, args.base_manifest, arch, log, args.lock is None, cutoff, args.assume_empty_base).run()
+    pairing = pairings.load(args.pairing) if args.pairing else None
+    recipe = Recipe.load(args.dockerfile, args.context, args.target, pairing.args if pairing else None)
+    lock_file = pairing.lock if pairing else None
+    if lock_file is not None and args.lock is None and not lock_file.is_file():
+        if pairing.draft:
+            raise UserError(
+                f"pairing {pairing.name} is a draft, not locked: {'; '.join(pairing.draft)}",
+                f"fix what pairings/{pairing.name}.toml names, drop its draft, then make lock PAIRING={pairing.name}",
+            )
+        raise UserError(
+            f"pairing {pairing.name} has no lock yet ({lock_file.relative_to(ROOT)})",
+            f"make lock PAIRING={pairing.name}",
+        )
+    plan = Planner(
+        recipe, args.base_manifest, arch, log, args.lock is None, cutoff, args.assume_empty_base, lock_file
+    ).run()
     log(summary(plan))
     if args.json:
         text = json.dumps(plan, indent=2) + "\n"
@@ -621,6 +635,7 @@ def main(argv: list[str] | None = None) -> int:
         "--context", type=Path, help="the build context COPY reads from (default: the Dockerfile's folder)"
     )
     parser.add_argument("--target", help="the stage to plan (default: the last, as docker build)")
+    parser.add_argument("--pairing", help="plan this slime release's pairing (pairings/NAME.toml) under its own lock")
     parser.add_argument("--base-manifest", type=Path, help="default: base-manifests/<the FROM image>.json")
     parser.add_argument(
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"

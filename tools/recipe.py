@@ -223,11 +223,28 @@ class Recipe:
     context: Path
     instructions: tuple[Instruction, ...]
     target: str | None = None  # the stage `docker build --target` builds; default the last
+    build_args: tuple[tuple[str, str], ...] = ()  # `--build-arg NAME=VALUE`s, over the ARG defaults
 
     @classmethod
-    def load(cls, path: Path = DOCKERFILE, context: Path | None = None, target: str | None = None) -> Recipe:
+    def load(
+        cls,
+        path: Path = DOCKERFILE,
+        context: Path | None = None,
+        target: str | None = None,
+        build_args: dict[str, str] | None = None,
+    ) -> Recipe:
         path = Path(path)
-        return cls(path, Path(context) if context else path.parent, _parse(path), target)
+        recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
+        if build_args:
+            undeclared = sorted(set(build_args) - {n.partition("=")[0] for i in recipe.of("ARG") for n in i.value})
+            if undeclared:
+                raise UserError(
+                    f"{path}: no ARG {', '.join(undeclared)}: a build argument the Dockerfile does not declare reaches "
+                    "no step",
+                    f"pass one of the ARGs {path.name} declares",
+                )
+            recipe = cls(recipe.path, recipe.context, recipe.instructions, target, tuple(sorted(build_args.items())))
+        return recipe
 
     @cached_property
     def stages(self) -> list[Stage]:
@@ -295,8 +312,8 @@ class Recipe:
         return lines
 
     @cached_property
-    def args(self) -> dict[str, str]:
-        """ARG name -> its default (the last one given)."""
+    def defaults(self) -> dict[str, str]:
+        """ARG name -> its default (the last one given), as the Dockerfile writes it."""
         defaults: dict[str, str] = {}
         for ins in self.of("ARG"):
             for item in ins.value:
@@ -304,6 +321,11 @@ class Recipe:
                 if sep:
                     defaults[name] = value.strip('"')
         return defaults
+
+    @cached_property
+    def args(self) -> dict[str, str]:
+        """ARG name -> the value a build sees: its default, or the build argument given for it."""
+        return {**self.defaults, **dict(self.build_args)}
 
     def version_args(self) -> dict[str, str]:
         """The version set: every ARG that pins a version, in declaration order. Each must be given once."""

@@ -19,6 +19,7 @@ from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
+from tools import pairings
 from tools.recipe import DOCKERFILE, ROOT, Recipe
 
 README = ROOT / "README.md"
@@ -48,17 +49,24 @@ def readme_table(versions: dict[str, str]) -> str:
     return "\n".join([TABLE_BEGIN, *rows, TABLE_END])
 
 
+def replace_block(text: str, begin: str, end: str, block: str, readme: Path) -> str:
+    """`text` with what lies between the markers `begin` and `end` (markers included) replaced by `block`."""
+    head, found_begin, rest = text.partition(begin)
+    _, found_end, tail = rest.partition(end)
+    if not found_begin or not found_end:
+        raise UserError(f"{readme} lacks the markers of a generated table", f"add the lines {begin!r} and {end!r}")
+    return head + block + tail
+
+
 def sync_readme(versions: dict[str, str], readme: Path, check: bool) -> int:
+    """The README's generated tables: the version set (from slime.Dockerfile) and the pairings (pairings/)."""
     text = readme.read_text()
-    head, begin, rest = text.partition(TABLE_BEGIN)
-    _, end, tail = rest.partition(TABLE_END)
-    if not begin or not end:
-        raise UserError(f"{readme} has no version-table markers", f"add the line {TABLE_BEGIN!r} and {TABLE_END!r}")
-    updated = head + readme_table(versions) + tail
+    updated = replace_block(text, TABLE_BEGIN, TABLE_END, readme_table(versions), readme)
+    updated = replace_block(updated, pairings.TABLE_BEGIN, pairings.TABLE_END, pairings.readme_table(), readme)
     if updated == text:
         return 0
     if check:
-        raise UserError(f"{readme}: the version table differs from slime.Dockerfile", "run `make readme`")
+        raise UserError(f"{readme}: a generated table differs from slime.Dockerfile or pairings/", "run `make readme`")
     write_atomically(readme, updated)
     return 0
 
