@@ -59,6 +59,11 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     return Pairing(name, args, ROOT / data["lock"], data.get("upstream", {}), tuple(data.get("draft", ())))
 
 
+def matches(pairing: Pairing, recipe: Recipe) -> bool:
+    """The Dockerfile's ARG defaults are this pairing's values."""
+    return all(recipe.defaults.get(name) == value for name, value in pairing.args.items())
+
+
 def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[str]:
     recipe = recipe or Recipe.load()
     found = []
@@ -68,7 +73,7 @@ def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[s
         found += [f"{pairing.name}: ARG {name} has no default in {recipe.path.name}" for name in undeclared]
     if len({frozenset(p.args) for p in pairings}) > 1:
         found.append("the pairings set different ARGs: each must set the same ones")
-    matching = [p.name for p in pairings if all(recipe.defaults.get(k) == v for k, v in p.args.items())]
+    matching = [p.name for p in pairings if matches(p, recipe)]
     found += [
         f"{p.name}: the default pairing is a draft ({p.draft[0]})" for p in pairings if p.draft and [p.name] == matching
     ]
@@ -84,7 +89,7 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
     recipe = recipe or Recipe.load()
     for name in names(folder):
         pairing = load(name, folder)
-        if all(recipe.defaults.get(k) == v for k, v in pairing.args.items()):
+        if matches(pairing, recipe):
             return pairing
     raise UserError(
         f"{recipe.path.name}'s ARG defaults are no pairing's", "run `python -m tools.pairings check` to see why"

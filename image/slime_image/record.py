@@ -20,7 +20,7 @@ from slime_image import standins
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
-from slime_image.patches.base import importable_root
+from slime_image.patches.base import check_root, importable_root
 
 # What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE) or the source a download came from (_URL).
 # tools/recipe.py reads the same suffixes to find the Dockerfile's version set.
@@ -47,8 +47,7 @@ def upstream_patches(slime_root: Path) -> dict:
 
 def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | None = None) -> None:
     check_writable("--out", out)
-    if slime_root is not None and not (slime_root / "slime").is_dir():
-        raise UserError(f"--slime-root {slime_root} holds no slime/ package folder", "pass the slime checkout")
+    check_root("--slime-root", slime_root, "slime")
     unknown = [name for name in names if not recordable(name)]
     if unknown:
         raise UserError(

@@ -104,3 +104,10 @@ def test_the_dispatcher_names_the_word_it_did_not_know(args, cause):
 def test_the_dispatcher_runs_a_command_given_as_its_first_word():
     proc = command("slime-image", "slime-smoke", "--list")
     assert proc.returncode == 0 and "pip-check" in proc.stdout
+
+
+def test_record_refuses_a_slime_root_that_is_not_slime(tmp_path):
+    out = tmp_path / "versions.json"
+    proc = command("slime-record", "--out", str(out), "--slime-root", str(tmp_path), "SGLANG_VERSION")
+    assert_refused(proc, "slime-record", f"--slime-root {tmp_path} holds no slime/ package folder", "/opt/slime")
+    assert not out.exists()

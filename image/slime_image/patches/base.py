@@ -8,6 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slime_image.errors import UserError
+
 # plan() answers WOULD_APPLY (with the edits), ALREADY_APPLIED, NOT_NEEDED or ERROR; only the writer, after
 # writing every edit, reports APPLIED.
 WOULD_APPLY, APPLIED, ALREADY_APPLIED, NOT_NEEDED, ERROR = (
@@ -74,6 +76,18 @@ def package_folder(package: str) -> Path | None:
             if name.startswith(package + ".") and Path(folder).is_dir():
                 return Path(folder).parents[name.count(".") - 1]
     return None
+
+
+def check_root(option: str, root: Path | None, package: str) -> None:
+    """A root the user names must be the checkout that holds the package, or whatever reads it would miss its files."""
+    if root is not None and not (root / package).is_dir():
+        what = "is not a folder" if not root.is_dir() else f"holds no {package}/ package folder"
+        raise UserError(
+            f"{option} {root} {what}, so it is not a {package} checkout",
+            f"pass {option} the folder that holds {package}/ (in the image: /opt/slime)"
+            if package == "slime"
+            else f"pass {option} the folder that holds {package}/, or leave it out to use the importable one",
+        )
 
 
 def importable_root(package: str) -> Path | None:

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
-from slime_image.errors import UserError, run_command
+from slime_image.errors import run_command
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -28,6 +28,7 @@ from slime_image.patches.base import (
     NOT_NEEDED,
     WOULD_APPLY,
     Outcome,
+    check_root,
     compile_check,
     importable_root,
 )
@@ -130,18 +131,6 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown patch id {', '.join(unknown)} (known: {', '.join(known)})")
     return run_command("slime-patch", lambda: run(args, selected), code=2)
-
-
-def check_root(option: str, root: Path | None, package: str) -> None:
-    """A root the user names must be the checkout that holds the package, or every patch would miss its file."""
-    if root is not None and not (root / package).is_dir():
-        what = "is not a folder" if not root.is_dir() else f"holds no {package}/ package folder"
-        raise UserError(
-            f"{option} {root} {what}, so it is not a {package} checkout",
-            f"pass {option} the folder that holds {package}/ (in the image: /opt/slime)"
-            if package == "slime"
-            else f"pass {option} the folder that holds {package}/, or leave it out to use the importable one",
-        )
 
 
 def run(args, selected: list[str]) -> int:

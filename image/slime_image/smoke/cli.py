@@ -120,8 +120,6 @@ def given_inputs(args) -> None:
         if path is not None and not path.is_file():
             what = "is not a file" if path.exists() else "does not exist"
             raise UserError(f"{option} {path} {what}", f"pass {option} an existing file, or leave it out")
-    if args.versions_file is not None:
-        facts.read_versions_file(args.versions_file)
     if args.pip_allowlist is not None:
         _, problems = pip_conflicts.load_allowlist(args.pip_allowlist)
         if problems:
