@@ -10,7 +10,7 @@ PYTHON       ?= python3
 VENV         ?= .venv
 VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
-TAG          ?= $(shell $(VPY) -m tools.versions tag)
+TAG          ?= $(shell $(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) tag)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
@@ -47,13 +47,17 @@ venv: $(VENV)/.installed ## Create the project virtualenv with the pinned tools 
 DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
-plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.1 for another release) and check the result
+plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
 	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) $(PLAN_ARGS)
 
 .PHONY: lock
-lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (default: constraints.lock) from the result
+lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
 	@lock=$$($(VPY) -m tools.pairings lock $(or $(PAIRING),default)) && \
 	$(VPY) -m tools.plan --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) --lock "$$lock"
+
+.PHONY: walls
+walls: $(VENV)/.installed ## Where each wall is guarded (WALLS="W13 W22" for some)
+	@$(VPY) -m tools.wall_guards $(WALLS)
 
 .PHONY: pairings
 pairings: $(VENV)/.installed ## List the supported slime releases (pairings/), the default marked
@@ -155,11 +159,12 @@ readme: $(VENV)/.installed ## Regenerate the README's version table from slime.D
 ENGINE       ?= $(firstword $(foreach e,docker podman buildah,$(if $(shell command -v $(e) 2>/dev/null),$(e))))
 # Extra --build-arg NAME=value words for every engine (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=...").
 BUILD_ARGS   ?=
-build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
+build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) $(if $(PAIRING),$(foreach a,$(shell $(VPY) -m tools.pairings args $(PAIRING) 2>/dev/null),--build-arg '$(a)')) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found)
 	@$(VPY) -m tools.platforms $(PLATFORM) >/dev/null
+	@$(if $(PAIRING),$(VPY) -m tools.pairings args $(PAIRING) >/dev/null)
 	@[ -n "$(ENGINE)" ] || { echo "make build: no image builder found (docker, podman or buildah)" >&2; echo "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=" >&2; exit 1; }
 	@$(call need,$(ENGINE),install $(ENGINE), or set ENGINE=docker|podman|buildah)
 	@case "$(ENGINE)" in \
@@ -175,7 +180,7 @@ SLIME_REPO    ?=
 
 .PHONY: build-check
 build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.build_check.run $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)")
+	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)")
 
 .PHONY: push
 push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing)

@@ -11,17 +11,23 @@ ARG BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
+# The slime release this build pairs with (pairings/<PAIRING>.toml holds its versions, which the ARGs below
+# default to for the default pairing): it names the lock, locks/<PAIRING>.lock.
+ARG PAIRING=v0.3.1
 ARG EFA_INSTALLER_VERSION=1.48.0
 ARG PIP_VERSION=26.3
-ARG SGLANG_VERSION=0.5.12.post1
+ARG SGLANG_VERSION=0.5.15.post1
 ARG TORCH_VERSION=2.11.0+cu130
 ARG TRANSFORMER_ENGINE_VERSION=2.12.0
 ARG MEGATRON_COMMIT=1dcf0dafa884ad52ffb243625717a3471643e087
-ARG SGL_ROUTER_RELEASE=v0.3.2-5f8d397
+ARG SGL_ROUTER_RELEASE=v0.3.2-9daabcd
 ARG SGL_ROUTER_VERSION=0.3.2
-ARG SLIME_REF=v0.3.0
-ARG SLIME_COMMIT=bf14dc21f9500746447f2572d0692e981c4d2a7e
+ARG SLIME_REF=v0.3.1
+ARG SLIME_COMMIT=a6272da0d4f3d0a08520c99a2f3b4f6c887960dc
 ARG MBRIDGE_VERSION=0.15.1
+# transformers declares its kernels bound only in an extra, so pip never applies it (W30): the bound for the
+# transformers this pairing's SGLang pins.
+ARG KERNELS_REQUIREMENT="kernels>=0.14.1,<0.15"
 # Where each download comes from, upstream by default; point them at a mirror to build without GitHub or AWS
 # (the verification build, `make build-check`, does). pip's index is redirected the usual way (PIP_INDEX_URL).
 ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com
@@ -66,9 +72,9 @@ ENV VIRTUAL_ENV=/opt/venv \
 RUN python3.12 -m venv /opt/venv && \
     python -m pip install "pip==${PIP_VERSION}"
 
-# constraints.lock, written by `make lock` from the plan of this file: every pip step below installs the
+# The pairing's lock, written by `make lock` from the plan of this file: every pip step below installs the
 # versions that were planned and checked, so a rebuild next month installs the same set (W18).
-COPY constraints.lock /opt/slime-image/constraints.lock
+COPY locks/${PAIRING}.lock /opt/slime-image/constraints.lock
 ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
 
 # What the --no-build-isolation builds below (TransformerEngine's torch extension) and Megatron's helpers_cpp
@@ -93,7 +99,7 @@ RUN NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip
 # after that downgrade, and slime's own runtime dependencies. After TransformerEngine, so a change here
 # does not rebuild it; every step after this one is --no-deps, so nothing brings numpy 2 back (W1).
 COPY requirements.txt /opt/slime-image/requirements.txt
-RUN pip install -r /opt/slime-image/requirements.txt
+RUN pip install -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}"
 
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by
 # the steps above; the gate's pip-check proves it). The editable install compiles helpers_cpp, which Megatron
@@ -131,7 +137,7 @@ RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 
 # What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
 # and the OCI labels below.
-RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
+RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PAIRING BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
       SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION EFA_INSTALLER_URL SGL_ROUTER_URL MEGATRON_REPO_URL \
       SLIME_REPO_URL
@@ -148,6 +154,7 @@ LABEL org.opencontainers.image.source="${IMAGE_SOURCE}" \
       org.opencontainers.image.revision="${IMAGE_REVISION}" \
       org.opencontainers.image.version="${SLIME_REF}-sgl${SGLANG_VERSION}" \
       org.opencontainers.image.base.name="${BASE_IMAGE}" \
-      org.opencontainers.image.title="slime-image"
+      org.opencontainers.image.title="slime-image" \
+      org.slime-image.pairing="${PAIRING}"
 
 WORKDIR /opt/slime

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from tools import plan
+from tools import pairings, plan
 from tools.lock import lock_cutoff
 from tools.plan_env import Dist, FakeEnv, load_manifest
 from tools.recipe import ROOT, Recipe
@@ -42,9 +42,9 @@ def variant(workdir: Path) -> tuple[Path, Path]:
     assert "transformer_engine[" not in text, "the TransformerEngine step was not removed"
     dockerfile = workdir / "slime.Dockerfile"
     dockerfile.write_text(text)
-    for name in ("requirements.txt", "constraints.lock"):
-        shutil.copy(ROOT / name, workdir / name)
-    data, _dists = load_manifest(plan.Planner(Recipe.load(), None, "x86_64").manifest_path)
+    shutil.copy(ROOT / "requirements.txt", workdir / "requirements.txt")
+    shutil.copytree(ROOT / "locks", workdir / "locks", dirs_exist_ok=True)
+    data, _dists = load_manifest(plan.Planner(Recipe.load(), arch="x86_64").manifest_path)
     # The base gets the PyPI torch sglang wants, with no requirements, so neither run downloads its CUDA wheels.
     data["distributions"] = [d for d in data["distributions"] if d["name"] not in ("torch", "torchvision")]
     data["distributions"] += [{"name": "torch", "version": "2.11.0", "requires": []}]
@@ -121,7 +121,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "slime-plan-fidelity")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    cutoff = lock_cutoff(ROOT / "constraints.lock")
+    cutoff = lock_cutoff(pairings.default().lock)
     dockerfile, manifest = variant(args.workdir)
     cache = args.workdir / "plan-cache"
     shutil.rmtree(cache, ignore_errors=True)

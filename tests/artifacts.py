@@ -19,7 +19,7 @@ from tools.plan_env import python312
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))
-PLATFORMS = ["manylinux_2_28_x86_64", "manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_34_x86_64"]
+PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
 
 TMS_OLD = "torch-memory-saver==0.0.9.post1"
 TMS_NEW = "torch-memory-saver==0.0.10"

@@ -10,6 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_BIN = ROOT / "image" / "bin"
+LOCKS = sorted((ROOT / "locks").glob("*.lock"))
 
 
 @pytest.fixture
@@ -17,7 +18,8 @@ def recipe_copy(tmp_path):
     """A copy of the recipe files in a temporary folder, for tests that break one on purpose."""
 
     def make(edit=None):
-        for name in ("slime.Dockerfile", "requirements.txt", "constraints.lock", "README.md"):
+        (tmp_path / "locks").mkdir(exist_ok=True)
+        for name in ("slime.Dockerfile", "requirements.txt", "README.md", *(f"locks/{p.name}" for p in LOCKS)):
             (tmp_path / name).write_text((ROOT / name).read_text())
         if not (tmp_path / "image").exists():
             (tmp_path / "image").symlink_to(ROOT / "image")

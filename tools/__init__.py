@@ -11,6 +11,7 @@ COMMANDS = (
     "tools.rules",
     "tools.versions",
     "tools.pairings",
+    "tools.wall_guards",
     "tools.platforms",
     "tools.base_manifest",
     "tools.k8s_render",

@@ -50,6 +50,16 @@ INTEGERS = (
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
+# What the submitter refuses, and the walls each refusal guards (slime_image/walls.py). The launcher that passes
+# the arguments base64-encoded through Ray's /bin/sh is the guard of W16.
+GUARDS = {
+    "lower-case-log-level": ("W15",),
+    "base64-launcher": ("W16",),
+    "job-environment": ("W24", "W25", "W26"),
+    "fp8-block-scaling-on-the-gpu": ("W27",),
+}
+
+
 def refused(cause: str, fix: str) -> UserError:
     return UserError(f"refused: {cause}", fix)
 

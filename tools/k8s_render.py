@@ -32,6 +32,8 @@ EXAMPLE = K8S / "settings.example.env"
 TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
 USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime"}
+# What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
+GUARDS = {"unset-or-placeholder-setting": ("W17",)}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 

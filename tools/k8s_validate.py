@@ -14,8 +14,10 @@ import copy
 import functools
 import re
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import NamedTuple
 
 import jsonschema
 import kubernetes_validate
@@ -269,17 +271,22 @@ def policy_bootstrap_interfaces(docs, overlay, image):
     ]
 
 
+class Policy(NamedTuple):
+    walls: tuple[str, ...]  # the walls it guards (slime_image/walls.py)
+    run: Callable
+
+
 POLICIES = {
-    "no-privileged": policy_privileged,
-    "only-efa-capabilities": policy_capabilities,
-    "no-secret-values": policy_no_secret_values,
-    "requests-within-limits": policy_requests_within_limits,
-    "counts-match-instance": policy_counts_match_instance,
-    "image-is-rendered": policy_image_is_rendered,
-    "head-has-no-gpu": policy_head_has_no_gpu,
-    "job-environment": policy_job_environment,
-    "ray-uvloop-off": policy_ray_uvloop_off,
-    "bootstrap-interfaces": policy_bootstrap_interfaces,
+    "no-privileged": Policy((), policy_privileged),
+    "only-efa-capabilities": Policy(("W13",), policy_capabilities),
+    "no-secret-values": Policy((), policy_no_secret_values),
+    "requests-within-limits": Policy(("W17",), policy_requests_within_limits),
+    "counts-match-instance": Policy(("W13", "W17"), policy_counts_match_instance),
+    "image-is-rendered": Policy(("W17",), policy_image_is_rendered),
+    "head-has-no-gpu": Policy(("W12",), policy_head_has_no_gpu),
+    "job-environment": Policy(("W24", "W25"), policy_job_environment),
+    "ray-uvloop-off": Policy(("W26",), policy_ray_uvloop_off),
+    "bootstrap-interfaces": Policy(("W28",), policy_bootstrap_interfaces),
 }
 
 
@@ -318,7 +325,7 @@ def validate(
         None if crds is None else [e for d in docs if d["apiVersion"] == "ray.io/v1" for e in crd_errors(d, crds)]
     )
     for name, policy in POLICIES.items():
-        found[f"policy {name}"] = policy(docs, overlay, image)
+        found[f"policy {name}"] = policy.run(docs, overlay, image)
     return found
 
 

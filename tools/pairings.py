@@ -1,10 +1,13 @@
 """The supported slime releases, each a pairing: every version that moves with it, declared once in
-pairings/<name>.toml as the build arguments of slime.Dockerfile that select it.
+pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, and its lock, locks/<name>.lock
+(the build argument PAIRING=<name> picks both in the Dockerfile).
 
     python -m tools.pairings list              the pairings, the default marked
     python -m tools.pairings args NAME         NAME's build arguments, one NAME=value a line
     python -m tools.pairings lock NAME         NAME's lock file
     python -m tools.pairings check             the Dockerfile's ARG defaults are the default pairing's
+    python -m tools.pairings draft --slime-tree DIR [--out FILE]
+                                               a draft pairing from a slime checkout at a release tag
 
 The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and
 `check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks.
@@ -13,16 +16,26 @@ The default pairing is the one whose values the Dockerfile's ARG defaults are: n
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-import tomllib
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools.recipe import ROOT, Recipe
+from tools import upstream_release
+from tools.recipe import REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
+# slime's requirement the image meets otherwise: the SLIME-patched router wheel, installed --no-deps after it (W8).
+MET_OTHERWISE = {"sglang-router"}
+LOCKS = ROOT / "locks"
+ARG = "PAIRING"  # the Dockerfile's ARG naming the pairing, and so its lock
 DEFAULT = "default"  # the name that means the pairing the Dockerfile's defaults are
 
 
@@ -30,13 +43,20 @@ DEFAULT = "default"  # the name that means the pairing the Dockerfile's defaults
 class Pairing:
     name: str
     args: dict[str, str]
-    lock: Path
     upstream: dict
     draft: tuple[str, ...] = ()  # why a pairing is not yet planned clean and locked; empty once it is
 
     @property
+    def lock(self) -> Path:
+        return LOCKS / f"{self.name}.lock"
+
+    @property
+    def build_arg_values(self) -> dict[str, str]:
+        return {ARG: self.name, **self.args}
+
+    @property
     def build_args(self) -> list[str]:
-        return [f"{name}={value}" for name, value in self.args.items()]
+        return [f"{name}={value}" for name, value in self.build_arg_values.items()]
 
 
 def names(folder: Path | None = None) -> list[str]:
@@ -53,15 +73,30 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not TOML: {exc}", "fix the syntax the parser names") from None
-    if not isinstance(data.get("args"), dict) or not data["args"] or not isinstance(data.get("lock"), str):
-        raise UserError(f"{path}: no [args] table or no lock", "give the pairing its build arguments and its lock")
+    if not isinstance(data.get("args"), dict) or not data["args"]:
+        raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
     args = {k: str(v) for k, v in data["args"].items()}
-    return Pairing(name, args, ROOT / data["lock"], data.get("upstream", {}), tuple(data.get("draft", ())))
+    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())))
 
 
 def matches(pairing: Pairing, recipe: Recipe) -> bool:
     """The Dockerfile's ARG defaults are this pairing's values."""
-    return all(recipe.defaults.get(name) == value for name, value in pairing.args.items())
+    return all(recipe.defaults.get(name) == value for name, value in pairing.build_arg_values.items())
+
+
+def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
+    """What slime at this pairing's tag requires and requirements.txt does not install: slime goes in --no-deps."""
+    installed = {canonicalize_name(r.name) for r in requirement_lines(requirements) if isinstance(r, Requirement)}
+    unmet = []
+    for line in pairing.upstream.get("slime_requires", []):
+        try:
+            name = canonicalize_name(Requirement(line).name)
+        except InvalidRequirement:
+            unmet.append(f"{pairing.name}: slime's requirement {line!r} is not one pip reads")
+            continue
+        if name not in installed and name not in MET_OTHERWISE:
+            unmet.append(f"{pairing.name}: slime requires {line}, which {requirements.name} does not install")
+    return unmet
 
 
 def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[str]:
@@ -69,7 +104,8 @@ def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[s
     found = []
     pairings = [load(name, folder) for name in names(folder)]
     for pairing in pairings:
-        undeclared = sorted(set(pairing.args) - set(recipe.defaults))
+        found += unmet_slime_requirements(pairing, recipe.context / REQUIREMENTS)
+        undeclared = sorted(set(pairing.build_arg_values) - set(recipe.defaults))
         found += [f"{pairing.name}: ARG {name} has no default in {recipe.path.name}" for name in undeclared]
     if len({frozenset(p.args) for p in pairings}) > 1:
         found.append("the pairings set different ARGs: each must set the same ones")
@@ -96,6 +132,103 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
     )
 
 
+def _version(name: str) -> Version | None:
+    try:
+        return Version(name.lstrip("v"))
+    except InvalidVersion:
+        return None
+
+
+def last_before(ref: str, folder: Path | None = None) -> Pairing:
+    """The pairing a new release's underivable values are carried from: the newest older one, else the oldest."""
+    others = sorted((v, n) for n in names(folder) if n != ref and (v := _version(n)) is not None)
+    if not others:
+        raise UserError(f"no pairing to carry values from in {folder or FOLDER}", "commit one pairing by hand first")
+    new = _version(ref)
+    older = [n for v, n in others if new is not None and v < new]
+    return load(older[-1] if older else others[0][1], folder)
+
+
+def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, str], dict, list[str]]:
+    """[args], [upstream] and the `carried` notes of a draft pairing for `release`."""
+    read = {
+        "SLIME_REF": release.ref,
+        "SLIME_COMMIT": release.commit,
+        "SGLANG_VERSION": release.sglang,
+        "MEGATRON_COMMIT": release.megatron_commit,
+        "SGL_ROUTER_RELEASE": release.router_release,
+        "SGL_ROUTER_VERSION": release.router_version,
+    }
+    why = {
+        "TRANSFORMER_ENGINE_VERSION": (
+            f"upstream's image installs transformer_engine[pytorch]=={release.te_wheel} (CUDA 12) or builds git "
+            f"{release.te_git} (CUDA 13); a cu13 wheel must load with torch's cuBLAS (W33)"
+        ),
+        "MBRIDGE_VERSION": (
+            f"upstream installs mbridge from git {release.mbridge_git}"
+            if release.mbridge_git
+            else "upstream's docker/Dockerfile installs no mbridge of its own"
+        ),
+        "KERNELS_REQUIREMENT": "not in upstream's image: the W30 bound for the transformers this SGLang pins",
+    }
+    args, carried = {}, []
+    for name, value in last.args.items():
+        if read.get(name):
+            args[name] = read[name]
+        else:
+            args[name] = value
+            reason = why.get(name, "upstream's docker/Dockerfile does not say")
+            carried.append(f"{name}: carried from {last.name}; {reason}")
+    found = {
+        "patch_folder": release.patch_folder,
+        "patch_files": release.patch_files,
+        "numpy": release.numpy,
+        "scipy": release.scipy,
+        "transformer_engine_wheel": release.te_wheel,
+        "transformer_engine_git": release.te_git,
+        "mbridge_git": release.mbridge_git,
+        "slime_requires": release.slime_requires,
+    }
+    return args, {k: v for k, v in found.items() if v}, carried
+
+
+def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> str:
+    args, upstream, carried = draft(release, last)
+
+    def value(v) -> str:
+        return json.dumps(v) if isinstance(v, str) else "[" + ", ".join(json.dumps(i) for i in v) + "]"
+
+    lines = [
+        f"# slime {release.ref}: drafted by `tools.pairings draft` from {tree}, commit {release.commit[:12]}.",
+        "# [upstream] is what slime's own image at the tag installs; `carried` names each value not read from it.",
+        f'draft = ["drafted, not yet planned: make lock PAIRING={release.ref}, then make build-check '
+        f'PAIRING={release.ref}, then drop this line"]',
+        "",
+        "[args]",
+        *(f"{k} = {value(v)}" for k, v in args.items()),
+        "",
+        "[upstream]",
+        *(f"{k} = {value(v)}" for k, v in upstream.items()),
+        "carried = [",
+        *(f"  {json.dumps(c)}," for c in carried),
+        "]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_draft(tree: Path, out: Path | None) -> tuple[Path, str]:
+    release = upstream_release.read(tree)
+    target = out or FOLDER / f"{release.ref}.toml"
+    if out is None and target.exists():
+        raise UserError(
+            f"{target.relative_to(ROOT)} exists: {release.ref} is a pairing already",
+            "pass --out FILE to write the draft elsewhere and compare it with the pairing",
+        )
+    check_writable("--out", target)
+    write_atomically(target, draft_text(release, last_before(release.ref), tree))
+    return target, release.ref
+
+
 TABLE_BEGIN = "<!-- pairings:begin (generated by `make readme` from pairings/) -->"
 TABLE_END = "<!-- pairings:end -->"
 COLUMNS = ("SLIME_REF", "SGLANG_VERSION", "TRANSFORMER_ENGINE_VERSION", "MEGATRON_COMMIT", "SGL_ROUTER_RELEASE")
@@ -110,7 +243,7 @@ def readme_table(folder: Path | None = None) -> str:
     for name in names(folder):
         pairing = load(name, folder)
         values = [f"`{pairing.args[c][:12] if c.endswith('_COMMIT') else pairing.args[c]}`" for c in COLUMNS]
-        how = "`make build`" if name == chosen else f"`make plan PAIRING={name}`"
+        how = "`make build`" if name == chosen else f"`make build PAIRING={name}`"
         if pairing.draft:
             how = f"draft, not locked: {'; '.join(pairing.draft)}"
         label = f"{name} (default)" if name == chosen else name
@@ -122,9 +255,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["list", "args", "lock", "check"])
+    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft"])
     parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
+    parser.add_argument("--slime-tree", type=Path, help="draft: a slime checkout at a release tag")
+    parser.add_argument("--out", type=Path, help="draft: where to write it (default pairings/<tag>.toml)")
     args = parser.parse_args(argv)
+    if args.command == "draft" and args.slime_tree is None:
+        parser.error("draft needs --slime-tree DIR")
 
     def run() -> int:
         if args.command == "list":
@@ -135,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(load(args.name).build_args))
         elif args.command == "lock":
             print(load(args.name).lock.relative_to(ROOT))
+        elif args.command == "draft":
+            target, ref = write_draft(args.slime_tree, args.out)
+            print(f"pairings: wrote {target}; next: make lock PAIRING={ref}", file=sys.stderr)
         else:
             found = problems()
             for line in found:

@@ -171,7 +171,8 @@ class Planner:
     def __init__(
         self,
         recipe: Recipe,
-        manifest: Path | None,
+        *,
+        manifest: Path | None = None,
         arch: str,
         log=print,
         use_lock: bool = True,
@@ -273,6 +274,11 @@ class Planner:
             )
         return tree
 
+    def install_dist(self, dist: Dist, line: int) -> None:
+        """Put a distribution into the simulated environment and remember which step's line installed it."""
+        self.env.add(dist)
+        self.setter[canonicalize_name(dist.name)] = line
+
     def install(self, step: PipStep) -> tuple[bool, str]:
         notes, targets = [], []
         rejected = [why for why in map(invalid_requirement, step.packages) if why]
@@ -282,8 +288,7 @@ class Planner:
             if package.startswith(("http://", "https://")):
                 found = wheel_name_version(package, self.arch)
                 if found and step.no_deps:
-                    self.env.add(Dist(*found))
-                    self.setter[canonicalize_name(found[0])] = step.line
+                    self.install_dist(Dist(*found), step.line)
                     notes.append(f"{found[0]} {found[1]} from its wheel URL (not fetched; --no-deps)")
                     continue
                 targets.append(package)
@@ -292,8 +297,7 @@ class Planner:
             elif package.startswith("/"):
                 if package in LOCAL_TREES and LOCAL_TREES[package].ref_arg in self.args:
                     tree = self.local_tree(package, step)
-                    self.env.add(Dist(tree.name, tree.version, list(tree.requires)))
-                    self.setter[canonicalize_name(tree.name)] = step.line
+                    self.install_dist(Dist(tree.name, tree.version, list(tree.requires)), step.line)
                     self.from_source[tree.name] = f"{package} at {tree.ref_arg}={tree.ref}"
                     if not step.no_deps:
                         targets += tree.requires
@@ -308,8 +312,7 @@ class Planner:
                     ref_arg = found[0] if found else f"{name.upper()}_REF"
                     version = self.args.get(ref_arg, "0").lstrip("v")
                     version = version if re.fullmatch(r"\d+(\.\d+)*", version) else "0"
-                    self.env.add(Dist(name, version))
-                    self.setter[canonicalize_name(name)] = step.line
+                    self.install_dist(Dist(name, version), step.line)
                     self.from_source[name] = f"{package} at {ref_arg}={self.args.get(ref_arg, '?')}"
                     notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
                 else:
@@ -328,16 +331,14 @@ class Planner:
         except _Unsimulable as exc:
             pinned = [(t, pin) for t in targets if (pin := exact_pin(t))]
             for _, (name, version) in pinned:
-                self.env.add(Dist(name, version))
-                self.setter[canonicalize_name(name)] = step.line
+                self.install_dist(Dist(name, version), step.line)
             names = ", ".join(t for t, _ in pinned)
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
             return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         tags = wheel_tags([item.get("download_info", {}).get("url", "") for item in items], CACHE / "wheel-tags")
         for item in items:
             dist = dist_from_report(item, tags)
-            self.env.add(dist)
-            self.setter[canonicalize_name(dist.name)] = step.line
+            self.install_dist(dist, step.line)
         return True, "; ".join([*notes, how])
 
     def run(self) -> dict:
@@ -585,7 +586,7 @@ def run(args, arch: str) -> int:
     if args.lock is not None and not cutoff:
         cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
     pairing = pairings.load(args.pairing) if args.pairing else None
-    recipe = Recipe.load(args.dockerfile, args.context, args.target, pairing.args if pairing else None)
+    recipe = Recipe.load(args.dockerfile, args.context, args.target, pairing.build_arg_values if pairing else None)
     lock_file = pairing.lock if pairing else None
     if lock_file is not None and args.lock is None and not lock_file.is_file():
         if pairing.draft:
@@ -598,7 +599,13 @@ def run(args, arch: str) -> int:
             f"make lock PAIRING={pairing.name}",
         )
     plan = Planner(
-        recipe, args.base_manifest, arch, log, args.lock is None, cutoff, args.assume_empty_base, lock_file
+        recipe,
+        manifest=args.base_manifest,
+        arch=arch,
+        log=log,
+        use_lock=args.lock is None,
+        cutoff=cutoff,
+        assume_empty_base=args.assume_empty_base,
     ).run()
     log(summary(plan))
     if args.json:
@@ -618,7 +625,15 @@ def run(args, arch: str) -> int:
             first = Path(tmp) / args.lock.name
             first.write_text(lock_text(plan))
             log("\nre-planning under the new lock, so that it pins what a locked build installs")
-            locked = Planner(recipe, args.base_manifest, arch, log, True, cutoff, args.assume_empty_base, first).run()
+            locked = Planner(
+                recipe,
+                manifest=args.base_manifest,
+                arch=arch,
+                log=log,
+                cutoff=cutoff,
+                assume_empty_base=args.assume_empty_base,
+                lock_file=first,
+            ).run()
         if not locked["ok"]:
             print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
             return 1

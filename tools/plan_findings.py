@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+# The findings this module reports, and the wall each one names (slime_image/walls.py).
+GUARDS = {"torch-replaced-under-extensions": ("W9",), "numpy-2-at-the-end": ("W1",), "stock-router-at-the-end": ("W8",)}
+
 # Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).
 TORCH_EXTENSIONS = {"transformer-engine", "transformer-engine-torch", "flash-attn", "apex", "torchvision", "torchaudio"}
 

@@ -356,7 +356,7 @@ class Recipe:
         mapping = {}
         for ins in self.of("COPY"):
             if not any(f.startswith("--from") for f in ins.flags) and len(ins.value) == 2:
-                mapping[ins.value[1].rstrip("/")] = self.context / ins.value[0]
+                mapping[ins.value[1].rstrip("/")] = self.context / substitute(ins.value[0], self.args)
         return mapping
 
     @cached_property

@@ -9,14 +9,15 @@ from __future__ import annotations
 import itertools
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import run_command
 
-from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines
+from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
-LOCK = "constraints.lock"
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
 BASE = re.compile(r"^nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
 VENV = "/opt/venv"
@@ -86,9 +87,10 @@ def numpy_only_in_requirements(recipe: Recipe) -> list[str]:
         if "numpy" in " ".join(ins.value).lower():
             problems.append(f"line {ins.line}: numpy named in {ins.cmd}")
     root = recipe.context
-    for path in sorted(root.glob("*.txt")) + sorted(root.glob("*.lock")):
-        if path.name in (REQUIREMENTS, LOCK):
-            continue  # the lock is generated from requirements.txt by `make lock`; a test keeps them agreeing
+    # The locks (locks/*.lock) pin the numpy requirements.txt allows: `make lock` writes them, a test keeps them so.
+    for path in sorted(root.glob("*.txt")):
+        if path.name == REQUIREMENTS:
+            continue
         problems += [f"{path.name}: `{r}` constrains numpy" for r in requirement_lines(path) if names_numpy(r)]
     if not any(names_numpy(r) for r in requirement_lines(root / REQUIREMENTS)):
         problems.append(f"{REQUIREMENTS} does not constrain numpy")
@@ -109,14 +111,13 @@ def version_args_declared_once_and_used(recipe: Recipe) -> list[str]:
 
 
 def record_names_every_version(recipe: Recipe) -> list[str]:
-    """The image's versions.json holds every version ARG: the slime-record step names each one."""
+    """The image's versions.json holds every version ARG and the pairing: the slime-record step names each one."""
     steps = [i for i in recipe.of("RUN") if re.search(r"\bslime-record\b", " ".join(i.value))]
     if not steps:
         return ["no RUN step calls slime-record (the image would not record its versions, W18)"]
     words = set(" ".join(steps[0].value).split())
-    return [
-        f"line {steps[0].line}: slime-record does not name {name}" for name in recipe.version_names if name not in words
-    ]
+    names = [*(["PAIRING"] if "PAIRING" in recipe.defaults else []), *recipe.version_names]
+    return [f"line {steps[0].line}: slime-record does not name {name}" for name in names if name not in words]
 
 
 def cuda_devel_base(recipe: Recipe) -> list[str]:
@@ -185,7 +186,7 @@ def copy_sources_exist(recipe: Recipe) -> list[str]:
         if any(f.startswith("--from") for f in i.flags):
             continue
         for source in i.value[:-1]:
-            if not list(recipe.context.glob(source.rstrip("/"))):
+            if not list(recipe.context.glob(substitute(source, recipe.args).rstrip("/"))):
                 problems.append(f"line {i.line}: {i.cmd} source {source} does not exist in the build context")
     return problems
 
@@ -284,29 +285,34 @@ def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
     return problems
 
 
+class Rule(NamedTuple):
+    walls: tuple[str, ...]  # the walls it guards (slime_image/walls.py); empty for hygiene with no wall of its own
+    run: Callable[[Recipe], list[str]]
+
+
 RULES = {
-    "cuda-devel-base": cuda_devel_base,
-    "one-environment": one_environment,
-    "layer-order": layer_order,
-    "loader-path-has-reasons": loader_path_has_reasons,
-    "sglang-before-requirements": sglang_before_requirements,
-    "no-deps-after-requirements": no_deps_after_requirements,
-    "numpy-only-in-requirements": numpy_only_in_requirements,
-    "version-args-once-and-used": version_args_declared_once_and_used,
-    "record-names-every-version": record_names_every_version,
-    "copy-sources-exist": copy_sources_exist,
-    "copies-only-the-image-side": copies_only_the_image_side,
-    "no-build-time-ssh-keys": no_build_time_ssh_keys,
-    "no-cuda-compat-on-loader-path": no_cuda_compat_on_loader_path,
-    "build-time-assertions": build_time_assertions,
-    "downloads-from-build-args": downloads_from_build_args,
-    "per-commit-args-after-the-last-run": per_commit_args_after_the_last_run,
-    "patches-then-smoke-gate": patches_then_smoke_gate,
+    "cuda-devel-base": Rule(("W9",), cuda_devel_base),
+    "one-environment": Rule(("W2",), one_environment),
+    "layer-order": Rule(("W1", "W8", "W9"), layer_order),
+    "loader-path-has-reasons": Rule(("W5", "W13", "W14"), loader_path_has_reasons),
+    "sglang-before-requirements": Rule(("W1",), sglang_before_requirements),
+    "no-deps-after-requirements": Rule(("W1", "W8"), no_deps_after_requirements),
+    "numpy-only-in-requirements": Rule(("W1",), numpy_only_in_requirements),
+    "version-args-once-and-used": Rule(("W18",), version_args_declared_once_and_used),
+    "record-names-every-version": Rule(("W18",), record_names_every_version),
+    "copy-sources-exist": Rule((), copy_sources_exist),
+    "copies-only-the-image-side": Rule((), copies_only_the_image_side),
+    "no-build-time-ssh-keys": Rule((), no_build_time_ssh_keys),
+    "no-cuda-compat-on-loader-path": Rule(("W14",), no_cuda_compat_on_loader_path),
+    "build-time-assertions": Rule(("W9", "W10", "W18"), build_time_assertions),
+    "downloads-from-build-args": Rule(("W32",), downloads_from_build_args),
+    "per-commit-args-after-the-last-run": Rule((), per_commit_args_after_the_last_run),
+    "patches-then-smoke-gate": Rule(("W3", "W12", "W20"), patches_then_smoke_gate),
 }
 
 
 def violations(recipe: Recipe) -> dict[str, list[str]]:
-    return {name: rule(recipe) for name, rule in RULES.items()}
+    return {name: rule.run(recipe) for name, rule in RULES.items()}
 
 
 def report(dockerfile: Path = DOCKERFILE) -> int:

@@ -59,20 +59,27 @@ def replace_block(text: str, begin: str, end: str, block: str, readme: Path) -> 
 
 
 def sync_readme(versions: dict[str, str], readme: Path, check: bool) -> int:
-    """The README's generated tables: the version set (from slime.Dockerfile) and the pairings (pairings/)."""
+    """The README's generated tables: the version set (from slime.Dockerfile), the pairings (pairings/) and the walls
+    with their guards (image/slime_image/walls.py and the guards' registries)."""
+    from tools import wall_guards  # the guards' registries import the manifest validator: only `readme` needs them
+
     text = readme.read_text()
     updated = replace_block(text, TABLE_BEGIN, TABLE_END, readme_table(versions), readme)
     updated = replace_block(updated, pairings.TABLE_BEGIN, pairings.TABLE_END, pairings.readme_table(), readme)
+    updated = replace_block(updated, wall_guards.TABLE_BEGIN, wall_guards.TABLE_END, wall_guards.readme_table(), readme)
     if updated == text:
         return 0
     if check:
-        raise UserError(f"{readme}: a generated table differs from slime.Dockerfile or pairings/", "run `make readme`")
+        raise UserError(
+            f"{readme}: a generated table differs from slime.Dockerfile, pairings/ or the walls", "run `make readme`"
+        )
     write_atomically(readme, updated)
     return 0
 
 
 def run(args) -> int:
-    versions = Recipe.load(args.dockerfile).version_args()
+    pairing = pairings.load(args.pairing).build_arg_values if args.pairing else None
+    versions = Recipe.load(args.dockerfile, build_args=pairing).version_args()
     if args.command == "get":
         if args.name not in versions:
             raise UserError(f"{args.name} is not a version ARG of {args.dockerfile}", "see `make versions`")
@@ -91,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
+    parser.add_argument("--pairing", help="the versions of this pairing (pairings/NAME.toml), not the defaults")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("get").add_argument("name")
     sub.add_parser("tag")

@@ -22,14 +22,15 @@ from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
 from slime_image.patches.base import check_root, importable_root
 
-# What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE) or the source a download came from (_URL).
-# tools/recipe.py reads the same suffixes to find the Dockerfile's version set.
+# What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE), the source a download came from (_URL), or
+# the pairing the build was made from. tools/recipe.py reads the same suffixes to find the Dockerfile's version set.
 VERSION_SUFFIXES = ("_VERSION", "_COMMIT", "_REF", "_RELEASE")
 SOURCE_SUFFIX = "_URL"
+NAMED = ("BASE_IMAGE", "PAIRING")
 
 
 def recordable(name: str) -> bool:
-    return name == "BASE_IMAGE" or (name.isupper() and name.endswith((*VERSION_SUFFIXES, SOURCE_SUFFIX)))
+    return name in NAMED or (name.isupper() and name.endswith((*VERSION_SUFFIXES, SOURCE_SUFFIX)))
 
 
 def image_tag(versions: dict[str, str]) -> str:
@@ -52,7 +53,7 @@ def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | 
     if unknown:
         raise UserError(
             f"{', '.join(unknown)}: not a version or source ARG name",
-            f"name upper-case ARGs of slime.Dockerfile: BASE_IMAGE, or ending in "
+            f"name upper-case ARGs of slime.Dockerfile: {', '.join(NAMED)}, or ending in "
             f"{', '.join((*VERSION_SUFFIXES, SOURCE_SUFFIX))}",
         )
     missing = [name for name in names if not env.get(name)]

@@ -10,8 +10,11 @@ import sys
 import artifacts
 import pytest
 from conftest import ROOT, by_id, run_suite
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 from slime_image.pip_conflicts import ALLOWLIST
 
+from tools import pairings
 from tools.lock import lock_pins
 from tools.recipe import Recipe
 
@@ -23,25 +26,32 @@ TORCH_STANDIN = "torch==2.13.0"
 TRANSFORMERS_CHAIN = "import transformers.activations"  # what `import sglang` runs first (hf_transformers_patches)
 
 
-def _transformers_with(kernels):
-    transformers = f"transformers=={lock_pins((ROOT / 'constraints.lock').read_text())['transformers']}"
-    return artifacts.venv("w30", [[TORCH_STANDIN], [transformers, f"kernels=={kernels}"]], base_python=sys.executable)
+def _locked(pairing: str, name: str) -> str:
+    return lock_pins(pairings.load(pairing).lock.read_text())[name]
+
+
+def _transformers_with(pairing, kernels):
+    transformers = f"transformers=={_locked(pairing, 'transformers')}"
+    steps = [[TORCH_STANDIN], [transformers, f"kernels=={kernels}"]]
+    return artifacts.venv(f"w30-{pairing}", steps, base_python=sys.executable)
 
 
 def _imports(python, statement):
     return subprocess.run([str(python), "-c", statement], capture_output=True, text=True, timeout=300)
 
 
-def test_w30_the_newest_kernels_breaks_the_locked_transformers():
-    run = _imports(_transformers_with("0.17.2"), TRANSFORMERS_CHAIN)
+def test_w30_the_newest_kernels_breaks_the_transformers_v0_3_0_locks():
+    run = _imports(_transformers_with("v0.3.0", "0.17.2"), TRANSFORMERS_CHAIN)
     assert run.returncode == 1
     assert "ValueError: Either a revision or a version must be specified." in run.stderr
 
 
-def test_w30_the_locked_kernels_imports_with_the_locked_transformers():
-    kernels = lock_pins((ROOT / "constraints.lock").read_text())["kernels"]
-    assert re.fullmatch(r"0\.12\.\d+", kernels), f"the lock's kernels {kernels} is outside requirements.txt's bound"
-    run = _imports(_transformers_with(kernels), TRANSFORMERS_CHAIN)
+@pytest.mark.parametrize("pairing", pairings.names())
+def test_w30_each_pairing_s_locked_kernels_imports_with_its_locked_transformers(pairing):
+    bound = SpecifierSet(Requirement(pairings.load(pairing).args["KERNELS_REQUIREMENT"]).specifier)
+    kernels = _locked(pairing, "kernels")
+    assert kernels in bound, f"{pairing}'s lock has kernels {kernels}, outside its KERNELS_REQUIREMENT {bound}"
+    run = _imports(_transformers_with(pairing, kernels), TRANSFORMERS_CHAIN)
     assert run.returncode == 0, run.stderr[-800:]
 
 

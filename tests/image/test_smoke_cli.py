@@ -8,14 +8,14 @@ import sys
 import xml.etree.ElementTree as ET
 
 import pytest
-from conftest import SMOKE, by_id, run_suite
+from conftest import IMAGE_BIN, SMOKE, by_id, run_suite
 from slime_image.smoke import checks_gpu, checks_system
 from slime_image.smoke.core import FAIL, PASS, Context
 from slime_image.smoke.registry import CHECKS
 
 JSON_KEYS = {
     "id": str,
-    "wall": (str, type(None)),
+    "walls": list,
     "status": str,
     "summary": str,
     "detail": str,
@@ -34,25 +34,23 @@ def validate_report(report):
         assert entry["status"] in ("pass", "fail", "warn", "skip")
 
 
-def test_required_check_ids_are_registered_once():
+def readme_check_rows():
+    """(id, walls, stage) of each row of the README's check table (The smoke suite)."""
+    text = (IMAGE_BIN.parent.parent / "README.md").read_text()
+    section = text[text.index("## The smoke suite") : text.index("## slime's self-neutralizing patches")]
+    rows = []
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("| `") and len(cells) > 3 and cells[2] in ("build", "gpu"):
+            walls = () if cells[1] == "-" else tuple(w.strip() for w in cells[1].split(","))
+            rows.append((cells[0].strip("`"), walls, cells[2]))
+    return rows
+
+
+def test_the_readme_check_table_is_the_registry():
     ids = [c.id for c in CHECKS]
     assert len(ids) == len(set(ids))
-    required = {
-        "megatron-numpy",
-        "tms-preload",
-        "pip-check",
-        "router-slime",
-        "mbridge",
-        "megatron-helpers",
-        "versions-declared",
-        "torch-provenance",
-        "cuda-compat-path",
-        "efa-plugin",
-        "gpu-visible",
-        "tms-pause-resume",
-        "slime-patched",
-    }
-    assert required <= set(ids)
+    assert readme_check_rows() == [(c.id, c.walls, c.stage) for c in CHECKS]
     for c in CHECKS:
         assert c.fix and c.protects and c.stage in ("build", "gpu")
 

@@ -87,6 +87,27 @@ def test_check_fails_then_apply_then_already_applied_with_identical_bytes(trees)
     assert code == 0
 
 
+def test_a_series_applies_in_slime_s_order_each_patch_on_the_one_before_and_reads_back_as_applied(trees):
+    """slime v0.3.1's SGLang patches are a series (sglang.patch, then sglang-pull_weights.patch ...): the later one
+    changes a line the first one added, so it applies only after it, and the reverse only last patch first."""
+    slime, _megatron, site = trees
+    folder = slime / "docker" / "patch" / "v0.5.12.post1"
+    patched = site.parent / "series-step"
+    shutil.copytree(site / "sglang", patched / "sglang")
+    subprocess.run(["git", "apply", "-p2", str(folder / "sglang.patch")], cwd=patched, check=True)
+    later = diff(patched, HTTP_SERVER, "python/", SGLANG_NEW[0], ['@app.post("/post_process_weights")  # series\n'])
+    (folder / "sglang-pull_weights.patch").write_text(later)
+    alone = subprocess.run(["git", "apply", "-p2", "--check", str(folder / "sglang-pull_weights.patch")], cwd=site)
+    assert alone.returncode != 0, "the later patch must not apply without the earlier one"
+    code, report, statuses = patch(*trees, "--only", "slime-sglang-patch")
+    assert code == 0 and statuses == {"slime-sglang-patch": "applied"}, report
+    assert "sglang.patch" in report["patches"][0]["message"]
+    assert "sglang-pull_weights.patch" in report["patches"][0]["message"]
+    assert '@app.post("/post_process_weights")  # series' in (site / HTTP_SERVER).read_text()
+    code, _, statuses = patch(*trees, "--only", "slime-sglang-patch")
+    assert code == 0 and statuses == {"slime-sglang-patch": "already-applied"}
+
+
 def test_a_hunk_that_does_not_apply_is_an_error_and_no_tree_changes(trees):
     _slime, megatron, site = trees
     server = site / HTTP_SERVER
@@ -150,7 +171,7 @@ def suite(trees, *only):
 
 def test_the_upstream_patches_check_fails_until_slime_patch_ran(trees):
     check = suite(trees, "upstream-patches")["upstream-patches"]
-    assert check["status"] == "fail" and check["wall"] == "W20"
+    assert check["status"] == "fail" and check["walls"] == ["W20"]
     assert check["summary"] == "slime's own patches not applied: slime-megatron-patch, slime-sglang-patch"
     assert "slime-patch --slime-root" in check["fix"]
     patch(*trees, "--only", UPSTREAM)

@@ -10,36 +10,49 @@ import sys
 import pytest
 from conftest import ROOT
 
+from tools import pairings
 from tools.build_check import record, standins
 
 RECORD = record.RECORD_JSON
 
 
-@pytest.fixture(scope="module")
-def built():
-    if not RECORD.exists():
+# docs/build/ holds the default pairing's record; docs/build/<pairing>/ another pairing's, where one was built.
+RECORDS = [record.RECORD_DIR, *sorted(d for d in record.RECORD_DIR.iterdir() if (d / RECORD.name).is_file())]
+
+
+@pytest.fixture(scope="module", params=RECORDS, ids=lambda d: d.name)
+def built(request):
+    folder = request.param
+    if not (folder / RECORD.name).exists():
         pytest.fail(f"no verification-build record at {RECORD}: run make build-check and commit docs/build/")
-    return json.loads(RECORD.read_text())
+    return {**json.loads((folder / RECORD.name).read_text()), "folder": folder}
 
 
-def test_the_record_was_made_from_the_inputs_in_this_tree(built):
-    stale = {name: digest for name, digest in record.input_digests().items() if built["inputs"].get(name) != digest}
+def test_the_record_was_made_from_the_inputs_in_this_tree_for_its_pairing(built):
+    expected = pairings.default().name if built["folder"] == record.RECORD_DIR else built["folder"].name
+    assert built["pairing"] == expected, (
+        f"{built['folder']} records {expected}: run make build-check PAIRING={expected}"
+    )
+    lock = pairings.load(expected).lock
+    current = record.input_digests(str(lock.relative_to(ROOT)))
+    stale = {name: digest for name, digest in current.items() if built["inputs"].get(name) != digest}
     assert not stale, f"these inputs changed since the verification build: {sorted(stale)}; run make build-check"
 
 
 def test_a_changed_input_changes_its_digest(tmp_path):
-    for name in record.INPUTS:
+    (tmp_path / "locks").mkdir()
+    for name in (*record.INPUTS, "locks/v0.3.1.lock"):
         source = ROOT / name
         if source.is_dir():
             (tmp_path / name).mkdir()
             (tmp_path / name / "a.py").write_text("x = 1\n")
         else:
             (tmp_path / name).write_text(source.read_text())
-    before = record.input_digests(tmp_path)
+    before = record.input_digests("locks/v0.3.1.lock", tmp_path)
     (tmp_path / "image" / "a.py").write_text("x = 2\n")
-    (tmp_path / "requirements.txt").write_text("numpy<2\n")
-    after = record.input_digests(tmp_path)
-    assert {n for n in record.INPUTS if before[n] != after[n]} == {"image", "requirements.txt"}
+    (tmp_path / "locks" / "v0.3.1.lock").write_text("numpy==1.26.4\n")
+    after = record.input_digests("locks/v0.3.1.lock", tmp_path)
+    assert {n for n in before if before[n] != after[n]} == {"image", "locks/v0.3.1.lock"}
 
 
 def test_the_build_reached_its_last_step_through_the_gate(built):
@@ -78,7 +91,8 @@ def test_the_record_lists_how_the_base_differs_and_what_it_weighs(built):
 
 
 def test_the_readable_record_is_the_json_one(built):
-    assert (record.RECORD_DIR / "README.md").read_text() == record.markdown(built)
+    as_written = {k: v for k, v in built.items() if k != "folder"}
+    assert (built["folder"] / "README.md").read_text() == record.markdown(as_written)
 
 
 @pytest.mark.parametrize(

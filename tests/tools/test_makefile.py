@@ -112,6 +112,24 @@ def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engin
     assert "--build-arg IMAGE_REVISION=" in run.stdout
 
 
+def test_build_of_another_pairing_passes_its_whole_set_quoted_and_tags_it():
+    run, _ = _make("-n", "build", "ENGINE=buildah", "PAIRING=v0.3.0")
+    assert run.returncode == 0, run.stderr
+    assert "--build-arg 'PAIRING=v0.3.0'" in run.stdout
+    assert "--build-arg 'SGLANG_VERSION=0.5.12.post1'" in run.stdout
+    assert "--build-arg 'KERNELS_REQUIREMENT=kernels>=0.12,<0.13'" in run.stdout  # quoted: < and > are shell's
+    assert "-t slime-image:v0.3.0-sgl0.5.12.post1" in run.stdout
+
+
+def test_build_of_an_unknown_pairing_names_the_ones_there_are():
+    run, _ = _make("build", "ENGINE=buildah", "PAIRING=v9")  # without an enclosing `make test`'s MAKE* variables
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    assert _own_lines(run.stderr)[-2:] == [
+        "pairings: no pairing 'v9' (" + str(ROOT / "pairings" / "v9.toml") + " does not exist)",
+        "fix: use one of: v0.3.0, v0.3.1",
+    ]
+
+
 def test_push_without_aws_cli_names_it(tmp_path):
     run, seconds = _make("push", path=_path_without(tmp_path, "aws"))
     assert run.returncode != 0 and seconds < 5

@@ -1,46 +1,61 @@
 """Pairings: each supported slime release's versions, declared once (pairings/*.toml); the Dockerfile's ARG
 defaults are the default pairing's, and each pairing's lock records the inputs it was planned from."""
 
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools import pairings, plan
+from tools import pairings, plan, upstream_release
 from tools.lock import lock_inputs
 from tools.recipe import Recipe
 
 
 def test_the_dockerfile_defaults_are_exactly_one_pairing():
     assert pairings.problems() == []
-    assert pairings.default().name == "v0.3.0"
+    assert pairings.default().name == "v0.3.1"
 
 
 def test_a_default_changed_by_hand_in_the_dockerfile_matches_no_pairing(recipe_copy):
-    dockerfile = recipe_copy(lambda t: t.replace("ARG SGLANG_VERSION=0.5.12.post1", "ARG SGLANG_VERSION=0.5.13"))
+    dockerfile = recipe_copy(lambda t: t.replace("ARG SGLANG_VERSION=0.5.15.post1", "ARG SGLANG_VERSION=0.5.16"))
     found = pairings.problems(recipe=Recipe.load(dockerfile))
     assert found == ["slime.Dockerfile's ARG defaults are no pairing's (none of v0.3.0, v0.3.1)"]
 
 
+def pairings_copy(folder, name, old, new):
+    """A copy of pairings/ in `folder` with `old` replaced by `new` in pairing `name`'s file."""
+    for each in pairings.names():
+        shutil.copy(pairings.FOLDER / f"{each}.toml", folder)
+    text = (folder / f"{name}.toml").read_text()
+    assert old in text
+    (folder / f"{name}.toml").write_text(text.replace(old, new))
+    return folder
+
+
 def test_a_pairing_that_names_an_arg_the_dockerfile_lacks_is_a_problem(tmp_path):
-    for name in pairings.names():
-        shutil.copy(pairings.FOLDER / f"{name}.toml", tmp_path)
-    text = (tmp_path / "v0.3.1.toml").read_text()
-    (tmp_path / "v0.3.1.toml").write_text(text.replace("[args]\n", '[args]\nSGLANG_KERNEL_VERSION = "0.4.4"\n'))
-    found = pairings.problems(tmp_path)
+    folder = pairings_copy(tmp_path, "v0.3.1", "[args]\n", '[args]\nSGLANG_KERNEL_VERSION = "0.4.4"\n')
+    found = pairings.problems(folder)
     assert "v0.3.1: ARG SGLANG_KERNEL_VERSION has no default in slime.Dockerfile" in found
     assert "the pairings set different ARGs: each must set the same ones" in found
 
 
+def test_a_requirement_of_slime_that_requirements_txt_does_not_install_is_a_problem(tmp_path, recipe_copy):
+    """The first real build of v0.3.1 stopped at its gate: slime 0.3.1 requires blake3, and slime goes in --no-deps."""
+    dockerfile = recipe_copy()
+    requirements = dockerfile.parent / "requirements.txt"
+    requirements.write_text(requirements.read_text().replace("blake3\n", ""))
+    found = pairings.problems(recipe=Recipe.load(dockerfile))
+    assert found == ["v0.3.1: slime requires blake3, which requirements.txt does not install"]
+
+
 def test_the_default_pairing_cannot_be_a_draft(tmp_path):
-    for name in pairings.names():
-        shutil.copy(pairings.FOLDER / f"{name}.toml", tmp_path)
-    text = (tmp_path / "v0.3.0.toml").read_text()
-    (tmp_path / "v0.3.0.toml").write_text(text.replace("[args]\n", 'draft = ["not planned"]\n\n[args]\n'))
-    assert "v0.3.0: the default pairing is a draft (not planned)" in pairings.problems(tmp_path)
+    folder = pairings_copy(tmp_path, "v0.3.1", "[args]\n", 'draft = ["not planned"]\n\n[args]\n')
+    assert "v0.3.1: the default pairing is a draft (not planned)" in pairings.problems(folder)
 
 
 def test_an_unknown_pairing_names_the_ones_there_are():
@@ -50,7 +65,7 @@ def test_an_unknown_pairing_names_the_ones_there_are():
 
 
 def test_the_check_command_fails_on_a_broken_pairing_folder(tmp_path, monkeypatch):
-    (tmp_path / "v0.3.0.toml").write_text('lock = "constraints.lock"\n[args]\nSLIME_REF = "v0.2.0"\n')
+    (tmp_path / "v0.3.0.toml").write_text('[args]\nSLIME_REF = "v0.2.0"\n')
     monkeypatch.setattr(pairings, "FOLDER", tmp_path)
     assert pairings.main(["check"]) == 1
 
@@ -63,8 +78,8 @@ def test_each_pairing_lock_records_its_current_inputs(name):
         assert not pairing.lock.exists(), f"{name} is a draft but has a lock"
         pytest.skip(f"{name} is a draft, not locked: {'; '.join(pairing.draft)}")
     assert pairing.lock.is_file(), f"{pairing.lock} is missing: run make lock PAIRING={name}"
-    recipe = Recipe.load(build_args=pairing.args)
-    current = plan.Planner(recipe, None, "x86_64", log=lambda *a, **k: None).input_digests()
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    current = plan.Planner(recipe, arch="x86_64", log=lambda *a, **k: None).input_digests()
     recorded = lock_inputs(pairing.lock)
     changed = [input_name for input_name in current if recorded.get(input_name) != current[input_name]]
     assert not changed, f"{pairing.lock.name} is stale: {', '.join(changed)} changed; run make lock PAIRING={name}"
@@ -91,7 +106,78 @@ def test_the_pairing_args_are_what_make_passes():
     assert "SGLANG_VERSION=0.5.15.post1" in proc.stdout.splitlines()
 
 
-def test_planning_a_draft_pairing_says_why_it_has_no_lock():
-    proc = subprocess.run(["make", "-s", "plan", "PAIRING=v0.3.1"], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "plan: pairing v0.3.1 is a draft, not locked: sglang 0.5.15.post1 requires kernels" in proc.stderr
+def test_planning_a_draft_pairing_says_why_it_has_no_lock(tmp_path, monkeypatch, capsys):
+    shutil.copy(pairings.FOLDER / "v0.3.1.toml", tmp_path / "v0.4.0.toml")
+    text = (tmp_path / "v0.4.0.toml").read_text().replace("[args]\n", 'draft = ["not planned yet"]\n\n[args]\n')
+    (tmp_path / "v0.4.0.toml").write_text(text)
+    monkeypatch.setattr(pairings, "FOLDER", tmp_path)
+    assert plan.main(["--pairing", "v0.4.0"]) == 2
+    err = capsys.readouterr().err
+    assert "plan: pairing v0.4.0 is a draft, not locked: not planned yet" in err and "Traceback" not in err
+
+
+def test_the_dockerfile_copies_the_lock_its_pairing_names():
+    for name in pairings.names():
+        pairing = pairings.load(name)
+        assert Recipe.load(build_args=pairing.build_arg_values).constraint_file() == pairing.lock
+
+
+# The real slime trees at their tags, from a git mirror (THUDM/slime); CI has none, so these skip there.
+SLIME_MIRROR = Path(os.environ.get("SLIME_MIRROR", "/work/.mirror/THUDM+slime/repo"))
+
+
+@pytest.fixture(scope="module")
+def slime_trees(tmp_path_factory):
+    if not (SLIME_MIRROR / "HEAD").is_file():
+        pytest.skip(f"no slime mirror at {SLIME_MIRROR} (set SLIME_MIRROR)")
+    trees = {}
+    for tag in ("v0.3.0", "v0.3.1"):
+        tree = tmp_path_factory.mktemp(tag)
+        subprocess.run(["git", "clone", "-q", "--branch", tag, str(SLIME_MIRROR), str(tree)], check=True)
+        trees[tag] = tree
+    return trees
+
+
+@pytest.mark.parametrize("tag", ["v0.3.0", "v0.3.1"])
+def test_the_draft_from_upstream_s_tree_reproduces_the_committed_pairing_but_what_it_carries(slime_trees, tag):
+    committed = pairings.load(tag)
+    args, upstream, carried = pairings.draft(upstream_release.read(slime_trees[tag]), pairings.last_before(tag))
+    carried_names = {c.split(":", 1)[0] for c in carried}
+    assert carried_names == {"TRANSFORMER_ENGINE_VERSION", "MBRIDGE_VERSION", "KERNELS_REQUIREMENT"}
+    assert {k: v for k, v in args.items() if k not in carried_names} == {
+        k: v for k, v in committed.args.items() if k not in carried_names
+    }
+    assert upstream == {k: v for k, v in committed.upstream.items() if k != "carried"}
+
+
+def test_the_draft_command_writes_a_draft_that_plans_refuse_until_locked(slime_trees, tmp_path):
+    out = tmp_path / "v0.3.1.toml"
+    assert pairings.main(["draft", "--slime-tree", str(slime_trees["v0.3.1"]), "--out", str(out)]) == 0
+    drafted = pairings.load("v0.3.1", tmp_path)
+    assert drafted.draft and drafted.args["SGLANG_VERSION"] == "0.5.15.post1"
+    assert drafted.upstream["transformer_engine_wheel"] == "2.16.1"
+
+
+def test_a_tree_without_docker_dockerfile_is_refused(tmp_path, capsys):
+    assert pairings.main(["draft", "--slime-tree", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"pairings: {tmp_path} has no docker/Dockerfile" in err and "Traceback" not in err
+    assert "fix: pass a checkout of THUDM/slime at a release tag" in err
+
+
+def test_a_tree_whose_head_has_no_tag_is_refused(tmp_path, capsys):
+    (tmp_path / "docker").mkdir()
+    (tmp_path / "docker" / "Dockerfile").write_text("FROM scratch\n")
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    assert pairings.main(["draft", "--slime-tree", str(tmp_path)]) == 2
+    assert "carries no tag" in capsys.readouterr().err
+
+
+def test_a_draft_over_a_committed_pairing_is_refused(slime_trees, capsys):
+    assert pairings.main(["draft", "--slime-tree", str(slime_trees["v0.3.1"])]) == 2
+    err = capsys.readouterr().err
+    assert "pairings: pairings/v0.3.1.toml exists: v0.3.1 is a pairing already" in err
+    assert "fix: pass --out FILE" in err

@@ -13,9 +13,8 @@ import sys
 import pytest
 from conftest import ROOT
 
-from tools import plan
-from tools.lock import lock_cutoff, lock_gaps, lock_inputs
-from tools.recipe import Recipe
+from tools import pairings
+from tools.lock import lock_cutoff, lock_gaps
 
 pytestmark = pytest.mark.slow
 PLAN = [sys.executable, "-m", "tools.plan"]
@@ -137,7 +136,7 @@ def test_the_recipe_plans_clean_with_every_invariant(recipe_plan):
     assert proc.returncode == 0 and report["ok"]
     final = report["final"]
     assert final["numpy"].startswith("1.") and final["torch"] == "2.11.0" and final["scipy"] == "1.17.1"
-    assert report["lock"] == "constraints.lock"
+    assert report["lock"] == "locks/v0.3.1.lock"
 
 
 def test_the_recipe_plans_from_an_exact_base_and_megatron_as_its_checkout_declares(recipe_plan):
@@ -151,7 +150,7 @@ def test_the_recipe_plans_from_an_exact_base_and_megatron_as_its_checkout_declar
 
 def test_the_lock_pins_every_planned_distribution_and_fails_with_one_removed(recipe_plan):
     _, report = recipe_plan
-    lock = (ROOT / "constraints.lock").read_text()
+    lock = pairings.default().lock.read_text()
     excluded = set(report["built_from_source"])
     assert lock_gaps(report["final"], excluded, lock) == []
     without_scipy = "\n".join(line for line in lock.splitlines() if not line.startswith("scipy=="))
@@ -160,19 +159,11 @@ def test_the_lock_pins_every_planned_distribution_and_fails_with_one_removed(rec
     assert lock_gaps(report["final"], excluded, other_numpy) == ["numpy 1.26.4: the lock pins 1.26.3"]
 
 
-def test_committed_lock_records_the_current_inputs():
-    """Fast: a change to the pip steps, requirements.txt or the base manifest without `make lock` fails here."""
-    planner = plan.Planner(Recipe.load(), None, "x86_64", log=lambda *a, **k: None)
-    recorded = lock_inputs(ROOT / "constraints.lock")
-    current = planner.input_digests()
-    changed = [name for name in current if recorded.get(name) != current[name]]
-    assert not changed, f"constraints.lock is stale: {', '.join(changed)} changed since it was made; run `make lock`"
-
-
-def test_committed_lock_is_what_planning_the_same_inputs_gives(tmp_path):
-    lock = ROOT / "constraints.lock"
+def test_the_default_pairing_s_lock_is_what_planning_the_same_inputs_gives(tmp_path):
+    """Slow: a cold plan at the lock's cutoff (each pairing's lock inputs are checked fast in test_pairings.py)."""
+    lock = pairings.default().lock
     cutoff = lock_cutoff(lock)
-    fresh = tmp_path / "constraints.lock"
+    fresh = tmp_path / lock.name
     proc, _ = run_plan(
         "--lock", str(fresh), "--uploaded-prior-to", cutoff, env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")}
     )

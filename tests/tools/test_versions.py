@@ -24,10 +24,10 @@ def record_step_names():
     return [w for w in " ".join(step.value).split() if w in Recipe.load().args]
 
 
-def test_the_record_step_names_every_version_arg():
+def test_the_record_step_names_the_pairing_and_every_version_arg():
     versions = list(version_args())
-    assert record_step_names()[: len(versions)] == versions
-    assert record_step_names()[len(versions) :] == [
+    assert record_step_names()[: len(versions) + 1] == ["PAIRING", *versions]
+    assert record_step_names()[len(versions) + 1 :] == [
         "EFA_INSTALLER_URL",
         "SGL_ROUTER_URL",
         "MEGATRON_REPO_URL",
@@ -35,12 +35,13 @@ def test_the_record_step_names_every_version_arg():
     ]
 
 
-def test_default_pairing_is_the_upstream_v0_3_0_release():
+def test_default_pairing_is_the_upstream_v0_3_1_release():
     v = version_args()
-    assert v["SLIME_REF"] == "v0.3.0"
-    assert v["SGLANG_VERSION"] == "0.5.12.post1"
+    assert Recipe.load().defaults["PAIRING"] == "v0.3.1"
+    assert v["SLIME_REF"] == "v0.3.1"
+    assert v["SGLANG_VERSION"] == "0.5.15.post1"
     assert v["MEGATRON_COMMIT"] == "1dcf0dafa884ad52ffb243625717a3471643e087"
-    assert v["SGL_ROUTER_RELEASE"] == "v0.3.2-5f8d397"
+    assert v["SGL_ROUTER_RELEASE"] == "v0.3.2-9daabcd"
 
 
 def test_readme_table_matches_the_dockerfile():
@@ -76,20 +77,21 @@ def test_makefile_tag_and_dockerfile_label_read_the_same_versions():
 
 
 def test_record_writes_what_the_build_used(tmp_path):
-    env = {**os.environ, **Recipe.load().args, "SGLANG_VERSION": "0.5.15.post1"}
+    env = {**os.environ, **Recipe.load().args, "SGLANG_VERSION": "0.5.16"}
     out = tmp_path / "versions.json"
     subprocess.run([*RECORD, "--out", str(out), *record_step_names()], env=env, check=True)
     recorded = json.loads(out.read_text())
-    assert recorded["versions"]["SGLANG_VERSION"] == "0.5.15.post1"
-    assert recorded["tag"] == "v0.3.0-sgl0.5.15.post1"
+    assert recorded["versions"]["SGLANG_VERSION"] == "0.5.16"
+    assert recorded["versions"]["PAIRING"] == "v0.3.1"
+    assert recorded["tag"] == "v0.3.1-sgl0.5.16"
 
 
 def test_record_outside_a_build_fails_cleanly(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in version_args()}
+    env = {k: v for k, v in os.environ.items() if k not in version_args() and k != "PAIRING"}
     out = tmp_path / "versions.json"
     run = subprocess.run([*RECORD, "--out", str(out), *record_step_names()], env=env, capture_output=True, text=True)
     assert run.returncode == 2
-    assert run.stderr.splitlines()[0].startswith("slime-record: no value in the environment for BASE_IMAGE")
+    assert run.stderr.splitlines()[0].startswith("slime-record: no value in the environment for PAIRING, BASE_IMAGE")
     assert run.stderr.splitlines()[1].startswith("fix: ")
     assert not out.exists()
 

@@ -18,7 +18,7 @@ from tools.recipe import ROOT
 RECORD_DIR = ROOT / "docs" / "build"
 RECORD_JSON = RECORD_DIR / "record.json"
 RECORD_MD = RECORD_DIR / "README.md"
-INPUTS = ("slime.Dockerfile", "constraints.lock", "requirements.txt", "image")
+INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's lock, locks/<pairing>.lock
 
 
 def tree_digest(path: Path) -> str:
@@ -32,8 +32,9 @@ def tree_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_digests(root: Path = ROOT) -> dict[str, str]:
-    return {name: tree_digest(root / name) for name in INPUTS}
+def input_digests(lock: str, root: Path = ROOT) -> dict[str, str]:
+    """The digests of what a build of one pairing reads: the recipe's files and that pairing's lock."""
+    return {name: tree_digest(root / name) for name in (*INPUTS, lock)}
 
 
 def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[str]) -> dict:
@@ -80,7 +81,8 @@ def markdown(record: dict) -> str:
         f"{len(record['steps'])} steps cached)",
         f"- image {record['sizes'].get('image_gb', '?')} GB, of which /opt/venv {record['sizes'].get('venv_gb', '?')} "
         "GB (uncompressed, as `du` counts a mounted image)",
-        f"- `pip list` against constraints.lock: {record['lock']['differences']} differences over "
+        f"- pairing {record.get('pairing', '?')}; `pip list` against its lock: {record['lock']['differences']} "
+        "differences over "
         f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",
         f"- editable trees: {'; '.join(record['lock']['editable']) or 'none'}",
         "",

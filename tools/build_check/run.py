@@ -1,7 +1,9 @@
 """The verification build: the unmodified slime.Dockerfile built with buildah on this kind of machine
 (no Docker, no GPU, no GitHub), through its smoke gate, and its record written to docs/build/.
 
-    python -m tools.build_check.run [--megatron-repo PATH|URL] [--slime-repo PATH|URL] [--work DIR]
+    python -m tools.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL] [--work DIR]
+
+The default pairing (the Dockerfile's defaults) records into docs/build/; another into docs/build/<pairing>/.
 
 What cannot exist here is stood in for, and named (tools/build_check/standins.py): the CUDA base, the SLIME router
 wheel, the EFA installer. Sources come from git mirrors given as a path (mounted read-only into the build) or a URL.
@@ -26,6 +28,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
+from tools import pairings
 from tools.build_check import record, standins
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
@@ -214,26 +217,34 @@ def _json(text: str):
         return None
 
 
-def plan_final() -> dict[str, str]:
-    """The planner's final environment for the recipe under its lock (`make plan`, cached under .cache/plan)."""
-    plan = subprocess.run([sys.executable, "-m", "tools.plan", "--json", "-"], capture_output=True, text=True, cwd=ROOT)
+def plan_final(pairing: str) -> dict[str, str]:
+    """The planner's final environment for the pairing under its lock (`make plan`, cached under .cache/plan)."""
+    command = [sys.executable, "-m", "tools.plan", "--pairing", pairing, "--json", "-"]
+    plan = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     found = _json(plan.stdout)
     if not found:
         raise UserError("the planner gave no plan to compare the image with", f"run make plan: {plan.stderr[-300:]}")
     return found["final"]
 
 
-def verify(repos: dict[str, str], work: Path, out: Path) -> int:
+def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
     check_writable("--out", str(out / record.RECORD_JSON.name))
+    if not pairing.lock.is_file():
+        raise UserError(
+            f"pairing {pairing.name} has no lock ({pairing.lock.relative_to(ROOT)})",
+            f"make lock PAIRING={pairing.name}",
+        )
     require_tools()
     warn_on_disk()
     work.mkdir(parents=True, exist_ok=True)
-    recipe = Recipe.load()
-    started = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    inputs = record.input_digests()
-    ensure_base(work, ROOT / "constraints.lock")
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    inputs = record.input_digests(str(pairing.lock.relative_to(ROOT)))
+    ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
+    if pairing.name != pairings.default().name:
+        build_args += pairing.build_args
     build_args += [f"BASE_IMAGE={BASE_TAG}", f"IMAGE_REVISION={_git_head()}"]
     log = work / "build.log"
     code, steps, seconds = build(build_args, volumes, log)
@@ -242,6 +253,7 @@ def verify(repos: dict[str, str], work: Path, out: Path) -> int:
     installed = found.get("installed", [])
     unpinned_by_design = {"pip"}  # PIP_VERSION, installed before the lock applies
     facts = {
+        "pairing": pairing.name,
         "outcome": "built through the smoke gate" if code == 0 else f"stopped (buildah exit {code})",
         "exit_code": code,
         "engine": buildah("--version").stdout.strip(),
@@ -261,8 +273,8 @@ def verify(repos: dict[str, str], work: Path, out: Path) -> int:
         "steps": steps,
         "sizes": found.get("sizes", {}),
         "versions": found.get("versions"),
-        "lock": record.compare(installed, lock_pins((ROOT / "constraints.lock").read_text()), unpinned_by_design),
-        "plan": record.compare(installed, plan_final(), unpinned_by_design),
+        "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
+        "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
@@ -291,10 +303,20 @@ def main(argv: list[str] | None = None) -> int:
         default=Path("/var/tmp/slime-build-check"),
         help="working folder: the stand-in base's parts, the mirrors, build.log",
     )
-    parser.add_argument("--out", type=Path, default=record.RECORD_DIR, help="where the record goes")
+    parser.add_argument("--pairing", default=pairings.DEFAULT, help="the slime release to build (default: the default)")
+    parser.add_argument(
+        "--out", type=Path, help="where the record goes (default docs/build/, or docs/build/<pairing>/)"
+    )
     args = parser.parse_args(argv)
     repos = {"megatron": args.megatron_repo, "slime": args.slime_repo}
-    return run_command("build-check", lambda: verify(repos, args.work, args.out))
+
+    def run() -> int:
+        pairing = pairings.load(args.pairing)
+        default = pairing.name == pairings.default().name
+        out = args.out or (record.RECORD_DIR if default else record.RECORD_DIR / pairing.name)
+        return verify(pairing, repos, args.work, out)
+
+    return run_command("build-check", run)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ class Outcome:
     status: str
     message: str
     edits: dict[Path, str] = field(default_factory=dict)  # file -> its full new text
-    patch: tuple[Path, Path, int] | None = None  # or (patch file, tree, -p strip count) for `git apply`
+    patch: tuple[tuple[Path, ...], Path, int] | None = None  # or (patch series, tree, -p strip count) for `git apply`
 
 
 def _char_offset(lines: list[str], lineno: int, col: int) -> int:

@@ -42,11 +42,11 @@ class Transaction:
 
     def write(self, outcome: Outcome) -> None:
         if outcome.patch is not None:
-            patch, tree, strip = outcome.patch
-            proc = upstream.git_apply(patch, tree, strip)
+            series, tree, strip = outcome.patch
+            proc = upstream.git_apply(series, tree, strip)
             if proc.returncode != 0:
-                raise OSError(f"git apply {patch} in {tree}: {proc.stderr.strip()}")
-            self.undo.append(lambda: upstream.git_apply(patch, tree, strip, "--reverse"))
+                raise OSError(f"git apply {' '.join(map(str, series))} in {tree}: {proc.stderr.strip()}")
+            self.undo.append(lambda: upstream.git_apply(series, tree, strip, "--reverse"))
             return
         originals = {path: path.read_text() for path in outcome.edits if path.exists()}
         for path, text in outcome.edits.items():

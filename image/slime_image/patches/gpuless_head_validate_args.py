@@ -18,6 +18,7 @@ from slime_image import slime_source
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, replace_node_span
 
 ID = "gpuless-head-validate-args"
+WALLS = ("W12",)
 TARGET = "megatron_root"
 GUARD = "torch.cuda.is_available()"
 

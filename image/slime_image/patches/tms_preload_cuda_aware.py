@@ -16,6 +16,7 @@ from slime_image import slime_source, tms_preload
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, replace_node_span
 
 ID = "tms-preload-cuda-aware"
+WALLS = ("W3", "W4", "W5")
 TARGET = "slime_root"
 SELECTOR_SOURCE = Path(tms_preload.__file__).read_text()
 PATCHED = (

@@ -1,20 +1,25 @@
 """slime's own patches to Megatron-LM and SGLang (wall W20), applied as slime's image applies them.
 
-slime ships `docker/patch/<sglang version>/megatron.patch` and `sglang.patch`; its Dockerfile applies the
-folder PATCH_VERSION names, `latest` by default. An unpatched Megatron silently ignores arguments slime sets
-(`disable_grad_buffers_cpu_backup` under --offload-train); an unpatched SGLang lacks endpoints slime calls
-(`/post_process_weights`). The patches come from the slime tree in the image; none is kept in this repository.
+slime ships `docker/patch/<sglang version>/megatron.patch` and `sglang.patch`; from v0.3.1 on SGLang's is a series,
+`sglang.patch` then `sglang-top_p.patch`, `sglang-release_hicache.patch` and `sglang-pull_weights.patch`, each
+written on top of the earlier ones. slime's Dockerfile applies the folder PATCH_VERSION names, `latest` by default.
+An unpatched Megatron silently ignores arguments slime sets (`disable_grad_buffers_cpu_backup` under
+--offload-train); an unpatched SGLang lacks endpoints slime calls (`/post_process_weights`). The patches come from
+the slime tree in the image; none is kept in this repository.
 
 Applied with `git apply` (GNU patch rejects a hunk git takes): megatron.patch in the Megatron-LM tree (paths
-a/megatron/...), sglang.patch in the folder holding the installed `sglang` package (paths a/python/sglang/...,
-so -p2). A patch whose reverse applies cleanly is already applied.
+a/megatron/...), SGLang's in the folder holding the installed `sglang` package (paths a/python/sglang/..., so -p2).
+A series is applied patch by patch in order and reversed last patch first. A series whose reverse applies cleanly
+is already applied.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,10 +59,46 @@ def choose(slime_root: Path, version: str | None) -> Choice:
     return Choice(None, f"{slime_root} has no {PATCH_ROOT}/ folder for SGLang {version} and no {FALLBACK}/")
 
 
-def git_apply(patch: Path, tree: Path, strip: int, *flags: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["git", "apply", f"-p{strip}", *flags, str(patch)], cwd=tree, capture_output=True, text=True, timeout=300
-    )
+def touched(series: tuple[Path, ...], strip: int) -> set[str]:
+    """The tree paths a series' patches change, from their `diff --git a/<path> b/<path>` lines."""
+    found = set()
+    for patch in series:
+        for line in patch.read_text(errors="replace").splitlines():
+            if line.startswith("diff --git "):
+                found.add("/".join(line.split()[2].split("/")[strip:]))
+    return found
+
+
+def _in_order(ordered: list[Path], tree: Path, strip: int, flags: list[str]) -> subprocess.CompletedProcess:
+    """`git apply` each patch in turn; on a failure, undo the ones this call applied."""
+    done: list[Path] = []
+    proc = subprocess.CompletedProcess([], 0, "", "")
+    for patch in ordered:
+        proc = subprocess.run(
+            ["git", "apply", f"-p{strip}", *flags, str(patch)], cwd=tree, capture_output=True, text=True, timeout=300
+        )
+        if proc.returncode != 0:
+            undo = [f for f in flags if f != "--reverse"] + ([] if "--reverse" in flags else ["--reverse"])
+            for earlier in reversed(done):
+                subprocess.run(["git", "apply", f"-p{strip}", *undo, str(earlier)], cwd=tree, capture_output=True)
+            return proc
+        done.append(patch)
+    return proc
+
+
+def git_apply(series: tuple[Path, ...], tree: Path, strip: int, *flags: str) -> subprocess.CompletedProcess:
+    """Apply a patch series in order, each patch on the result of the ones before (one `git apply` of several files
+    does not chain patches to one file); with --reverse, last patch first. With --check, the series is applied to a
+    scratch copy of the files it touches, so a later patch is checked against the earlier ones' result."""
+    ordered = list(reversed(series)) if "--reverse" in flags else list(series)
+    if "--check" not in flags:
+        return _in_order(ordered, tree, strip, list(flags))
+    with tempfile.TemporaryDirectory() as scratch:
+        for relative in touched(series, strip):
+            if (tree / relative).is_file():
+                (Path(scratch) / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(tree / relative, Path(scratch) / relative)
+        return _in_order(ordered, Path(scratch), strip, [f for f in flags if f != "--check"])
 
 
 def sha256(path: Path) -> str:
@@ -66,28 +107,33 @@ def sha256(path: Path) -> str:
 
 @dataclass(frozen=True)
 class UpstreamPatch:
-    """One of slime's patch files and the tree it applies to."""
+    """A series of slime's patch files, in the order slime applies them, and the tree it applies to."""
 
     ID: str
     TARGET: str  # which root the CLI passes: megatron_root or sglang_root
-    file: str
+    files: tuple[str, ...]  # the first is always shipped; the others where the folder has them
     strip: int
+    WALLS = ("W20",)
+
+    def series(self, folder: Path) -> tuple[Path, ...]:
+        return tuple(folder / f for f in self.files if (folder / f).is_file())
 
     def plan(self, tree: Path, slime_root: Path, choice: Choice) -> Outcome:
         if choice.folder is None:
             return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why}")
-        patch = choice.folder / self.file
-        if not patch.is_file():
-            return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why} holds no {self.file}")
-        where = f"{patch.relative_to(slime_root)} (sha256 {sha256(patch)[:12]}) in {tree}"
-        forward = git_apply(patch, tree, self.strip, "--check")
+        series = self.series(choice.folder)
+        if not series or series[0].name != self.files[0]:
+            return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why} holds no {self.files[0]}")
+        named = ", ".join(f"{p.relative_to(slime_root)} (sha256 {sha256(p)[:12]})" for p in series)
+        where = f"{named} in {tree}"
+        forward = git_apply(series, tree, self.strip, "--check")
         if forward.returncode == 0:
-            return Outcome(WOULD_APPLY, f"apply {where}; chosen: {choice.why}", {}, patch=(patch, tree, self.strip))
-        if git_apply(patch, tree, self.strip, "--check", "--reverse").returncode == 0:
+            return Outcome(WOULD_APPLY, f"apply {where}; chosen: {choice.why}", {}, patch=(series, tree, self.strip))
+        if git_apply(series, tree, self.strip, "--check", "--reverse").returncode == 0:
             return Outcome(ALREADY_APPLIED, f"{where}")
         # The image's own patches run after these and may rewrite a context line (Megatron's arguments.py):
         # what it added is still in place when the reverse applies with its changed lines alone.
-        if git_apply(patch, tree, self.strip, "--check", "--reverse", "-C0", "--unidiff-zero").returncode == 0:
+        if git_apply(series, tree, self.strip, "--check", "--reverse", "-C0", "--unidiff-zero").returncode == 0:
             return Outcome(
                 ALREADY_APPLIED, f"{where} (its lines are in place; a later patch changed lines around them)"
             )
@@ -95,6 +141,11 @@ class UpstreamPatch:
         return Outcome(ERROR, f"{where} does not apply, nothing changed: {problem or forward.stderr.strip()}")
 
 
-MEGATRON = UpstreamPatch("slime-megatron-patch", "megatron_root", "megatron.patch", 1)
-SGLANG = UpstreamPatch("slime-sglang-patch", "sglang_root", "sglang.patch", 2)
+MEGATRON = UpstreamPatch("slime-megatron-patch", "megatron_root", ("megatron.patch",), 1)
+SGLANG = UpstreamPatch(
+    "slime-sglang-patch",
+    "sglang_root",
+    ("sglang.patch", "sglang-top_p.patch", "sglang-release_hicache.patch", "sglang-pull_weights.patch"),
+    2,
+)
 UPSTREAM = [MEGATRON, SGLANG]

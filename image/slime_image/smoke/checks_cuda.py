@@ -1,7 +1,9 @@
-"""The CUDA binaries of the environment: one CUDA major throughout (W22), and code for every target GPU (W23)."""
+"""The CUDA binaries of the environment: one CUDA major throughout (W22), every symbol they bind exported by its
+provider (W33), and code for every target GPU (W23)."""
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import os
 import re
@@ -11,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slime_image import tms_preload
-from slime_image.smoke import cubins, facts
+from slime_image.smoke import cubins, elf_symbols, facts
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, Context, Result, check
 
 CUDA_LIBRARY = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)\.so\.(\d+)$")
@@ -30,10 +32,15 @@ ONE_BUILD_PER_MAJOR = {
 SHOWN = 12
 
 
-def search_dirs(ctx: Context) -> list[str]:
-    """Where the environment's shared objects live: its site-packages, PYTHONPATH, and the workers' loader path."""
+def python_dirs(ctx: Context) -> list[str]:
+    """Where the environment's Python distributions live: its site-packages and PYTHONPATH."""
     found = [*site.getsitepackages(), *ctx.env.get("PYTHONPATH", "").split(":")]
-    found += ctx.env.get("LD_LIBRARY_PATH", "").split(":")
+    return list(dict.fromkeys(d for d in found if d and os.path.isdir(d)))
+
+
+def search_dirs(ctx: Context) -> list[str]:
+    """Where the environment's shared objects live: its Python folders and the workers' loader path."""
+    found = [*python_dirs(ctx), *ctx.env.get("LD_LIBRARY_PATH", "").split(":")]
     return list(dict.fromkeys(d for d in found if d and os.path.isdir(d)))
 
 
@@ -54,12 +61,29 @@ def cuda_major_of(soname: str) -> int | None:
     return number if library in FOLLOWS_CUDA else CUDA_MAJOR_OF.get((library, number))
 
 
-def cuda_needs(path: str) -> list[tuple[str, int]]:
-    """(library, CUDA major) for each CUDA library the shared object NEEDs whose major can be told."""
+def read_dynamic(path: str) -> dict[str, list[str]] | None:
     try:
-        needed = tms_preload.read_dynamic(path)["needed"]
+        return tms_preload.read_dynamic(path)
     except (OSError, ValueError, IndexError):
-        return []
+        return None
+
+
+def dynamic_sections(ctx: Context) -> tuple[list[str], dict[str, dict[str, list[str]] | None]]:
+    """The folders scanned, and every shared object in them with its dynamic section (None: not a readable ELF),
+    read once for every check that needs them."""
+
+    def scan():
+        dirs = search_dirs(ctx)
+        files = [path for d in dirs for path in shared_objects(d)]
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            return dirs, dict(zip(files, pool.map(read_dynamic, files), strict=True))
+
+    return ctx.once("dynamic_sections", scan)
+
+
+def cuda_needs(dynamic: dict[str, list[str]] | None) -> list[tuple[str, int]]:
+    """(library, CUDA major) for each CUDA library a dynamic section NEEDs whose major can be told."""
+    needed = dynamic["needed"] if dynamic else []
     return [(n, major) for n in needed if (major := cuda_major_of(n)) is not None]
 
 
@@ -78,7 +102,7 @@ def canonical(name: str) -> str:
 
 @check(
     "cuda-major-consistency",
-    "W22",
+    ("W22",),
     BUILD,
     "Multiple libcudart libraries found (libcudart.so.12 and .so.13), or libnvrtc.so.12 missing at the first "
     "TE attention or sgl_kernel call",
@@ -90,10 +114,9 @@ def cuda_major_consistency(ctx: Context) -> Result:
     if major is None:
         return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
     start = time.monotonic()
-    dirs = search_dirs(ctx)
-    files = [path for d in dirs for path in shared_objects(d)]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        needs = dict(zip(files, pool.map(cuda_needs, files), strict=True))
+    dirs, sections = dynamic_sections(ctx)
+    files = list(sections)
+    needs = {path: cuda_needs(dynamic) for path, dynamic in sections.items()}
     other = {path: [n for n, m in found if m != major] for path, found in needs.items()}
     other = {path: libs for path, libs in other.items() if libs}
     dists = {canonical(d.metadata["Name"]): d.version for d in importlib.metadata.distributions(path=dirs)}
@@ -129,6 +152,91 @@ def cuda_major_consistency(ctx: Context) -> Result:
     return Result(PASS, f"every CUDA library needed is CUDA {major}'s ({len(files)} shared objects)", detail)
 
 
+# The CUDA libraries whose symbols a consumer binds by version (libcudnn_graph.so.9, libnccl.so.2 ... included).
+CUDA_PROVIDER = re.compile(
+    r"^lib(cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink|cudnn\w*|nccl)\.so\.\d+$"
+)
+
+
+@functools.cache
+def exports_of(path: str) -> frozenset[str] | str:
+    """The symbols a provider exports, or why they cannot be read."""
+    try:
+        return frozenset(elf_symbols.read(path).exports)
+    except (OSError, ValueError) as exc:
+        return str(exc)
+
+
+def provider_copies(soname: str, consumer: str, dynamic: dict, ctx: Context, by_name: dict[str, list[str]]):
+    """Every copy of `soname` a process of this environment may bind `consumer` to: the one the loader resolves for
+    it, and each one a Python distribution ships, since one loaded first (torch's CUDA wheels, through its RPATH) is
+    the one every later consumer gets."""
+    found = tms_preload.resolve(soname, os.path.dirname(consumer), dynamic, ctx.env)
+    copies = [*by_name.get(soname, []), *([found] if found else [])]
+    return list(dict.fromkeys(os.path.realpath(c) for c in copies))
+
+
+@check(
+    "cuda-symbols",
+    ("W33",),
+    BUILD,
+    "undefined symbol: cublasLtGroupedMatrixLayoutInit_internal when TransformerEngine loads: a CUDA library built "
+    "against a newer CUDA library than the image holds",
+    "install the release of the consumer built against the CUDA libraries the image holds (TransformerEngine's cu13 "
+    "core: 2.12.0 with torch 2.11.0+cu130's cuBLAS 13.1.0.3), or build it from source against them",
+)
+def cuda_symbols(ctx: Context) -> Result:
+    start = time.monotonic()
+    _dirs, sections = dynamic_sections(ctx)
+    shipped = tuple(os.path.join(d, "") for d in python_dirs(ctx))
+    by_name: dict[str, list[str]] = {}
+    for path in sections:
+        if path.startswith(shipped):
+            by_name.setdefault(os.path.basename(path), []).append(path)
+    consumers, bound, failing, unreadable = 0, 0, [], []
+    for path, dynamic in sections.items():
+        wanted = [n for n in (dynamic or {}).get("needed", []) if CUDA_PROVIDER.match(n)]
+        if not wanted:
+            continue
+        try:
+            imports = elf_symbols.read(path).imports
+        except (OSError, ValueError) as exc:
+            unreadable.append(str(exc))
+            continue
+        consumers += 1
+        for soname in wanted:
+            needs = imports.get(soname)
+            if not needs:
+                continue
+            bound += len(needs)
+            for copy in provider_copies(soname, path, dynamic, ctx, by_name):
+                exports = exports_of(copy)
+                if isinstance(exports, str):
+                    unreadable.append(exports)
+                elif missing := sorted(needs - exports):
+                    failing.append(
+                        f"{path} needs {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} "
+                        f"from {soname}; {copy} does not export {'it' if len(missing) == 1 else 'them'}"
+                    )
+    seconds = time.monotonic() - start
+    detail = "\n".join(
+        [f"{consumers} shared objects bind {bound} versioned symbols of CUDA libraries; {seconds:.1f} s"]
+        + failing[:SHOWN]
+        + ([f"... and {len(failing) - SHOWN} more"] if len(failing) > SHOWN else [])
+        + [f"not read: {u}" for u in unreadable[:SHOWN]]
+    )
+    if failing:
+        count = len({line.split(" needs ", 1)[0] for line in failing})
+        return Result(
+            FAIL,
+            f"{count} shared object(s) would not load: a CUDA symbol they bind is missing from its provider",
+            detail,
+        )
+    if not bound:
+        return Result(SKIP, "no shared object binds versioned symbols of a CUDA library", detail)
+    return Result(PASS, f"the {bound} versioned CUDA symbols {consumers} shared objects bind are all exported", detail)
+
+
 # The CUDA libraries that must run on every target GPU, found under site-packages, and why each matters.
 # (label, glob under site-packages, why, Hopper-only by design)
 ARCH_LIBRARIES = (
@@ -152,7 +260,7 @@ def arch_libraries(ctx: Context) -> list[tuple[str, str, str, bool]]:
 
 @check(
     "arch-coverage",
-    "W23",
+    ("W23",),
     BUILD,
     "B300 only: no kernel image is available for execution on the device, or a library falls back to slow paths",
     "rebuild the library for the target (sm_100 machine code, or PTX), or use a release whose wheel carries it; "

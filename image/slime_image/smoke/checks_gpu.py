@@ -34,7 +34,7 @@ def device_info(ctx: Context) -> dict:
 
 @check(
     "gpu-visible",
-    "W19",
+    ("W19",),
     GPU,
     "no kernel image is available for execution on the device; or no GPU reaches the container",
     "run with --gpus all (or the nvidia.com/gpu request); use a torch build whose arch list covers the GPU",
@@ -64,7 +64,7 @@ def gpu_visible(ctx: Context) -> Result:
 
 @check(
     "tms-pause-resume",
-    "W6",
+    ("W3", "W6"),
     GPU,
     "train workers die at start (libcudart mismatch) or TorchMemorySaver observes invalid LD_PRELOAD",
     "use the preload build that matches torch's CUDA runtime (apply the image's slime patch)",
@@ -117,7 +117,7 @@ def colocate_verdict(child: Child) -> Result:
 
 @check(
     "colocate-ipc",
-    "W21",
+    ("W21",),
     GPU,
     "first weight update dies in storage._share_cuda_(): CUDA error: invalid argument (colocated weight sync)",
     "export weights allocated inside torch_memory_saver.disable(), never memory the preload's region allocated; "

@@ -89,7 +89,7 @@ def verdict(reports: list[dict | None], note: str, library: str) -> Result:
 
 @check(
     "nccl-preload",
-    "W3",
+    ("W3",),
     GPU,
     "NCCL collectives failing or hanging in train actors after torch_memory_saver pauses and resumes their memory",
     "use the preload build that matches torch's CUDA runtime and keep NCCL_CUMEM_ENABLE=0 for the train actors",

@@ -33,7 +33,7 @@ def _cdll(ctx: Context, path: str) -> tuple[str, str]:
 
 @check(
     "tms-preload",
-    "W3",
+    ("W3", "W4", "W5"),
     BUILD,
     "bash: error while loading shared libraries: libcudart.so.12 in every Ray train worker (W3, W4, W5)",
     PRELOAD_FIX,
@@ -90,7 +90,7 @@ def patcher_report(ctx: Context, slime_root, ids: list[str]):
 
 @check(
     "slime-patched",
-    None,
+    ("W3", "W12"),
     BUILD,
     "an image whose slime still has the defects the image's patches fix",
     "run slime-patch --slime-root <slime checkout> in the image",

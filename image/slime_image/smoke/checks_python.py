@@ -18,7 +18,7 @@ NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklea
 
 @check(
     "megatron-numpy",
-    "W1",
+    ("W1",),
     BUILD,
     "AssertionError: Megatron does not support numpy 2.x, minutes into Megatron init",
     "install numpy<2 (requirements.txt) and keep every later pip step --no-deps",
@@ -64,7 +64,7 @@ def megatron_numpy(ctx: Context) -> Result:
 
 @check(
     "pip-check",
-    "W2",
+    ("W2", "W10", "W29"),
     BUILD,
     "compiled packages broken by the numpy downgrade (import scipy fails), TE missing a dependency (W10)",
     "pin the companion versions in requirements.txt, or add a reviewed entry to pip_check_allowlist.json",
@@ -101,7 +101,7 @@ def _import_names(ctx: Context, pairs: set[tuple[str, str]]) -> list[str]:
 
 @check(
     "router-slime",
-    "W8",
+    ("W8",),
     BUILD,
     "weight sync fails or router flags are unknown: a stock sglang_router replaced the SLIME build",
     "reinstall the SLIME-patched router wheel with --no-deps, after every step that has dependencies",
@@ -125,7 +125,7 @@ def router_slime(ctx: Context) -> Result:
 
 @check(
     "mbridge",
-    "W7",
+    ("W7",),
     BUILD,
     "ModuleNotFoundError: No module named 'mbridge' in checkpoint conversion",
     "pip install --no-deps mbridge (its version is MBRIDGE_VERSION in slime.Dockerfile)",
@@ -143,7 +143,7 @@ def mbridge(ctx: Context) -> Result:
 
 @check(
     "megatron-helpers",
-    "W11",
+    ("W11",),
     BUILD,
     "ModuleNotFoundError: megatron.core.datasets.helpers_cpp on nodes other than rank 0, then an NCCL timeout",
     "install Megatron-LM in the image with pip install -e, whose build compiles helpers_cpp",
@@ -170,7 +170,7 @@ DECLARED_DISTRIBUTIONS = {
 
 @check(
     "versions-declared",
-    "W18",
+    ("W18",),
     BUILD,
     "silent drift: the image no longer holds the tested version pairing",
     "rebuild from slime.Dockerfile without later pip steps that change these packages",
@@ -223,7 +223,7 @@ TORCH_EXTENSIONS = (
 
 @check(
     "torch-provenance",
-    "W9",
+    ("W9",),
     BUILD,
     "undefined symbol: _ZN3c10... importing flash-attn, TransformerEngine or apex",
     "rebuild the extension against the installed torch, or remove it; never let a later step replace torch",

@@ -12,7 +12,7 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
 
 @check(
     "cuda-compat-path",
-    "W14",
+    ("W14",),
     BUILD,
     "CUDA error 803 (system has unsupported display driver / cuda driver combination) on newer host drivers",
     "remove /usr/local/cuda/compat from LD_LIBRARY_PATH and /etc/ld.so.conf.d; the host driver must win",
@@ -35,7 +35,7 @@ def cuda_compat_path(ctx: Context) -> Result:
 
 @check(
     "efa-plugin",
-    "W13",
+    ("W13",),
     BUILD,
     "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
     "install the EFA installer's aws-ofi-nccl, set NCCL_NET_PLUGIN=ofi and put its lib folder and libfabric's on "

@@ -14,7 +14,7 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, che
 
 @check(
     "upstream-patches",
-    "W20",
+    ("W20",),
     BUILD,
     "int4/fp4 weight sync fails, offload keeps CPU backups, Qwen3.5/Next flags unknown: the job is not upstream's",
     "apply slime's docker/patch/<sglang version>/ patches: slime-patch --slime-root <slime> (the image does it "
@@ -39,7 +39,7 @@ def upstream_patches(ctx: Context) -> Result:
 
 @check(
     "slime-imports",
-    None,
+    ("W30", "W31"),
     BUILD,
     "ModuleNotFoundError (or an import-time crash) in a Ray actor, minutes into the job",
     "install the module the failure names, or the dependency it lacks (mind --no-deps installs)",
@@ -126,7 +126,7 @@ LEFT_OUT = (
 
 @check(
     "left-out-components",
-    "W20",
+    ("W20",),
     BUILD,
     "a slime feature that works in upstream's image fails here at first use (ModuleNotFoundError in a plugin)",
     "build from this image and add the component the feature needs (README: what upstream's image has)",

@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
 def run_suite(args) -> int:
     if args.list:
         for c in CHECKS:
-            print(f"{c.id:<24} {c.stage:<5} {c.wall or '-':<4} {c.protects}")
+            print(f"{c.id:<24} {c.stage:<5} {','.join(c.walls) or '-':<10} {c.protects}")
         return 0
     checks = [c for c in CHECKS if not args.only or c.id in args.only.split(",")]
     ctx = Context(

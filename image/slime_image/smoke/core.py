@@ -12,6 +12,7 @@ from pathlib import Path
 
 from slime_image.pip_conflicts import ALLOWLIST
 from slime_image.standins import FOLDER as STANDINS
+from slime_image.walls import BY_ID
 
 PASS, FAIL, WARN, SKIP = "pass", "fail", "warn", "skip"
 # A failure that a stand-in for a component explains, where the stand-in declares itself one (the verification
@@ -33,7 +34,7 @@ class Result:
 @dataclass(frozen=True)
 class Check:
     id: str
-    wall: str | None
+    walls: tuple[str, ...]  # the walls it guards (slime_image.walls); empty for none
     stage: str  # BUILD: needs no GPU and no driver; GPU: needs them
     protects: str  # the failure it prevents, in the user's words
     fix: str
@@ -46,14 +47,23 @@ REGISTRY: list[Check] = []
 
 
 def check(
-    id: str, wall: str | None, stage: str, protects: str, fix: str, exclusive: bool = False, standin: str | None = None
+    id: str,
+    walls: tuple[str, ...],
+    stage: str,
+    protects: str,
+    fix: str,
+    exclusive: bool = False,
+    standin: str | None = None,
 ):
     """Register the decorated function as a check. Ids are unique; order of registration is report order."""
 
     def register(func):
         if any(c.id == id for c in REGISTRY):
             raise ValueError(f"duplicate check id {id}")
-        REGISTRY.append(Check(id, wall, stage, protects, fix, func, exclusive, standin))
+        unknown = [w for w in walls if w not in BY_ID]
+        if unknown:
+            raise ValueError(f"check {id} names unknown walls {', '.join(unknown)} (slime_image/walls.py)")
+        REGISTRY.append(Check(id, walls, stage, protects, fix, func, exclusive, standin))
         return func
 
     return register

@@ -18,7 +18,7 @@ class Row:
     def as_dict(self) -> dict:
         return {
             "id": self.check.id,
-            "wall": self.check.wall,
+            "walls": list(self.check.walls),
             "status": self.result.status,
             "summary": self.result.summary,
             "detail": self.result.detail,
@@ -43,7 +43,7 @@ def as_table(rows: list[Row], stage: str) -> str:
     for r in rows:
         if r.result.status in (FAIL, WARN, STANDIN):
             lines.append("")
-            wall = f" ({r.check.wall})" if r.check.wall else ""
+            wall = f" ({', '.join(r.check.walls)})" if r.check.walls else ""
             lines.append(f"{r.result.status.upper()} {r.check.id}{wall}: {r.result.summary}")
             lines.append(f"  protects against: {r.check.protects}")
             lines += [f"  {line}" for line in r.result.detail.splitlines()]

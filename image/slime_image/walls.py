@@ -1,0 +1,224 @@
+"""The walls: each known way a SLIME image or job breaks, with what the user sees and why. Standard library only.
+
+Every guard of the project (a smoke check, a structural rule of the Dockerfile, a manifest policy, a patch, a plan
+finding, a refusal of the submitter) names the walls it guards by these ids, and the README's walls table is
+generated from this list (`make readme`). Ids are stable; a new wall takes the next number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Wall:
+    id: str
+    sees: str  # what the user sees, in the words of the error or the symptom
+    cause: str
+    design: str  # how this recipe makes it impossible by construction (its guards are listed apart)
+
+
+WALLS = (
+    Wall(
+        "W1",
+        "`AssertionError: Megatron does not support numpy 2.x` at Megatron init",
+        "sglang (or a later pip step) brings numpy 2 after the numpy 1 pin",
+        "`numpy<2` in requirements.txt, the only place numpy is constrained; every later pip step `--no-deps`",
+    ),
+    Wall(
+        "W2",
+        "`import scipy` fails or pip check reports conflicts after the numpy downgrade",
+        "packages resolved against numpy 2 (scipy 1.18, ml-dtypes 0.7, tifffile) are not downgraded with it",
+        "the companion pins in requirements.txt, each with its reason; one lock for every step",
+    ),
+    Wall(
+        "W3",
+        "`libcudart.so.12: cannot open shared object file` in every Ray train worker on CUDA 13",
+        "slime picks torch_memory_saver's preload library by file existence, and the CUDA 12 build exists",
+        "the `tms-preload-cuda-aware` patch: slime picks the preload by torch's CUDA major and what it links",
+    ),
+    Wall(
+        "W4",
+        "the same crash on a CUDA 12 host",
+        "newer slime lists the CUDA 13 build first, still by existence",
+        "the same patch, on a CUDA 12 host",
+    ),
+    Wall(
+        "W5",
+        "the preloaded hook exits 127: `libcudart.so.13` not found",
+        "the hook has no RPATH and pip's CUDA runtime is only under site-packages",
+        "`/usr/local/cuda/lib64` on the workers' `LD_LIBRARY_PATH`, with its reason",
+    ),
+    Wall(
+        "W6",
+        "`TorchMemorySaver observes invalid LD_PRELOAD`",
+        "the preload is not set in the child process that uses it",
+        "slime's own start of train actors, reproduced by the GPU check",
+    ),
+    Wall(
+        "W7",
+        "`No module named 'mbridge'` in checkpoint conversion",
+        "slime installed with --no-deps, and mbridge never installed",
+        "mbridge installed explicitly, since slime is installed `--no-deps`",
+    ),
+    Wall(
+        "W8",
+        "weight sync fails, router flags unknown",
+        "a stock sglang-router replaced the SLIME-patched wheel",
+        "the SLIME router wheel installed `--no-deps` last",
+    ),
+    Wall(
+        "W9",
+        "`undefined symbol: _ZN3c10...` importing flash-attn, TransformerEngine or apex",
+        "torch replaced after those extensions were built against another torch",
+        "a base with no torch of its own; TransformerEngine built against the final torch and imported at build time",
+    ),
+    Wall(
+        "W10",
+        "TransformerEngine fails at its first use",
+        "TE installed without its dependencies, or its extension not importable",
+        "TransformerEngine installed with its dependencies and imported at build time",
+    ),
+    Wall(
+        "W11",
+        "`No module named megatron.core.datasets.helpers_cpp` on nodes other than rank 0, then an NCCL timeout",
+        "Megatron builds its dataset helpers lazily, on rank 0 only",
+        "`helpers_cpp` compiled by the editable install and imported at build time",
+    ),
+    Wall(
+        "W12",
+        "`Found no NVIDIA driver` on the Ray head while Megatron validates its arguments",
+        "Megatron's validate_args probes the GPU, and the head runs on a CPU node",
+        "the `gpuless-head-validate-args` patch; the RayCluster's head is CPU-only",
+    ),
+    Wall(
+        "W13",
+        "NCCL falls back to sockets: training ten times slower",
+        "aws-ofi-nccl or libfabric not on the loader path, or no EFA device requested",
+        "EFA installer 1.48.0, aws-ofi-nccl on `LD_LIBRARY_PATH` and named by `NCCL_NET_PLUGIN=ofi`; the instance "
+        "type's EFA count requested; `FI_PROVIDER=efa`",
+    ),
+    Wall(
+        "W14",
+        "`CUDA error 803` on hosts with a newer driver",
+        "CUDA's forward-compat libcuda put ahead of the host driver on the loader path",
+        "the loader path written out in full, no compat directory",
+    ),
+    Wall(
+        "W15",
+        "the rollout server never binds (uvicorn `KeyError`)",
+        "an upper-case `--sglang-log-level`",
+        "the launch recipe's log level lower case",
+    ),
+    Wall(
+        "W16",
+        "`hidden_size None`: model arguments silently empty",
+        "`ray job submit` runs the entrypoint under /bin/sh, which does not expand bash arrays",
+        "the base64 launcher, which passes the arguments through Ray's `/bin/sh` unsplit",
+    ),
+    Wall(
+        "W17",
+        'pods Pending forever, or `image: ""`',
+        "template variables left unset render as empty; an EFA count not the node's",
+        "one overlay per instance type with its GPU and EFA counts",
+    ),
+    Wall(
+        "W18",
+        "silent drift: a flag ignored, versions no longer the tested pairing",
+        "unpinned transitive dependencies, skipped patches, an untested pairing",
+        "one version set, declared once per pairing and recorded in the image; slime's clone checked against "
+        "`SLIME_COMMIT`",
+    ),
+    Wall(
+        "W19",
+        "`no kernel image is available for execution on the device`",
+        "a build lacks the GPU's architecture",
+        "torch's CUDA 13 wheels, built for 9.0 and 10.x",
+    ),
+    Wall(
+        "W20",
+        "int4/fp4 weight sync fails, offload keeps CPU backups, Qwen3.5/Next flags unknown",
+        "slime's own Megatron and SGLang patches not applied",
+        "slime's own SGLang and Megatron patches applied by `slime-patch` at build time",
+    ),
+    Wall(
+        "W21",
+        "the first weight update dies in `storage._share_cuda_()`: `CUDA error: invalid argument`",
+        "CUDA IPC cannot export memory allocated through the preload's region",
+        "none by construction: slime's own `update_weights` allocates outside the preload's region",
+    ),
+    Wall(
+        "W22",
+        "`Multiple libcudart libraries found`, or `libnvrtc.so.12` missing at the first TE or sgl_kernel call",
+        "a CUDA 12 binary in the CUDA 13 image",
+        "one CUDA 13 environment; sglang's diffusion extra (CUDA 12 builds) left out",
+    ),
+    Wall(
+        "W23",
+        "B300 only: `no kernel image is available`, or slow fallbacks",
+        "a library carries sm_100a code (10.0 only) or sm_90 alone, and no PTX",
+        "wheels whose code runs on 9.0, 10.0 and 10.3 by CUDA's rule",
+    ),
+    Wall(
+        "W24",
+        "TorchMemorySaver disabled, or pause frees nothing and wake-up runs out of memory",
+        "`expandable_segments:True` in the allocator settings the actors get",
+        "no `expandable_segments` in the templates or the launch recipe",
+    ),
+    Wall(
+        "W25",
+        "weight-sync NCCL group: `Cuda failure 'invalid argument'` or a hang",
+        "trainer and SGLang disagree on `NCCL_CUMEM_ENABLE`",
+        "no `NCCL_CUMEM_ENABLE=1` in the templates or the launch recipe",
+    ),
+    Wall(
+        "W26",
+        "async Ray actors hang: `There is no current event loop in thread 'MainThread'`",
+        "sglang installs uvloop and Ray then uses it for async actors",
+        "`RAY_USE_UVLOOP=0` in the templates and the launch recipe",
+    ),
+    Wall(
+        "W27",
+        "B300 FP8: `Assertion failed: pow2_scale ... emulated with MXFP8`",
+        "FP32 scales for FP8 block scaling are set for every train actor, valid on Hopper only",
+        "the launch recipe's FP8 settings checked against the overlay's GPU",
+    ),
+    Wall(
+        "W28",
+        "multi-node: `connect to 169.254.170.23 ... Connection refused`, the NCCL or Gloo group never forms",
+        "the bootstrap picks EKS Pod Identity's link when no interface is named",
+        "workers set `NCCL_SOCKET_IFNAME=^lo,pod-id-link0` and `GLOO_SOCKET_IFNAME=eth0`",
+    ),
+    Wall(
+        "W29",
+        "`pip check` fails the build: `<dist> is not supported on this platform`",
+        "a wheel whose WHEEL file's tag differs from its file name",
+        "a reviewed entry, bound to the version, in `pip_check_allowlist.json`; the planner reads real WHEEL tags",
+    ),
+    Wall(
+        "W30",
+        "`import sglang` raises `Either a revision or a version must be specified.`",
+        "a dependency newer than its consumer supports, the bound declared only in an extra",
+        "the pairing's `KERNELS_REQUIREMENT` (v0.3.0: `kernels>=0.12,<0.13`)",
+    ),
+    Wall(
+        "W31",
+        "`No module named 'megatron.training'` in train actors",
+        "Megatron-LM installed editable maps megatron.core only",
+        "a `.pth` for the Megatron-LM checkout, imported at build time",
+    ),
+    Wall(
+        "W32",
+        "a recipe that builds only where GitHub and AWS answer",
+        "downloads named by literal URL, and hidden ones inside builds",
+        "every download a build argument; `NVTE_PYTORCH_FORCE_BUILD=TRUE`; the verification build from mirrors",
+    ),
+    Wall(
+        "W33",
+        "`undefined symbol: cublasLtGroupedMatrixLayoutInit_internal` when TransformerEngine loads",
+        "a CUDA library built against a newer CUDA library than the image holds",
+        "TransformerEngine 2.12.0, the newest cu13 core wheel torch's cuBLAS satisfies (docs/transformer-engine.md)",
+    ),
+)
+
+BY_ID = {wall.id: wall for wall in WALLS}

@@ -1,0 +1,106 @@
+"""What a slime release's own image pairs it with, read from the slime tree at its tag: its docker/Dockerfile
+(SGLang base image tag, Megatron-LM commit, TransformerEngine, the router wheel's URL, the numpy/scipy pins), its
+docker/patch/ folders, and slime's own requirements.txt (the image installs slime --no-deps, so it must install
+each of them itself). The first step of turning a new upstream release into a pairing (tools.pairings draft).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slime_image.errors import UserError
+
+from tools.recipe import Recipe, substitute
+
+SGLANG_TAG = re.compile(r"^v?(?P<version>\d[\w.]*?)(?:-cu\d+)?$")  # v0.5.15.post1-cu129: the image's CUDA 12.9 build
+ROUTER_URL = re.compile(r"/releases/download/(?P<release>[^/\s]+)/sglang_router-(?P<version>[^-\s]+)-\S+\.whl")
+TE_WHEEL = re.compile(r"transformer_engine\[pytorch\]==(?P<version>[\w.]+)")
+TE_GIT = re.compile(r"TransformerEngine\.git@(?P<ref>\S+?)[;\"'\s]")
+MBRIDGE_GIT = re.compile(r"mbridge\.git@(?P<ref>[0-9a-f]{7,40})")
+PIN = r"[\"']?{name}(?P<spec>[<>=!~]=?[^\"'\s]+)[\"']?"
+
+
+@dataclass
+class Release:
+    """What upstream's image of one slime tag installs; None where its Dockerfile does not say."""
+
+    ref: str
+    commit: str
+    sglang: str | None
+    megatron_commit: str | None
+    router_release: str | None
+    router_version: str | None
+    te_wheel: str | None  # the PyPI wheel upstream's default (CUDA 12) image installs
+    te_git: str | None  # what its CUDA 13 image builds from source instead
+    mbridge_git: str | None
+    numpy: str | None  # the specifier upstream's last numpy install writes: "==1.26.4", "<2"
+    scipy: str | None
+    patch_folder: str | None
+    patch_files: list[str] = field(default_factory=list)
+    slime_requires: list[str] = field(default_factory=list)  # slime's requirements.txt: it is installed --no-deps
+
+
+def _git(tree: Path, *args: str) -> str:
+    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def _last(pattern: re.Pattern | str, text: str, group: str) -> str | None:
+    found = list(re.finditer(pattern, text))
+    return found[-1][group] if found else None
+
+
+def requirements(path: Path) -> list[str]:
+    """The requirement lines of a requirements file, comments and blank lines left out."""
+    if not path.is_file():
+        return []
+    return [line.split("#", 1)[0].strip() for line in path.read_text().splitlines() if line.split("#", 1)[0].strip()]
+
+
+def read(tree: Path) -> Release:
+    """Read upstream's image of the slime checkout at `tree`; its HEAD must carry a tag."""
+    dockerfile = tree / "docker" / "Dockerfile"
+    if not dockerfile.is_file():
+        raise UserError(
+            f"{tree} has no docker/Dockerfile: not a slime tree, or a release before slime shipped its image",
+            "pass a checkout of THUDM/slime at a release tag (git clone --branch v0.3.1 ...)",
+        )
+    ref = _git(tree, "describe", "--tags", "--exact-match", "HEAD")
+    commit = _git(tree, "rev-parse", "HEAD")
+    if not ref:
+        raise UserError(
+            f"{tree}: HEAD ({commit[:12] or 'not a git checkout'}) carries no tag",
+            "check out the release's tag (git -C TREE checkout v0.3.1)",
+        )
+    recipe = Recipe.load(dockerfile)
+    runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
+    sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
+    router = list(ROUTER_URL.finditer(runs))
+    version = sglang["version"] if sglang else None
+    folder = tree / "docker" / "patch" / f"v{version}" if version else None
+    has_folder = folder is not None and folder.is_dir()
+    return Release(
+        ref=ref,
+        commit=commit,
+        sglang=version,
+        megatron_commit=recipe.defaults.get("MEGATRON_COMMIT"),
+        router_release=router[-1]["release"] if router else None,
+        router_version=router[-1]["version"] if router else None,
+        te_wheel=_last(TE_WHEEL, runs, "version"),
+        te_git=_last(TE_GIT, runs + "\n", "ref"),
+        mbridge_git=_last(MBRIDGE_GIT, runs, "ref"),
+        numpy=_last(PIN.format(name="numpy"), runs, "spec"),
+        scipy=_last(PIN.format(name="scipy"), runs, "spec"),
+        patch_folder=str(folder.relative_to(tree)) if has_folder else None,
+        patch_files=sorted(p.name for p in folder.glob("*.patch")) if has_folder else [],
+        slime_requires=requirements(tree / "requirements.txt"),
+    )
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))
