@@ -70,8 +70,8 @@ base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (defau
 	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
 	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
-	$(VPY) -m tools.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt \
-	  --out "base-manifests/$$(echo "$$base" | tr '/:@' '___').json"; status=$$?; rm -rf $$tmp; exit $$status
+	$(VPY) -m tools.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt; \
+	  status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
 RENDERED     := $(REPORTS)/manifests-$(OVERLAY).yaml

@@ -4,6 +4,8 @@ The project virtualenv puts the repository and image/ on the path (`make venv`),
 `slime_image...` and `tools...` as the commands do.
 """
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -85,3 +87,19 @@ def unshare_works(tmp_path_factory):
             "cannot make a private mount namespace here (tests need root): the CUDA 12 host cannot be simulated"
         )
     return empty
+
+
+# Set by tests/tools/test_wall_guards.py around a collection of the whole suite: which tests show which guard failing.
+GUARD_TESTS = "SLIME_IMAGE_GUARD_TESTS"
+
+
+def pytest_collection_modifyitems(config, items):
+    out = os.environ.get(GUARD_TESTS)
+    if not out:
+        return
+    shown: dict[str, list[str]] = {}
+    for item in items:
+        for mark in item.iter_markers("guard_fails"):
+            for guard in mark.args:
+                shown.setdefault(guard, []).append(item.nodeid)
+    Path(out).write_text(json.dumps(shown))

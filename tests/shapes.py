@@ -1,7 +1,7 @@
 """Minimal source trees in the shapes of the real upstream files the patches and checks key on.
 
 Written for these tests (not copied from upstream): each reproduces only the statements that matter,
-in the structure the released code has (../shared/FACTS.md lists the shapes).
+in the structure the released code has (docs/facts.md lists the shapes).
 """
 
 from __future__ import annotations

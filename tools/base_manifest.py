@@ -1,6 +1,8 @@
 """Write the base-image manifest the layer planner starts from, from `pip inspect` run in the base image.
 
-    python -m tools.base_manifest --image IMAGE --inspect INSPECT.json [--constraint FILE] --out MANIFEST.json
+    python -m tools.base_manifest --image IMAGE --inspect INSPECT.json [--constraint FILE] [--out MANIFEST.json]
+
+Without --out it writes base-manifests/<image>.json, the file the planner looks for (manifest_for).
 
 `make base-manifest` runs `pip inspect` and reads /etc/pip/constraint.txt inside the real image with Docker
 and calls this; the result replaces the partial manifest shipped in base-manifests/.
@@ -10,13 +12,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
+FOLDER = Path(__file__).resolve().parent.parent / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
+
+
+def manifest_for(image: str) -> Path:
+    """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _."""
+    return FOLDER / (re.sub(r"[/:@]", "_", image) + ".json")
 
 
 def read_inspect(path: Path) -> dict:
@@ -59,8 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image", required=True)
     parser.add_argument("--inspect", type=Path, required=True)
     parser.add_argument("--constraint", type=Path)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--out", type=Path, help="default: base-manifests/<image>.json, where the planner looks")
     args = parser.parse_args(argv)
+    args.out = args.out or manifest_for(args.image)
 
     def write() -> int:
         check_writable("--out", args.out)

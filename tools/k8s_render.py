@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
+from slime_image import gpus
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
@@ -50,10 +51,18 @@ def overlays() -> list[str]:
 
 
 def load_overlay(name: str) -> dict:
-    """What one instance type's overlay fixes (instance type, GPUs, compute capability, EFA, requests)."""
+    """What one instance type's overlay fixes (instance type, GPU and its count, EFA, requests), with the GPU's
+    compute capability (COMPUTE_CAPABILITY) from the image's table of supported GPUs."""
     if name not in overlays():
         raise UserError(f"unknown OVERLAY {name!r}", f"use one of: {', '.join(overlays())}")
-    return yaml.safe_load((K8S / "overlays" / f"{name}.yaml").read_text())
+    overlay = yaml.safe_load((K8S / "overlays" / f"{name}.yaml").read_text())
+    gpu = str(overlay.get("GPU", ""))
+    if gpu not in gpus.GPUS:
+        raise UserError(
+            f"overlay {name}: GPU {gpu or '(none)'} is not one the image is built for",
+            f"name one of {', '.join(gpus.GPUS)} (image/slime_image/gpus.py), or add it there with its capability",
+        )
+    return {**overlay, "COMPUTE_CAPABILITY": gpus.capability(gpu)}
 
 
 def ray_version() -> str:

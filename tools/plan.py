@@ -26,7 +26,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -37,20 +37,20 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools import pairings, platforms
+from tools.base_manifest import manifest_for
 from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
-from tools.plan_findings import TORCH_EXTENSIONS, Findings
+from tools.plan_findings import TORCH_EXTENSIONS, EndState, Findings
 from tools.progress import ticking
 from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
 from tools.wheel_tags import wheel_tags
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
-# Local source trees the Dockerfile installs, which the planner cannot read: what it simulates instead.
 
 
 @dataclass(frozen=True)
 class LocalTree:
-    """What a source tree the image builds declares, read from its pyproject at one commit (FACTS.md)."""
+    """What a source tree the image builds declares, read from its pyproject at one commit (docs/facts.md)."""
 
     name: str
     version: str
@@ -112,6 +112,39 @@ class StepResult:
             "broken": self.broken,
             "findings": self.findings,
         }
+
+
+@dataclass
+class Plan:
+    """What a plan of a recipe found: its base, each step, the final environment, and the verdicts on it."""
+
+    base: dict  # image, manifest, partial, environment, unknown
+    built_from_source: dict[str, str]  # distribution -> the tree and checkout the image builds it from
+    platform: str
+    lock: str | None
+    uploaded_prior_to: str | None
+    inputs: dict[str, str]  # what a lock made from this plan records it was made from
+    steps: list[StepResult]
+    final: dict[str, str]
+    from_base: list[str]  # what the base brought and no step changed
+    broken: list[str]  # pip check's lines that the reviewed list does not accept
+    reviewed: list[str]  # those it accepts
+    findings: list[str]  # every step's, then the final ones
+    final_findings: list[str]
+    lock_gaps: list[str]
+    invariants: dict[str, bool]
+
+    @property
+    def ok(self) -> bool:
+        return not self.broken and all(self.invariants.values()) and not self.findings
+
+    def lock_text(self) -> str:
+        """The lock this plan's final environment makes."""
+        return lock_text(self.final, self.built_from_source, self.from_base, self.uploaded_prior_to, self.inputs)
+
+    def as_json(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**data, "steps": [s.as_dict() for s in self.steps], "ok": self.ok}
 
 
 def is_older(old: str, new: str) -> bool:
@@ -341,7 +374,7 @@ class Planner:
             self.install_dist(dist, step.line)
         return True, "; ".join([*notes, how])
 
-    def run(self) -> dict:
+    def run(self) -> Plan:
         manifest = self.start()
         work = sorted(
             [(s.line, i, s) for i, s in enumerate(self.recipe.steps)]
@@ -386,38 +419,37 @@ class Planner:
         entries, _ = pip_conflicts.load_allowlist()
         reviewed = [c.line for c in pip_conflicts.conflicts("\n".join(checked)) if pip_conflicts.allowed(c, entries)]
         broken = [line for line in checked if line not in reviewed]
-        final_findings = findings.at_end(final, self.from_source, self.router_wheel_lines(), self.setter)
-        invariants = self.invariants(final, requirements_line, numpy_after_requirements)
+        router_lines = self.router_wheel_lines()
+        end = EndState.of(final, router_lines, self.setter)
+        final_findings = findings.at_end(final, end, router_lines, self.setter)
+        invariants = self.invariants(final, requirements_line, numpy_after_requirements, end)
         invariants["every_step_installs"] = not failed_steps
         gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []
         if self.lock:
             invariants["lock_pins_every_distribution"] = not gaps
-        every_finding = [f for r in results for f in r.findings] + final_findings
-        ok = not broken and all(invariants.values()) and not every_finding
-        return {
-            "base": {
+        return Plan(
+            base={
                 "image": manifest.get("image", ""),
                 "manifest": shown(self.manifest_path) if self.manifest_path else None,
                 "partial": manifest.get("partial", False),
                 "environment": manifest.get("environment", f"{len(self.base)} distributions"),
                 "unknown": manifest.get("unknown", []),
             },
-            "built_from_source": dict(sorted(self.from_source.items())),
-            "platform": self.arch,
-            "lock": shown(self.lock) if self.lock else None,
-            "uploaded_prior_to": self.cutoff or None,
-            "inputs": self.input_digests(),
-            "steps": [r.as_dict() for r in results],
-            "final": dict(sorted(final.items())),
-            "from_base": sorted(n for n, v in final.items() if self.base.get(n) == v),
-            "broken": broken,
-            "reviewed": reviewed,
-            "findings": every_finding,
-            "final_findings": final_findings,
-            "lock_gaps": gaps,
-            "invariants": invariants,
-            "ok": ok,
-        }
+            built_from_source=dict(sorted(self.from_source.items())),
+            platform=self.arch,
+            lock=shown(self.lock) if self.lock else None,
+            uploaded_prior_to=self.cutoff or None,
+            inputs=self.input_digests(),
+            steps=results,
+            final=dict(sorted(final.items())),
+            from_base=sorted(n for n, v in final.items() if self.base.get(n) == v),
+            broken=broken,
+            reviewed=reviewed,
+            findings=[f for r in results for f in r.findings] + final_findings,
+            final_findings=final_findings,
+            lock_gaps=gaps,
+            invariants=invariants,
+        )
 
     def router_wheel_lines(self) -> list[int]:
         """Lines of the steps that install the SLIME-patched router from its wheel URL."""
@@ -432,25 +464,19 @@ class Planner:
             digests[shown(path)] = path.read_text()
         return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
 
-    def invariants(self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int]) -> dict:
+    def invariants(
+        self, final: dict[str, str], requirements_line: int | None, numpy_moved: list[int], end: EndState
+    ) -> dict:
         """This project's invariants, each only where the recipe declares what it intends."""
         held = {}
         if requirements_line is not None:  # the recipe pins numpy in a requirements file (this project's way)
-            numpy = final.get("numpy")
-            held["numpy_below_2"] = bool(numpy) and Version(numpy) < Version("2")
+            held["numpy_below_2"] = "numpy" in final and not end.numpy_2
             held["numpy_unchanged_after_requirements"] = not numpy_moved
         if "TORCH_VERSION" in self.args:
             held["torch_as_intended"] = final.get("torch", "").split("+")[0] == self.args["TORCH_VERSION"].split("+")[0]
         if self.router_wheel_lines():
-            held["stock_sglang_router_absent"] = (
-                "sglang-router" not in final or self.setter.get("sglang-router") in self.router_wheel_lines()
-            )
+            held["stock_sglang_router_absent"] = not end.stock_router
         return held
-
-
-def manifest_for(image: str) -> Path:
-    """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _."""
-    return ROOT / "base-manifests" / (re.sub(r"[/:@]", "_", image) + ".json")
 
 
 def index_url() -> str:
@@ -525,31 +551,31 @@ def describe(result: StepResult) -> str:
     return "\n".join(lines)
 
 
-def summary(plan: dict) -> str:
-    lines = ["", f"final environment: {len(plan['final'])} distributions ({plan['platform']})"]
+def summary(plan: Plan) -> str:
+    lines = ["", f"final environment: {len(plan.final)} distributions ({plan.platform})"]
     for name in ("torch", "numpy", "scipy", "sglang", "sglang-router", "transformer-engine", "megatron-core", "ray"):
-        if name in plan["final"]:
-            lines.append(f"    {name} {plan['final'][name]}")
-    lines.append("pip check: " + ("no broken requirements" if not plan["broken"] else f"{len(plan['broken'])} broken"))
-    lines += [f"    BROKEN: {line}" for line in plan["broken"]]
-    lines += [f"    ACCEPTED (pip_check_allowlist.json): {line}" for line in plan["reviewed"]]
-    lines += [f"    NOT LOCKED: {gap}" for gap in plan["lock_gaps"]]
-    lines.append(f"findings: {len(plan['findings']) or 'none'}")
-    lines += [f"    {finding}" for finding in plan["findings"]]
+        if name in plan.final:
+            lines.append(f"    {name} {plan.final[name]}")
+    lines.append("pip check: " + ("no broken requirements" if not plan.broken else f"{len(plan.broken)} broken"))
+    lines += [f"    BROKEN: {line}" for line in plan.broken]
+    lines += [f"    ACCEPTED (pip_check_allowlist.json): {line}" for line in plan.reviewed]
+    lines += [f"    NOT LOCKED: {gap}" for gap in plan.lock_gaps]
+    lines.append(f"findings: {len(plan.findings) or 'none'}")
+    lines += [f"    {finding}" for finding in plan.findings]
     lines.append("invariants:")
-    lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan["invariants"].items()]
-    base = plan["base"]
+    lines += [f"    {'ok  ' if held else 'FAIL'} {name}" for name, held in plan.invariants.items()]
+    base = plan.base
     exact = "PARTIAL: `make base-manifest` makes it exact" if base["partial"] else "exact"
     if base["manifest"] is None:
         exact = "ASSUMED EMPTY (--assume-empty-base): no manifest of this image; the plan ignores what it holds"
     lines.insert(1, f"base: {base['image']} ({base['environment']}; {base['manifest']}, {exact})")
     lines[2:2] = [f"    unknown in the base: {item}" for item in base["unknown"]]
-    lines += [f"built from source: {name} = {where}" for name, where in plan["built_from_source"].items()]
+    lines += [f"built from source: {name} = {where}" for name, where in plan.built_from_source.items()]
     lines.append(
         "not seen by a plan: what only importing shows (W30: a dependency newer than its consumer supports, the bound "
         "declared only in an extra); the verification build's gate imports the stack (make build-check, docs/build/)"
     )
-    lines.append("plan: OK" if plan["ok"] else "plan: FAILED")
+    lines.append("plan: OK" if plan.ok else "plan: FAILED")
     return "\n".join(lines)
 
 
@@ -609,13 +635,13 @@ def run(args, arch: str) -> int:
     ).run()
     log(summary(plan))
     if args.json:
-        text = json.dumps(plan, indent=2) + "\n"
+        text = json.dumps(plan.as_json(), indent=2) + "\n"
         if args.json == "-":
             sys.stdout.write(text)
         else:
             write_atomically(Path(args.json), text)
     if args.lock:
-        if not plan["ok"]:
+        if not plan.ok:
             print("plan: not writing the lock: the plan failed", file=sys.stderr)
             return 1
         # A build under the lock installs what a plan under it installs: not what the unlocked plan left behind,
@@ -623,7 +649,7 @@ def run(args, arch: str) -> int:
         # 0.12.3 locked from the start). So the lock is the locked plan's set.
         with tempfile.TemporaryDirectory() as tmp:
             first = Path(tmp) / args.lock.name
-            first.write_text(lock_text(plan))
+            first.write_text(plan.lock_text())
             log("\nre-planning under the new lock, so that it pins what a locked build installs")
             locked = Planner(
                 recipe,
@@ -634,11 +660,11 @@ def run(args, arch: str) -> int:
                 assume_empty_base=args.assume_empty_base,
                 lock_file=first,
             ).run()
-        if not locked["ok"]:
+        if not locked.ok:
             print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
             return 1
-        write_lock(args.lock, lock_text(locked), log)
-    return 0 if plan["ok"] else 1
+        write_lock(args.lock, locked.lock_text(), log)
+    return 0 if plan.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from packaging.version import Version
 
 # The findings this module reports, and the wall each one names (slime_image/walls.py).
@@ -9,6 +11,21 @@ GUARDS = {"torch-replaced-under-extensions": ("W9",), "numpy-2-at-the-end": ("W1
 
 # Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).
 TORCH_EXTENSIONS = {"transformer-engine", "transformer-engine-torch", "flash-attn", "apex", "torchvision", "torchaudio"}
+
+
+@dataclass(frozen=True)
+class EndState:
+    """What W1 and W8 turn on in the final environment, computed once: the plan reports each both as a finding and
+    as an invariant."""
+
+    numpy_2: bool  # numpy is installed at 2.x
+    stock_router: bool  # the SLIME router wheel is installed by some step, but another step left sglang-router
+
+    @classmethod
+    def of(cls, final: dict[str, str], router_lines: list[int], setter: dict[str, int]) -> EndState:
+        numpy = final.get("numpy")
+        stock = bool(router_lines) and "sglang-router" in final and setter.get("sglang-router") not in router_lines
+        return cls(bool(numpy) and Version(numpy) >= Version("2"), stock)
 
 
 class Findings:
@@ -34,15 +51,16 @@ class Findings:
         return found
 
     @staticmethod
-    def at_end(final: dict[str, str], from_source: dict[str, str], router_lines: list[int], setter) -> list[str]:
+    def at_end(final: dict[str, str], end: EndState, router_lines: list[int], setter) -> list[str]:
+        """W1 and W8 as findings, from the end state the invariants are read from too."""
         found = []
-        numpy = final.get("numpy")
-        if "slime" in final and numpy and Version(numpy) >= Version("2"):
+        if end.numpy_2 and "slime" in final:
             found.append(
-                f"W1: numpy {numpy} at the end while slime is installed: slime's Megatron init asserts numpy 1.x "
-                "(AssertionError: Megatron does not support numpy 2.x); pin numpy<2 and install later steps --no-deps"
+                f"W1: numpy {final['numpy']} at the end while slime is installed: slime's Megatron init asserts numpy "
+                "1.x (AssertionError: Megatron does not support numpy 2.x); pin numpy<2 and install later steps "
+                "--no-deps"
             )
-        if router_lines and "sglang-router" in final and setter.get("sglang-router") not in router_lines:
+        if end.stock_router:
             found.append(
                 f"W8: sglang-router {final['sglang-router']} at the end came from line {setter.get('sglang-router')}, "
                 f"not from the SLIME wheel (line {router_lines[-1]}): weight sync fails; install the wheel last, "

@@ -59,19 +59,22 @@ def replace_block(text: str, begin: str, end: str, block: str, readme: Path) -> 
 
 
 def sync_readme(versions: dict[str, str], readme: Path, check: bool) -> int:
-    """The README's generated tables: the version set (from slime.Dockerfile), the pairings (pairings/) and the walls
-    with their guards (image/slime_image/walls.py and the guards' registries)."""
+    """The README's generated tables: the version set (from slime.Dockerfile), the pairings (pairings/), and the walls,
+    checks and patches (image/slime_image/walls.py and the guards' registries)."""
     from tools import wall_guards  # the guards' registries import the manifest validator: only `readme` needs them
 
     text = readme.read_text()
     updated = replace_block(text, TABLE_BEGIN, TABLE_END, readme_table(versions), readme)
     updated = replace_block(updated, pairings.TABLE_BEGIN, pairings.TABLE_END, pairings.readme_table(), readme)
-    updated = replace_block(updated, wall_guards.TABLE_BEGIN, wall_guards.TABLE_END, wall_guards.readme_table(), readme)
+    for name in wall_guards.TABLES:
+        begin, end = wall_guards.markers(name)
+        updated = replace_block(updated, begin, end, wall_guards.readme_table(name), readme)
     if updated == text:
         return 0
     if check:
         raise UserError(
-            f"{readme}: a generated table differs from slime.Dockerfile, pairings/ or the walls", "run `make readme`"
+            f"{readme}: a generated table differs from slime.Dockerfile, pairings/, the walls or the guards",
+            "run `make readme`",
         )
     write_atomically(readme, updated)
     return 0

@@ -18,6 +18,7 @@ import os
 import re
 import struct
 import subprocess
+from typing import NamedTuple
 
 STEM = "torch_memory_saver_hook_mode_preload"
 DRIVER_LIBRARY = "libcuda.so.1"
@@ -25,6 +26,14 @@ DEFAULT_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/lib/x86_64-linux-g
 
 _DT_NEEDED, _DT_STRTAB, _DT_RPATH, _DT_RUNPATH = 1, 5, 15, 29
 _PT_LOAD, _PT_DYNAMIC = 1, 2
+
+
+class Dynamic(NamedTuple):
+    """What a shared object's dynamic section says about loading it."""
+
+    needed: tuple[str, ...] = ()  # DT_NEEDED: the libraries it links, by soname
+    rpath: tuple[str, ...] = ()  # DT_RPATH: searched before LD_LIBRARY_PATH, unless there is a RUNPATH
+    runpath: tuple[str, ...] = ()  # DT_RUNPATH: searched after LD_LIBRARY_PATH
 
 
 class PreloadSelectionError(RuntimeError):
@@ -35,7 +44,7 @@ class ElfError(ValueError):
     pass
 
 
-def read_dynamic(path: str) -> dict[str, list[str]]:
+def read_dynamic(path: str) -> Dynamic:
     """NEEDED, RPATH and RUNPATH entries of a 64- or 32-bit little- or big-endian ELF shared object.
 
     Reads only the ELF header, the program headers, the dynamic segment and its string table, so that a
@@ -97,12 +106,10 @@ def read_dynamic(path: str) -> dict[str, list[str]]:
                 found += chunk
             return found[: found.index(b"\0")].decode()
 
-        names = {_DT_NEEDED: "needed", _DT_RPATH: "rpath", _DT_RUNPATH: "runpath"}
-        result: dict[str, list[str]] = {"needed": [], "rpath": [], "runpath": []}
-        for tag, value in entries:
-            if tag in names:
-                result[names[tag]].append(string(value))
-    return result
+        def strings(wanted: int) -> tuple[str, ...]:
+            return tuple(string(value) for tag, value in entries if tag == wanted)
+
+        return Dynamic(strings(_DT_NEEDED), strings(_DT_RPATH), strings(_DT_RUNPATH))
 
 
 @functools.lru_cache(maxsize=1)
@@ -121,16 +128,16 @@ def ld_cache() -> dict[str, str]:
     return {}
 
 
-def resolve(soname: str, origin: str, dynamic: dict[str, list[str]], env: dict[str, str] | None = None) -> str | None:
+def resolve(soname: str, origin: str, dynamic: Dynamic, env: dict[str, str] | None = None) -> str | None:
     """Where the dynamic loader would find `soname` for a library in `origin`, or None."""
     env = os.environ if env is None else env
 
-    def expand(paths: list[str]) -> list[str]:
+    def expand(paths: tuple[str, ...]) -> list[str]:
         return [d.replace("$ORIGIN", origin).replace("${ORIGIN}", origin) for p in paths for d in p.split(":") if d]
 
-    search = [] if dynamic["runpath"] else expand(dynamic["rpath"])
+    search = [] if dynamic.runpath else expand(dynamic.rpath)
     search += [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
-    search += expand(dynamic["runpath"])
+    search += expand(dynamic.runpath)
     for directory in search:
         if os.path.isfile(os.path.join(directory, soname)):
             return os.path.join(directory, soname)
@@ -141,10 +148,10 @@ def resolve(soname: str, origin: str, dynamic: dict[str, list[str]], env: dict[s
 
 
 def driver_present(env: dict[str, str] | None = None) -> bool:
-    return resolve(DRIVER_LIBRARY, "/", {"needed": [], "rpath": [], "runpath": []}, env) is not None
+    return resolve(DRIVER_LIBRARY, "/", Dynamic(), env) is not None
 
 
-def cudart_majors(needed: list[str]) -> list[int]:
+def cudart_majors(needed: tuple[str, ...]) -> list[int]:
     return [int(m.group(1)) for n in needed if (m := re.fullmatch(r"libcudart\.so\.(\d+)", n))]
 
 
@@ -156,11 +163,11 @@ def why_not_loadable(path: str, cuda_major: int, env: dict[str, str] | None = No
         dynamic = read_dynamic(path)
     except (OSError, ElfError) as exc:
         return f"unreadable: {exc}"
-    majors = cudart_majors(dynamic["needed"])
+    majors = cudart_majors(dynamic.needed)
     if majors and cuda_major not in majors:
         return f"links libcudart.so.{majors[0]}, but torch uses CUDA {cuda_major}"
     excused = set() if driver_present(env) else {DRIVER_LIBRARY}
-    missing = [n for n in dynamic["needed"] if n not in excused and not resolve(n, os.path.dirname(path), dynamic, env)]
+    missing = [n for n in dynamic.needed if n not in excused and not resolve(n, os.path.dirname(path), dynamic, env)]
     if missing:
         return f"needs {', '.join(missing)}, not found on the loader path (LD_LIBRARY_PATH, ld cache)"
     return None

@@ -131,6 +131,7 @@ def _pip_check(python, allowlist):
     return code, by_id(report)["pip-check"]
 
 
+@pytest.mark.guard_fails("check:pip-check")
 def test_w29_the_real_te_wheel_fails_pip_check_unless_reviewed(te_dist_info_installed, tmp_path):
     empty = tmp_path / "none.json"
     empty.write_text("[]")

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 import shapes
-from conftest import IMAGE_BIN, ROOT
+from conftest import IMAGE_BIN, ROOT, by_id, run_suite
 
 PATCHER = IMAGE_BIN / "slime-patch"
 SELECTOR = ROOT / "image" / "slime_image" / "tms_preload.py"
@@ -16,7 +16,7 @@ OWN = "tms-preload-cuda-aware,gpuless-head-validate-args"
 
 
 def patch(slime_root, megatron_root=None, *extra):
-    """The image's own patches (tests/image/test_upstream_patches.py runs slime's upstream ones)."""
+    """The image's own patches (tests/image/test_patches_upstream.py runs slime's upstream ones)."""
     only = [] if "--only" in extra else ["--only", OWN]
     args = [sys.executable, str(PATCHER), "--slime-root", str(slime_root), "--json", *only, *extra]
     if megatron_root is not None:
@@ -58,6 +58,7 @@ def test_applies_then_reports_already_applied_with_identical_bytes(tmp_path, sha
     assert code == 0 and set(statuses(report).values()) == {"already-applied"}
 
 
+@pytest.mark.guard_fails("patch:tms-preload-cuda-aware", "patch:gpuless-head-validate-args")
 def test_check_mode_writes_nothing_and_fails_when_a_patch_is_due(tmp_path):
     slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
     megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
@@ -66,6 +67,19 @@ def test_check_mode_writes_nothing_and_fails_when_a_patch_is_due(tmp_path):
     assert code == 1 and set(statuses(report).values()) == {"would-apply"}
     assert snapshot(slime, megatron) == before
     assert not (slime / "slime/ray/tms_preload.py").exists()
+
+
+@pytest.mark.guard_fails("check:slime-patched")
+def test_the_slime_patched_check_fails_on_unpatched_trees_and_passes_once_patched(tmp_path):
+    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+    megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
+    roots = ["--slime-root", str(slime), "--megatron-root", str(megatron)]
+    _code, report, _ = run_suite(sys.executable, "--only", "slime-patched", *roots)
+    before = by_id(report)["slime-patched"]
+    assert before["status"] == "fail" and "tms-preload-cuda-aware" in before["detail"], before
+    assert patch(slime, megatron)[0] == 0
+    _code, report, _ = run_suite(sys.executable, "--only", "slime-patched", *roots)
+    assert by_id(report)["slime-patched"]["status"] == "pass"
 
 
 def test_not_needed_where_upstream_selects_by_cuda_runtime(tmp_path):

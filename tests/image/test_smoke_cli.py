@@ -1,5 +1,4 @@
-"""The suite's interface: stages and skips, exit codes, JSON shape, JUnit XML, the registry; and the
-checks whose inputs are the loader path (W13, W14) and the GPU's architecture (W19)."""
+"""The suite's interface: stages and skips, exit codes, JSON shape, JUnit XML, the registry."""
 
 import json
 import os
@@ -9,8 +8,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from conftest import IMAGE_BIN, SMOKE, by_id, run_suite
-from slime_image.smoke import checks_gpu, checks_system
-from slime_image.smoke.core import FAIL, PASS, Context
+from slime_image.smoke.core import FAIL, Context
 from slime_image.smoke.registry import CHECKS
 
 JSON_KEYS = {
@@ -63,6 +61,7 @@ def test_build_stage_skips_gpu_checks_with_a_reason():
     assert code == 0 and report["ok"] is True
 
 
+@pytest.mark.guard_fails("check:gpu-visible")
 def test_gpu_stage_without_a_gpu_fails_rather_than_passing():
     code, report, _ = run_suite(sys.executable, "--stage", "gpu", "--only", "gpu-visible,cuda-compat-path")
     checks = by_id(report)
@@ -126,122 +125,8 @@ def test_a_crashing_check_is_a_failure_not_a_crash(monkeypatch):
     from slime_image.smoke import cli
 
     broken = CHECKS[0].__class__("boom", None, "build", "x", "y", lambda ctx: 1 / 0)
-    row = cli.run_one(broken, Context(stage="build"), {"build"})
+    row = cli.run_one(broken, Context(), {"build"})
     assert row.result.status == FAIL and "ZeroDivisionError" in row.result.summary
-
-
-# cuda-compat-path (W14)
-
-
-def test_compat_directory_on_loader_path_fails_and_clean_path_passes():
-    bad = Context(stage="build", env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/compat/lib"})
-    result = checks_system.cuda_compat_path(bad)
-    assert result.status == FAIL and "/usr/local/cuda/compat/lib" in result.detail
-    good = Context(stage="build", env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/lib64"})
-    assert checks_system.cuda_compat_path(good).status == PASS
-
-
-# efa-plugin (W13): STAND-IN aws-ofi-nccl plugin and libfabric, compiled here (the real ones come
-# with the EFA installer, which installs only on a system image)
-
-
-@pytest.fixture(scope="module")
-def efa_standin(tmp_path_factory):
-    root = tmp_path_factory.mktemp("efa")
-    fabric, plugin = root / "efa" / "lib", root / "ofi-nccl" / "lib"
-    fabric.mkdir(parents=True)
-    plugin.mkdir(parents=True)
-    (root / "fabric.c").write_text("int fi_getinfo(void) { return 0; }\n")
-    (root / "plugin.c").write_text("int fi_getinfo(void);\nint ncclNetPlugin(void) { return fi_getinfo(); }\n")
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libfabric.so.1",
-            "-o",
-            str(fabric / "libfabric.so.1"),
-            str(root / "fabric.c"),
-        ],
-        check=True,
-    )
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-o",
-            str(plugin / "libnccl-net-ofi.so"),
-            str(root / "plugin.c"),
-            "-L",
-            str(fabric),
-            "-l:libfabric.so.1",
-        ],
-        check=True,
-    )
-    return str(fabric), str(plugin)
-
-
-def test_efa_plugin_whose_libfabric_is_missing_fails(efa_standin):
-    _fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": plugin, "NCCL_NET_PLUGIN": "ofi"}
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
-    assert result.status == FAIL and "needs libfabric.so.1, not found" in result.detail
-
-
-def test_efa_plugin_off_the_loader_path_fails(efa_standin):
-    fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": fabric, "NCCL_NET_PLUGIN": "ofi"}
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
-    assert result.status == FAIL and "names libnccl-net-ofi.so, which the loader does not find" in result.summary
-
-
-def test_efa_plugin_resolving_passes(efa_standin):
-    fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "FI_PROVIDER": "efa", "NCCL_NET_PLUGIN": "ofi"}
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
-    assert result.status == PASS and "FI_PROVIDER=efa" in result.summary
-
-
-def test_efa_plugin_found_only_by_luck_fails(efa_standin):
-    fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}"}
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
-    assert result.status == FAIL and result.summary.startswith("NCCL_NET_PLUGIN is unset")
-
-
-def test_efa_plugin_named_wrong_fails(efa_standin):
-    fabric, plugin = efa_standin
-    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "NCCL_NET_PLUGIN": "aws-ofi"}
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(plugin,), env=env))
-    assert result.status == FAIL and "names libnccl-net-aws-ofi.so" in result.summary
-
-
-def test_efa_plugin_absent_fails(tmp_path):
-    result = checks_system.efa_plugin(Context(stage="build", efa_dirs=(str(tmp_path),), env={}))
-    assert result.status == FAIL and "no aws-ofi-nccl plugin" in result.summary
-
-
-# gpu-visible (W19): CUDA's compatibility rule, on the arch list measured from torch 2.11.0+cu130
-
-TORCH_211_CU130 = ["sm_75", "sm_80", "sm_86", "sm_90", "sm_100", "sm_120"]
-
-
-@pytest.mark.parametrize(
-    "capability, arch_list, expected",
-    [
-        ((9, 0), TORCH_211_CU130, "sm_90"),  # H100, H200
-        ((10, 3), TORCH_211_CU130, "sm_100"),  # B300: sm_100 code runs on 10.3
-        ((8, 9), TORCH_211_CU130, "sm_86"),  # L40S: same major, lower minor
-        ((10, 3), ["sm_80", "sm_90"], None),  # no Blackwell code, no PTX
-        ((10, 3), ["sm_90", "compute_90"], "compute_90"),  # PTX is JIT-compiled upward
-        ((10, 3), ["sm_100a"], None),  # arch-specific code runs only on exactly 10.0
-        ((9, 0), ["sm_90a"], "sm_90a"),
-        ((7, 0), TORCH_211_CU130, None),  # V100 is gone from this build
-    ],
-)
-def test_arch_rule(capability, arch_list, expected):
-    assert checks_gpu.arch_supported(capability, arch_list) == expected
 
 
 def test_a_hanging_import_fails_its_check_within_the_timeout(tmp_path):

@@ -65,6 +65,21 @@ def test_no_file_spells_an_internal_image_path():
     assert offenders == []
 
 
+def test_the_project_cites_its_own_facts_not_a_folder_beside_it():
+    """A user's clone has no ../shared: facts are cited from docs/facts.md; only the KubeRay CRD fallback (a test-time
+    source, documented in the README) may name the folder."""
+    tracked = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True, text=True)
+    offenders = []
+    for name in tracked.stdout.splitlines():
+        path = ROOT / name
+        if name.startswith("tests/") or not path.is_file() or path.is_symlink():
+            continue
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if re.search(r"FACTS\.md|WALLS\.md", line) or ("../shared" in line and "kuberay-crds" not in line):
+                offenders.append(f"{name}:{number}")
+    assert offenders == []
+
+
 def test_the_dockerfile_names_its_image_path_only_in_the_install_step():
     lines = [line for line in (ROOT / "slime.Dockerfile").read_text().splitlines() if "/opt/slime-image/bin" in line]
     assert lines == ["ENV PATH=/opt/slime-image/bin:${PATH}"]

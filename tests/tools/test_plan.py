@@ -206,6 +206,23 @@ def test_base_manifest_from_a_real_pip_inspect(tmp_path):
     assert base_manifest.main(["--image", "i", "--inspect", str(tmp_path / "bad.json"), "--out", str(out)]) == 1
 
 
+def test_the_manifest_file_name_rule_is_spelt_once(tmp_path, monkeypatch):
+    """make base-manifest writes where the planner looks: the rule lives in tools.base_manifest alone."""
+    from tools import base_manifest
+
+    inspect = {"installed": [{"metadata": {"name": "pip", "version": "26.3"}}]}
+    (tmp_path / "inspect.json").write_text(json.dumps(inspect))
+    monkeypatch.setattr(base_manifest, "FOLDER", tmp_path / "manifests")
+    (tmp_path / "manifests").mkdir()
+    image = "nvcr.io/nvidia/pytorch:26.02-py3"
+    assert base_manifest.main(["--image", image, "--inspect", str(tmp_path / "inspect.json")]) == 0
+    assert (tmp_path / "manifests" / "nvcr.io_nvidia_pytorch_26.02-py3.json").is_file()
+    assert base_manifest.manifest_for(image) == tmp_path / "manifests" / "nvcr.io_nvidia_pytorch_26.02-py3.json"
+    make = (ROOT / "Makefile").read_text()
+    line = next(x for x in make.splitlines() if "tools.base_manifest" in x)
+    assert "tr '/:@'" not in make and "--out" not in line
+
+
 def test_an_unsatisfiable_step_fails_the_plan(layered):
     proc, report = run_plan(*layered("RUN pip install numpy==1.26.4 scipy==1.18.1"))
     assert proc.returncode == 1 and report["invariants"]["every_step_installs"] is False

@@ -81,6 +81,7 @@ def test_a_step_it_cannot_simulate_is_listed_with_its_reason(tmp_path):
     assert proc.returncode == 0
 
 
+@pytest.mark.guard_fails("finding:torch-replaced-under-extensions")
 def test_w9_an_extension_left_behind_by_a_torch_replacement_is_named(tmp_path):
     manifest = [
         {"name": "torch", "version": "2.5.0a0+local", "requires": []},
@@ -94,6 +95,7 @@ def test_w9_an_extension_left_behind_by_a_torch_replacement_is_named(tmp_path):
     ]
 
 
+@pytest.mark.guard_fails("finding:numpy-2-at-the-end")
 def test_w1_numpy_2_at_the_end_while_slime_is_installed(tmp_path):
     dockerfile = (
         "FROM scratch\nARG SLIME_REF=v0.3.0\nRUN pip install numpy==2.1.0\nRUN pip install --no-deps -e /opt/slime\n"
@@ -103,6 +105,7 @@ def test_w1_numpy_2_at_the_end_while_slime_is_installed(tmp_path):
     assert report["final_findings"][0].startswith("W1: numpy 2.1.0 at the end while slime is installed")
 
 
+@pytest.mark.guard_fails("finding:stock-router-at-the-end")
 def test_w8_a_stock_router_after_the_slime_wheel(tmp_path):
     wheel = "https://github.com/zhuzilin/sgl-router/releases/sglang_router-0.3.2-cp38-abi3-manylinux_2_28_x86_64.whl"
     dockerfile = (
@@ -129,7 +132,7 @@ def test_a_recipe_shaped_like_the_peer_s_over_the_ngc_manifest(tmp_path):
     assert report["base"]["partial"] is True
     broken = " ".join(report["broken"])
     assert "ml-dtypes" in broken and "tifffile" in broken
-    # NGC 26.02 ships scipy 1.17.0 (FACTS.md), which numpy 1.26 satisfies: only a base without scipy breaks it.
+    # NGC 26.02 ships scipy 1.17.0 (docs/facts.md), which numpy 1.26 satisfies: only a base without scipy breaks it.
     assert "scipy" not in broken and report["final"]["scipy"] == "1.17.0"
     w9 = [f for f in report["steps"][0]["findings"] if f.startswith("W9: transformer-engine 2.12.0+5671fd36")]
     assert w9 and "replaced with 2.11.0" in w9[0]

@@ -1,7 +1,7 @@
 """The verification build's record (docs/build/): what a person reads and what the tests check.
 
 The record names the digests of the inputs it was built from, so a test can tell when it no longer describes
-the tree (tests/tools/test_build_record.py).
+the tree (tests/tools/test_build_check.py).
 """
 
 from __future__ import annotations

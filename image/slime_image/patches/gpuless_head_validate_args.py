@@ -20,6 +20,13 @@ from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_A
 ID = "gpuless-head-validate-args"
 WALLS = ("W12",)
 TARGET = "megatron_root"
+# What it changes and how it retires itself: the README's patch table is generated from these.
+CHANGES = (
+    "in Megatron's `validate_args`, each GPU probe (`get_device_capability`, `get_device_arch_version`) gets "
+    "`torch.cuda.is_available() and ...` in front of the condition that reaches it, so a CPU-only Ray head skips the "
+    'architecture-dependent rule instead of dying with "Found no NVIDIA driver"; on GPU processes nothing changes'
+)
+RETIRES = "`not-needed` when Megatron guards its probes itself or no longer probes"
 GUARD = "torch.cuda.is_available()"
 
 

@@ -18,6 +18,16 @@ from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_A
 ID = "tms-preload-cuda-aware"
 WALLS = ("W3", "W4", "W5")
 TARGET = "slime_root"
+# What it changes and how it retires itself: the README's patch table is generated from these.
+CHANGES = (
+    "the statements in `slime/ray/actor_group.py` that pick the torch_memory_saver library by file existence (the "
+    "v0.2.4, v0.3.x and main shapes) become a call to `select_preload_library()` in `slime/ray/tms_preload.py`, a "
+    "verbatim copy of `image/slime_image/tms_preload.py`: it asks torch_memory_saver's own resolver where it exists, "
+    "chooses by torch's CUDA major (read without initialising CUDA, so right on a CPU-only Ray driver) and keeps a "
+    "build only if its `libcudart` matches and everything it needs resolves; otherwise it raises an error naming the "
+    "runtime, each candidate and why"
+)
+RETIRES = "`not-needed` when slime's own statements already ask the CUDA runtime"
 SELECTOR_SOURCE = Path(tms_preload.__file__).read_text()
 PATCHED = (
     f"from {slime_source.SELECTOR_IMPORT} import select_preload_library\n\n"

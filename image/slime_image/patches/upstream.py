@@ -114,6 +114,19 @@ class UpstreamPatch:
     files: tuple[str, ...]  # the first is always shipped; the others where the folder has them
     strip: int
     WALLS = ("W20",)
+    RETIRES = (
+        "`already-applied` when the series applies in reverse; `not-needed`, with a warning, when slime ships no patch "
+        "for the installed SGLang"
+    )
+
+    @property
+    def CHANGES(self) -> str:
+        tree = "Megatron-LM" if self.TARGET == "megatron_root" else "the installed SGLang"
+        files = ", ".join(f"`{f}`" for f in self.files)
+        return (
+            f"slime's own `docker/patch/<sglang version>/` {files} (those present), applied to {tree} "
+            f"with `git apply -p{self.strip}`"
+        )
 
     def series(self, folder: Path) -> tuple[Path, ...]:
         return tuple(folder / f for f in self.files if (folder / f).is_file())

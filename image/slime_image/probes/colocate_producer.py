@@ -61,5 +61,5 @@ try:
 except Exception as exc:
     report = {"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc().strip().splitlines()[-3:]}
 print(json.dumps(report), flush=True)
-# Ending here on purpose: teardown of pooled memory under the preload aborts (FACTS.md), whatever the result.
+# Ending here on purpose: teardown of pooled memory under the preload aborts (docs/facts.md), whatever the result.
 os._exit(0)

@@ -58,5 +58,5 @@ try:
 except Exception as exc:
     out["error"] = f"{type(exc).__name__}: {exc}"
 print(json.dumps(out), flush=True)
-# Ending here on purpose: teardown of pooled memory under the preload aborts (FACTS.md), whatever the result.
+# Ending here on purpose: teardown of pooled memory under the preload aborts (docs/facts.md), whatever the result.
 os._exit(0)

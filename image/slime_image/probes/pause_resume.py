@@ -40,5 +40,5 @@ except Exception as exc:
     report = {"error": f"{type(exc).__name__}: {exc}", "where": traceback.format_exc().strip().splitlines()[-3:]}
 print(json.dumps(report), flush=True)
 # Ending here on purpose: the pooled tensor's teardown at interpreter exit aborts under the preload
-# (measured on an H200, FACTS.md), which says nothing about whether the library works.
+# (measured on an H200, docs/facts.md), which says nothing about whether the library works.
 os._exit(0)

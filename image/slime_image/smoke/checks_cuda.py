@@ -61,14 +61,14 @@ def cuda_major_of(soname: str) -> int | None:
     return number if library in FOLLOWS_CUDA else CUDA_MAJOR_OF.get((library, number))
 
 
-def read_dynamic(path: str) -> dict[str, list[str]] | None:
+def read_dynamic(path: str) -> tms_preload.Dynamic | None:
     try:
         return tms_preload.read_dynamic(path)
     except (OSError, ValueError, IndexError):
         return None
 
 
-def dynamic_sections(ctx: Context) -> tuple[list[str], dict[str, dict[str, list[str]] | None]]:
+def dynamic_sections(ctx: Context) -> tuple[list[str], dict[str, tms_preload.Dynamic | None]]:
     """The folders scanned, and every shared object in them with its dynamic section (None: not a readable ELF),
     read once for every check that needs them."""
 
@@ -81,9 +81,9 @@ def dynamic_sections(ctx: Context) -> tuple[list[str], dict[str, dict[str, list[
     return ctx.once("dynamic_sections", scan)
 
 
-def cuda_needs(dynamic: dict[str, list[str]] | None) -> list[tuple[str, int]]:
+def cuda_needs(dynamic: tms_preload.Dynamic | None) -> list[tuple[str, int]]:
     """(library, CUDA major) for each CUDA library a dynamic section NEEDs whose major can be told."""
-    needed = dynamic["needed"] if dynamic else []
+    needed = dynamic.needed if dynamic else ()
     return [(n, major) for n in needed if (major := cuda_major_of(n)) is not None]
 
 
@@ -110,6 +110,11 @@ def canonical(name: str) -> str:
     "uninstall every -cu12 distribution, and keep CUDA 12 folders off LD_LIBRARY_PATH",
 )
 def cuda_major_consistency(ctx: Context) -> Result:
+    """every shared object under site-packages, `PYTHONPATH` and `LD_LIBRARY_PATH` that needs a CUDA library (cudart,
+    cuBLAS(Lt), NVRTC, nvJitLink, cuFFT, cuSOLVER; cuRAND and cuSPARSE share sonames across 12 and 13 and are not
+    judged) needs torch's CUDA major; no `-cu12` (or other-major) distribution; each offender named with the
+    distribution that owns it; torch_memory_saver's per-major hooks excused. Reads only the ELF dynamic section: 898
+    objects in 0.5 s on the H200"""
     major, how = facts.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
@@ -167,7 +172,9 @@ def exports_of(path: str) -> frozenset[str] | str:
         return str(exc)
 
 
-def provider_copies(soname: str, consumer: str, dynamic: dict, ctx: Context, by_name: dict[str, list[str]]):
+def provider_copies(
+    soname: str, consumer: str, dynamic: tms_preload.Dynamic, ctx: Context, by_name: dict[str, list[str]]
+):
     """Every copy of `soname` a process of this environment may bind `consumer` to: the one the loader resolves for
     it, and each one a Python distribution ships, since one loaded first (torch's CUDA wheels, through its RPATH) is
     the one every later consumer gets."""
@@ -186,6 +193,11 @@ def provider_copies(soname: str, consumer: str, dynamic: dict, ctx: Context, by_
     "core: 2.12.0 with torch 2.11.0+cu130's cuBLAS 13.1.0.3), or build it from source against them",
 )
 def cuda_symbols(ctx: Context) -> Result:
+    """every shared object there that NEEDs a CUDA library (cudart, cuBLAS(Lt), NVRTC, nvJitLink, cuFFT, cuSOLVER,
+    cuRAND, cuSPARSE, cuDNN, NCCL): each symbol it binds by version (`cublasLtMatmul@libcublasLt.so.13`, read from
+    `.gnu.version_r`) is exported by every copy of that library the loader may bind it to (the one it resolves, and each
+    one under the scanned folders, since torch loads its own first); fails naming the library, the symbol and the copy
+    that lacks it"""
     start = time.monotonic()
     _dirs, sections = dynamic_sections(ctx)
     shipped = tuple(os.path.join(d, "") for d in python_dirs(ctx))
@@ -195,7 +207,7 @@ def cuda_symbols(ctx: Context) -> Result:
             by_name.setdefault(os.path.basename(path), []).append(path)
     consumers, bound, failing, unreadable = 0, 0, [], []
     for path, dynamic in sections.items():
-        wanted = [n for n in (dynamic or {}).get("needed", []) if CUDA_PROVIDER.match(n)]
+        wanted = [n for n in (dynamic.needed if dynamic else ()) if CUDA_PROVIDER.match(n)]
         if not wanted:
             continue
         try:
@@ -267,6 +279,10 @@ def arch_libraries(ctx: Context) -> list[tuple[str, str, str, bool]]:
     "sm_100a code runs on 10.0 only, never on a B300 (10.3)",
 )
 def arch_coverage(ctx: Context) -> Result:
+    """for each target (`--arch-targets`, default 9.0, 10.0, 10.3), torch's, TransformerEngine's (core and extension),
+    SGLang's kernels and FlashInfer's libraries carry a cubin that runs there by CUDA's rule or PTX (`cuobjdump
+    --list-elf/--list-ptx`: the toolkit's, the `nvidia-cuda-cuobjdump` wheel's, or `$CUOBJDUMP`); SGLang's FA3
+    `flash_ops` is reported Hopper-only by design; the report lists per target what runs and what cannot"""
     libraries = arch_libraries(ctx)
     if not libraries:
         return Result(SKIP, f"none of {', '.join(label for label, *_ in ARCH_LIBRARIES)} is installed")

@@ -11,8 +11,6 @@ from slime_image.smoke import facts
 from slime_image.smoke.core import FAIL, GPU, PASS, SKIP, Child, Context, Result, check, run_probe
 from slime_image.smoke.cubins import arch_supported
 
-GIB = 1 << 30
-
 
 def driver_version() -> str:
     """The kernel driver's version from /proc (no NVML, no import)."""
@@ -24,14 +22,6 @@ def driver_version() -> str:
     return match.group(1) if match else "unknown"
 
 
-def device_info(ctx: Context) -> dict:
-    def probe():
-        child = run_probe(ctx, "device")
-        return child.json() or {"available": False, "error": child.tail(3)}
-
-    return ctx.once("device_info", probe)
-
-
 @check(
     "gpu-visible",
     ("W19",),
@@ -40,7 +30,9 @@ def device_info(ctx: Context) -> dict:
     "run with --gpus all (or the nvidia.com/gpu request); use a torch build whose arch list covers the GPU",
 )
 def gpu_visible(ctx: Context) -> Result:
-    info = device_info(ctx)
+    """devices are visible and torch's arch list covers them, by CUDA's compatibility rule (B300's 10.3 runs `sm_100`
+    code)"""
+    info = facts.device_info(ctx)
     if not info.get("available"):
         return Result(FAIL, "torch sees no CUDA device", info.get("error", f"torch {info.get('torch')}"))
     lines, unsupported = [], []
@@ -71,11 +63,17 @@ def gpu_visible(ctx: Context) -> Result:
     exclusive=True,
 )
 def tms_pause_resume(ctx: Context) -> Result:
-    choice = facts.preload_choice(ctx)
-    if "path" not in choice:
-        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
-    path = choice["path"]
+    """a child started as a train actor (chosen `LD_PRELOAD`, `TMS_INIT_ENABLE=1`) allocates 1 GiB, pauses (memory comes
+    back), resumes (data kept)"""
+    path = facts.chosen_preload(ctx)
+    if isinstance(path, Result):
+        return path
     child = run_probe(ctx, "pause_resume", env=facts.train_actor_env(ctx, path), timeout=min(ctx.timeout, 180))
+    return pause_resume_verdict(child, path)
+
+
+def pause_resume_verdict(child: Child, path: str) -> Result:
+    """What the pause_resume probe's run under the preload `path` says: pass, or how the train actor breaks."""
     name = os.path.basename(path)
     report = child.json()
     if report is None:
@@ -83,7 +81,7 @@ def tms_pause_resume(ctx: Context) -> Result:
         return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
     if "error" in report:
         return Result(FAIL, f"pause/resume under {name} raised {report['error']}", "\n".join(report["where"]))
-    freed = report["freed"] / GIB
+    freed = report["freed"] / facts.GIB
     detail = (
         f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
         f"{report['region']}\nfreed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
@@ -125,11 +123,15 @@ def colocate_verdict(child: Child) -> Result:
     exclusive=True,
 )
 def colocate_ipc(ctx: Context) -> Result:
-    info = device_info(ctx)
+    """a child started as slime starts a train actor pauses and resumes a parameter in the preload's region, makes the
+    tensor to send inside `torch_memory_saver.disable()`, exports it with `reduce_tensor` to a process started as an
+    SGLang engine, which rebuilds it with the right values; whether exporting region memory fails is reported as
+    information (proven on an H200: `docs/h200/colocate-ipc-record.md`)"""
+    info = facts.device_info(ctx)
     if not info.get("available"):
         return Result(SKIP, "needs a GPU: torch sees no CUDA device")
-    choice = facts.preload_choice(ctx)
-    if "path" not in choice:
-        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
-    env = facts.train_actor_env(ctx, choice["path"])
+    path = facts.chosen_preload(ctx)
+    if isinstance(path, Result):
+        return path
+    env = facts.train_actor_env(ctx, path)
     return colocate_verdict(run_probe(ctx, "colocate_producer", env=env, timeout=min(ctx.timeout, 180)))

@@ -12,10 +12,8 @@ import time
 from pathlib import Path
 
 from slime_image.smoke import facts
-from slime_image.smoke.checks_gpu import device_info
 from slime_image.smoke.core import FAIL, GPU, PASS, PROBES, SKIP, Child, Context, Result, check
 
-GIB = 1 << 30
 MAX_RANKS = 8
 
 
@@ -70,12 +68,12 @@ def verdict(reports: list[dict | None], note: str, library: str) -> Result:
     wrong = [r["rank"] for r in reports if not (r["sum_before"] and r["sum_after"])]
     if wrong:
         return Result(FAIL, f"all-reduce gave a wrong sum on rank(s) {wrong}", json.dumps(reports))
-    low = [r["rank"] for r in reports if r["freed"] < 0.9 * GIB]
+    low = [r["rank"] for r in reports if r["freed"] < 0.9 * facts.GIB]
     if low:
         return Result(FAIL, f"pause did not release the 1 GiB tensor on rank(s) {low}", json.dumps(reports))
     bandwidth = min(r["busbw_gbps"] for r in reports)
     detail = "\n".join(
-        f"rank {r['rank']}: freed {r['freed'] / GIB:.2f} GiB, sums right before and after pause/resume, "
+        f"rank {r['rank']}: freed {r['freed'] / facts.GIB:.2f} GiB, sums right before and after pause/resume, "
         f"bus bandwidth {r['busbw_gbps']:.1f} GB/s"
         for r in reports
     )
@@ -96,14 +94,17 @@ def verdict(reports: list[dict | None], note: str, library: str) -> Result:
     exclusive=True,
 )
 def nccl_preload(ctx: Context) -> Result:
-    info = device_info(ctx)
+    """with 2+ GPUs: one process per GPU started as a train actor (preload, `TMS_INIT_ENABLE=1`, `NCCL_CUMEM_ENABLE=0`)
+    all-reduces a 1 GiB tensor, pauses (memory released), resumes, all-reduces again, and reports NCCL's version and bus
+    bandwidth; a hang is bounded by a timeout. `skip` with fewer GPUs"""
+    info = facts.device_info(ctx)
     count = len(info.get("devices", [])) if info.get("available") else 0
     if count < 2:
         return Result(SKIP, f"needs 2 or more GPUs; {count} visible")
-    choice = facts.preload_choice(ctx)
-    if "path" not in choice:
-        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
-    env = facts.train_actor_env(ctx, choice["path"])
+    path = facts.chosen_preload(ctx)
+    if isinstance(path, Result):
+        return path
+    env = facts.train_actor_env(ctx, path)
     world = min(count, MAX_RANKS)
     reports, note = launch(ctx, world, env, PROBES / "nccl_worker.py", timeout=min(ctx.timeout * 2, 300))
-    return verdict(reports, note, os.path.basename(choice["path"]))
+    return verdict(reports, note, os.path.basename(path))

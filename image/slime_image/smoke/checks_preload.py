@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from slime_image import tms_preload
 from slime_image.patches import PATCHES
 from slime_image.smoke import facts
-from slime_image.smoke.core import BUILD, COMMANDS, FAIL, PASS, WARN, Context, Result, check, run_probe, run_python
+from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
 
 PRELOAD_FIX = (
     "apply the image's slime patch (slime-patch, tms-preload-cuda-aware), "
@@ -39,6 +38,9 @@ def _cdll(ctx: Context, path: str) -> tuple[str, str]:
     PRELOAD_FIX,
 )
 def tms_preload_check(ctx: Context) -> Result:
+    """runs slime's own preload-selection statements, reads the chosen library's ELF `NEEDED`, compares its
+    `libcudart.so.N` with torch's CUDA major, resolves every library it needs as the loader would, then `CDLL`s it (with
+    the CUDA toolkit's driver stub when there is no driver)"""
     major, how = facts.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell the CUDA runtime of the train workers: {how}")
@@ -55,7 +57,7 @@ def tms_preload_check(ctx: Context) -> Result:
         dynamic = tms_preload.read_dynamic(path)
     except (OSError, tms_preload.ElfError) as exc:
         return Result(FAIL, f"slime would preload {name}, which cannot be read", str(exc))
-    links = tms_preload.cudart_majors(dynamic["needed"])
+    links = tms_preload.cudart_majors(dynamic.needed)
     linked = ", ".join(f"libcudart.so.{m}" for m in links) or "no libcudart"
     facts_line = f"slime picks {name}; it links {linked}; runtime {choice['cuda']}"
     if links and major not in links:
@@ -74,20 +76,6 @@ def tms_preload_check(ctx: Context) -> Result:
     return Result(WARN, f"{name} matches CUDA {major} and resolves; {note.split(':')[0]}", f"{facts_line}\n{note}")
 
 
-def patcher_report(ctx: Context, slime_root, ids: list[str]):
-    """`slime-patch --check --json` for these patch ids, run by the interpreter under test: (report or None, child)."""
-    args = ["--slime-root", str(slime_root), "--only", ",".join(ids), "--check", "--json"]
-    if ctx.megatron_root is not None:
-        args += ["--megatron-root", str(ctx.megatron_root)]
-    if ctx.sglang_root is not None:
-        args += ["--sglang-root", str(ctx.sglang_root)]
-    child = run_python(ctx, [str(COMMANDS / "slime-patch"), *args])
-    try:
-        return json.loads(child.stdout), child
-    except ValueError:
-        return None, child
-
-
 @check(
     "slime-patched",
     ("W3", "W12"),
@@ -96,10 +84,11 @@ def patcher_report(ctx: Context, slime_root, ids: list[str]):
     "run slime-patch --slime-root <slime checkout> in the image",
 )
 def slime_patched(ctx: Context) -> Result:
+    """`slime-patch --check` finds nothing left to apply"""
     root = facts.slime_root(ctx)
     if root is None:
         return facts.no_slime(ctx)
-    report, child = patcher_report(ctx, root, [p.ID for p in PATCHES])
+    report, child = facts.patcher_report(ctx, root, [p.ID for p in PATCHES])
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]

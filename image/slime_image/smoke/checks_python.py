@@ -24,6 +24,7 @@ NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklea
     "install numpy<2 (requirements.txt) and keep every later pip step --no-deps",
 )
 def megatron_numpy(ctx: Context) -> Result:
+    """finds slime's numpy-version assertions by parsing its source and evaluates them on the installed numpy"""
     root = facts.slime_root(ctx)
     if root is None or not (root / "slime").is_dir():
         return facts.no_slime(ctx)
@@ -70,6 +71,9 @@ def megatron_numpy(ctx: Context) -> Result:
     "pin the companion versions in requirements.txt, or add a reviewed entry to pip_check_allowlist.json",
 )
 def pip_check(ctx: Context) -> Result:
+    """`pip check` is clean except for entries in `image/slime_image/smoke/pip_check_allowlist.json` (package,
+    requirement, reason, date; bound to a version when it names one), which the planner honours too; numpy-ABI packages
+    import"""
     child = run_python(ctx, ["-m", "pip", "check"])
     if child.returncode is None:
         return Result(FAIL, "pip check timed out", child.stderr)
@@ -108,6 +112,7 @@ def _import_names(ctx: Context, pairs: set[tuple[str, str]]) -> list[str]:
     standin="sglang-router",
 )
 def router_slime(ctx: Context) -> Result:
+    """`sglang_router` is the SLIME build and has what slime imports from it"""
     if not facts.module_present("sglang_router"):
         return Result(FAIL, "sglang_router is not installed")
     child = run_probe(ctx, "import_module", "sglang_router", "__version__")
@@ -131,6 +136,7 @@ def router_slime(ctx: Context) -> Result:
     "pip install --no-deps mbridge (its version is MBRIDGE_VERSION in slime.Dockerfile)",
 )
 def mbridge(ctx: Context) -> Result:
+    """what slime imports from mbridge imports"""
     if not facts.module_present("mbridge"):
         return Result(FAIL, "mbridge is not installed (slime goes in with --no-deps, which never brings it)")
     root = facts.slime_root(ctx)
@@ -149,6 +155,7 @@ def mbridge(ctx: Context) -> Result:
     "install Megatron-LM in the image with pip install -e, whose build compiles helpers_cpp",
 )
 def megatron_helpers(ctx: Context) -> Result:
+    """`megatron.core.datasets.helpers_cpp` is compiled in"""
     if not facts.module_present("megatron"):
         return Result(FAIL, "Megatron-LM is not importable")
     child = run_probe(ctx, "import_module", "megatron.core.datasets.helpers_cpp", "__file__")
@@ -157,7 +164,7 @@ def megatron_helpers(ctx: Context) -> Result:
     return Result(PASS, f"helpers_cpp compiled: {child.json()}")
 
 
-# How to read the installed counterpart of each declared version: a distribution name, or None.
+# The distribution whose installed version each declared version ARG is compared with.
 DECLARED_DISTRIBUTIONS = {
     "PIP_VERSION": "pip",
     "SGLANG_VERSION": "sglang",
@@ -176,6 +183,8 @@ DECLARED_DISTRIBUTIONS = {
     "rebuild from slime.Dockerfile without later pip steps that change these packages",
 )
 def versions_declared(ctx: Context) -> Result:
+    """`/opt/slime-image/versions.json` agrees with the installed sglang, torch, TE, mbridge, router, slime, Megatron
+    commit"""
     declared = facts.declared_versions(ctx)
     if declared is None:
         return Result(SKIP, f"no versions file at {ctx.versions_file}: not an image built by slime-image")
@@ -229,6 +238,7 @@ TORCH_EXTENSIONS = (
     "rebuild the extension against the installed torch, or remove it; never let a later step replace torch",
 )
 def torch_provenance(ctx: Context) -> Result:
+    """torch is `TORCH_VERSION`; every compiled torch extension present imports"""
     info = facts.torch_info(ctx)
     if "error" in info:
         return Result(FAIL, info["error"])

@@ -18,6 +18,7 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
     "remove /usr/local/cuda/compat from LD_LIBRARY_PATH and /etc/ld.so.conf.d; the host driver must win",
 )
 def cuda_compat_path(ctx: Context) -> Result:
+    """no CUDA forward-compat `libcuda` on `LD_LIBRARY_PATH` or in the ld cache"""
     found = []
     for directory in filter(None, ctx.env.get("LD_LIBRARY_PATH", "").split(":")):
         libcuda = glob.glob(os.path.join(directory, "libcuda.so*"))
@@ -43,6 +44,8 @@ def cuda_compat_path(ctx: Context) -> Result:
     standin="aws-efa-installer",
 )
 def efa_plugin(ctx: Context) -> Result:
+    """the aws-ofi-nccl plugin exists, `NCCL_NET_PLUGIN` names it, the loader finds it by that name, and what it needs
+    resolves"""
     installed = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
     if not installed:
         return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
@@ -53,10 +56,11 @@ def efa_plugin(ctx: Context) -> Result:
             "NCCL_NET_PLUGIN is unset: NCCL would load whichever libnccl-net.so the loader happens to find",
             f"installed: {', '.join(installed)}",
         )
-    none = {"needed": [], "rpath": [], "runpath": []}
     wanted = name if name.startswith("/") else f"libnccl-net-{name}.so"
     plugin = (
-        wanted if name.startswith("/") and os.path.isfile(name) else tms_preload.resolve(wanted, "/", none, ctx.env)
+        wanted
+        if name.startswith("/") and os.path.isfile(name)
+        else tms_preload.resolve(wanted, "/", tms_preload.Dynamic(), ctx.env)
     )
     if plugin is None:
         return Result(
@@ -71,7 +75,7 @@ def efa_plugin(ctx: Context) -> Result:
     excused = set() if facts.driver_present(ctx) else {tms_preload.DRIVER_LIBRARY}
     missing = [
         n
-        for n in dynamic["needed"]
+        for n in dynamic.needed
         if n not in excused and not tms_preload.resolve(n, os.path.dirname(plugin), dynamic, ctx.env)
     ]
     if missing:

@@ -8,7 +8,6 @@ import json
 from slime_image import slime_source
 from slime_image.patches import upstream
 from slime_image.smoke import facts
-from slime_image.smoke.checks_preload import patcher_report
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
 
 
@@ -21,10 +20,12 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, che
     "after cloning slime)",
 )
 def upstream_patches(ctx: Context) -> Result:
+    """`slime-patch --check` finds slime's own `docker/patch/<sglang version>/` patches applied to the installed
+    Megatron-LM and sglang (`warn` when slime ships none for this SGLang)"""
     root = facts.slime_root(ctx)
     if root is None:
         return facts.no_slime(ctx)
-    report, child = patcher_report(ctx, root, [p.ID for p in upstream.UPSTREAM])
+    report, child = facts.patcher_report(ctx, root, [p.ID for p in upstream.UPSTREAM])
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"chosen: {report['upstream']}"] + [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
@@ -45,6 +46,8 @@ def upstream_patches(ctx: Context) -> Result:
     "install the module the failure names, or the dependency it lacks (mind --no-deps installs)",
 )
 def slime_imports(ctx: Context) -> Result:
+    """every module of slime's Megatron GRPO path imports, in a child with a timeout: listed from slime's own source
+    (`train.py` and what `slime/ray/` imports, followed through module-level imports; other backends' not)"""
     root = facts.slime_root(ctx)
     if root is None:
         return facts.no_slime(ctx)
@@ -132,6 +135,8 @@ LEFT_OUT = (
     "build from this image and add the component the feature needs (README: what upstream's image has)",
 )
 def left_out_components(ctx: Context) -> Result:
+    """`warn` naming the slime features that stop working for each component of upstream's image this one leaves out
+    (table below)"""
     absent = [row for row in LEFT_OUT if not facts.module_present(row[1])]
     lines = [f"{name} ({module}) absent: {features} stop working ({why})" for name, module, features, why in absent]
     if absent:

@@ -141,7 +141,6 @@ def run_suite(args) -> int:
         return 0
     checks = [c for c in CHECKS if not args.only or c.id in args.only.split(",")]
     ctx = Context(
-        stage=args.stage,
         slime_root=args.slime_root,
         cuda_major=args.cuda_major,
         megatron_root=args.megatron_root,

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slime_image.gpus import ARCH_TARGETS
 from slime_image.pip_conflicts import ALLOWLIST
 from slime_image.standins import FOLDER as STANDINS
 from slime_image.walls import BY_ID
@@ -71,9 +72,7 @@ def check(
 
 @dataclass
 class Context:
-    stage: str
     slime_root: Path | None = None
-    slime_root_given: bool = False
     cuda_major: int | None = None
     megatron_root: Path | None = None
     sglang_root: Path | None = None
@@ -87,8 +86,7 @@ class Context:
         "/opt/amazon/ofi-nccl/lib/aarch64-linux-gnu",
     )
     timeout: float = 120.0
-    # The GPUs the image targets: H100/H200 (9.0), B200 (10.0), B300 (10.3).
-    arch_targets: tuple[tuple[int, int], ...] = ((9, 0), (10, 0), (10, 3))
+    arch_targets: tuple[tuple[int, int], ...] = ARCH_TARGETS
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     _cache: dict = field(default_factory=dict)

@@ -12,9 +12,10 @@ from pathlib import Path
 from slime_image import tms_preload
 from slime_image.errors import UserError
 from slime_image.patches.base import package_folder
-from slime_image.smoke.core import FAIL, Context, Result, run_probe
+from slime_image.smoke.core import COMMANDS, FAIL, Context, Result, run_probe, run_python
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
+GIB = 1 << 30
 
 
 def dist_version(name: str) -> str | None:
@@ -135,6 +136,14 @@ def preload_choice(ctx: Context) -> dict:
     return ctx.once("preload_choice", evaluate)
 
 
+def chosen_preload(ctx: Context) -> str | Result:
+    """The library slime would put in LD_PRELOAD for its train actors, or the failure to report when it picks none."""
+    choice = preload_choice(ctx)
+    if "path" not in choice:
+        return Result(FAIL, f"slime's preload selection fails: {choice.get('error')}")
+    return choice["path"]
+
+
 def driver_present(ctx: Context) -> bool:
     return ctx.once("driver_present", lambda: tms_preload.driver_present(ctx.env))
 
@@ -216,3 +225,25 @@ def train_actor_env(ctx: Context, preload: str) -> dict[str, str]:
         "TMS_INIT_ENABLE_CPU_BACKUP": "1",
         "NCCL_CUMEM_ENABLE": "0",
     }
+
+
+def device_info(ctx: Context) -> dict:
+    def probe():
+        child = run_probe(ctx, "device")
+        return child.json() or {"available": False, "error": child.tail(3)}
+
+    return ctx.once("device_info", probe)
+
+
+def patcher_report(ctx: Context, slime_root, ids: list[str]):
+    """`slime-patch --check --json` for these patch ids, run by the interpreter under test: (report or None, child)."""
+    args = ["--slime-root", str(slime_root), "--only", ",".join(ids), "--check", "--json"]
+    if ctx.megatron_root is not None:
+        args += ["--megatron-root", str(ctx.megatron_root)]
+    if ctx.sglang_root is not None:
+        args += ["--sglang-root", str(ctx.sglang_root)]
+    child = run_python(ctx, [str(COMMANDS / "slime-patch"), *args])
+    try:
+        return json.loads(child.stdout), child
+    except ValueError:
+        return None, child

@@ -4,6 +4,7 @@
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import ROOT, by_id, run_suite
 from slime_image import slime_source
 from slime_image.smoke import facts
@@ -51,6 +52,7 @@ def test_the_grpo_path_is_read_from_slime_s_source(tmp_path):
     ]
 
 
+@pytest.mark.guard_fails("check:slime-imports")
 def test_a_missing_module_on_the_grpo_path_fails_and_a_present_one_passes(tmp_path):
     root = write(tmp_path / "slime-root", GRPO_TREE)
     _code, report, stderr = run_suite(sys.executable, "--only", "slime-imports", "--slime-root", str(root))
@@ -67,6 +69,7 @@ def test_a_missing_module_on_the_grpo_path_fails_and_a_present_one_passes(tmp_pa
     assert by_id(report)["slime-imports"]["status"] == "pass"
 
 
+@pytest.mark.guard_fails("check:left-out-components")
 def test_left_out_components_warn_naming_the_features_and_a_present_one_drops_out(tmp_path):
     _code, report, _ = run_suite(sys.executable, "--only", "left-out-components")
     check = by_id(report)["left-out-components"]

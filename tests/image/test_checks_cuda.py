@@ -41,6 +41,7 @@ def consistency(python, **env):
     return by_id(report)["cuda-major-consistency"]
 
 
+@pytest.mark.guard_fails("check:cuda-major-consistency")
 def test_a_cu12_distribution_and_a_cu12_library_fail_naming_file_and_owner(mixed_env):
     check = consistency(mixed_env, LD_LIBRARY_PATH="")
     assert check["status"] == "fail"
@@ -112,6 +113,7 @@ def coverage(python, env, *args):
     return by_id(report)["arch-coverage"]
 
 
+@pytest.mark.guard_fails("check:arch-coverage")
 def test_an_sm_100a_only_kernel_library_does_not_cover_a_b300(cu13_env, fatbins, tmp_path):
     env = site_with(tmp_path, {"sgl_kernel/common_ops.so": fatbins["sm100a"]})
     check = coverage(cu13_env, env)

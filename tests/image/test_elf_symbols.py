@@ -24,6 +24,7 @@ def symbols_check(*folders, loader_path=""):
     return by_id(report)["cuda-symbols"]
 
 
+@pytest.mark.guard_fails("check:cuda-symbols")
 def test_te_2_16_1_core_with_torch_s_cublas_fails_naming_the_symbol_and_the_copy():
     check = symbols_check(artifacts.unpacked(TE_CORE_CU13_NEWER), artifacts.unpacked(CUBLAS13))
     assert check["status"] == "fail", check["detail"]

@@ -92,6 +92,7 @@ def test_arguments_arrive_intact_through_sh(tmp_path, stand_ins):
     }
 
 
+@pytest.mark.guard_fails("submit:base64-launcher")
 def test_the_naive_entrypoint_would_have_lost_arguments(tmp_path, stand_ins):
     """What the launcher prevents: the same words joined for /bin/sh arrive split and expanded."""
     _path, recipe = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b run")
@@ -110,7 +111,11 @@ def test_the_naive_entrypoint_would_have_lost_arguments(tmp_path, stand_ins):
         ({"hf_checkpoint": None}, "required setting(s) missing: hf_checkpoint"),
         ({"global_batch_size": 128}, "GRPO batch invariant fails: rollout_batch_size x n_samples_per_prompt = 256"),
         ({"num_steps_per_rollout": 2}, "but global_batch_size x num_steps_per_rollout = 512"),
-        ({"sglang_log_level": "INFO"}, "sglang_log_level='INFO': uvicorn knows only lower-case levels"),
+        pytest.param(
+            {"sglang_log_level": "INFO"},
+            "sglang_log_level='INFO': uvicorn knows only lower-case levels",
+            marks=pytest.mark.guard_fails("submit:lower-case-log-level"),
+        ),
         ({"rollout_batch_size": "32"}, "rollout_batch_size='32' is not a positive whole number"),
         ({"tensor_model_parallel_size": 3}, "tensor_model_parallel_size=3 does not divide actor_num_gpus_per_node=8"),
     ],
@@ -138,17 +143,28 @@ FP8 = {"fp8_format": "e4m3", "fp8_recipe": "blockwise"}
 @pytest.mark.parametrize(
     "env, settings, overlay, cause",
     [
-        (
-            {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+        *[
+            pytest.param(*case, marks=pytest.mark.guard_fails("submit:job-environment"))
+            for case in [
+                (
+                    {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"},
+                    {},
+                    "h200",
+                    "turns on expandable_segments, which torch_memory_saver cannot pause",
+                ),
+                ({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}, {}, "h200", "(W24)"),
+                ({"NCCL_CUMEM_ENABLE": "1"}, {}, "h200", "NCCL_CUMEM_ENABLE=1, while SGLang forces 0"),
+                ({"RAY_USE_UVLOOP": None}, {}, "h200", "RAY_USE_UVLOOP is unset: async Ray actors run on uvloop (W26)"),
+                ({"RAY_USE_UVLOOP": "1"}, {}, "h200", "RAY_USE_UVLOOP is 1"),
+            ]
+        ],
+        pytest.param(
             {},
-            "h200",
-            "turns on expandable_segments, which torch_memory_saver cannot pause",
+            FP8,
+            "b300",
+            "FP8 on compute capability 10.3 with block scaling and FP32 scales",
+            marks=pytest.mark.guard_fails("submit:fp8-block-scaling-on-the-gpu"),
         ),
-        ({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64,expandable_segments:True"}, {}, "h200", "(W24)"),
-        ({"NCCL_CUMEM_ENABLE": "1"}, {}, "h200", "NCCL_CUMEM_ENABLE=1, while SGLang forces 0"),
-        ({"RAY_USE_UVLOOP": None}, {}, "h200", "RAY_USE_UVLOOP is unset: async Ray actors run on uvloop (W26)"),
-        ({"RAY_USE_UVLOOP": "1"}, {}, "h200", "RAY_USE_UVLOOP is 1"),
-        ({}, FP8, "b300", "FP8 on compute capability 10.3 with block scaling and FP32 scales"),
     ],
 )
 def test_refuses_a_job_environment_that_breaks_it(tmp_path, stand_ins, env, settings, overlay, cause):

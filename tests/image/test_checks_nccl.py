@@ -4,6 +4,7 @@ Stand-in worker programs (CPU only, named so) take the place of the NCCL worker.
 import sys
 import time
 
+import pytest
 from slime_image.smoke import checks_nccl
 from slime_image.smoke.core import FAIL, PASS, SKIP, Context
 
@@ -11,7 +12,7 @@ GIB = 1 << 30
 
 
 def context(devices):
-    ctx = Context(stage="gpu")
+    ctx = Context()
     ctx._cache["device_info"] = {"available": bool(devices), "devices": devices}
     return ctx
 
@@ -46,14 +47,14 @@ def stand_in(folder, code):
 
 def test_a_hanging_rank_is_killed_at_the_deadline(tmp_path):
     start = time.monotonic()
-    reports, note = checks_nccl.launch(Context(stage="gpu"), 2, {}, stand_in(tmp_path, HANGING_RANK), timeout=2)
+    reports, note = checks_nccl.launch(Context(), 2, {}, stand_in(tmp_path, HANGING_RANK), timeout=2)
     assert time.monotonic() - start < 6
     assert note == "timed out after 2 s (a hang: rank 1 never finished)"
     assert checks_nccl.verdict(reports, note, "lib.so").status == FAIL
 
 
 def test_ranks_get_rank_world_and_a_shared_port(tmp_path):
-    reports, note = checks_nccl.launch(Context(stage="gpu"), 3, {}, stand_in(tmp_path, REPORTING_RANK), timeout=30)
+    reports, note = checks_nccl.launch(Context(), 3, {}, stand_in(tmp_path, REPORTING_RANK), timeout=30)
     assert note == "" and [r["rank"] for r in reports] == [0, 1, 2]
     assert {r["world"] for r in reports} == {3} and len({r["port"] for r in reports}) == 1
     result = checks_nccl.verdict(reports, note, "torch_memory_saver_hook_mode_preload_cu13.abi3.so")
@@ -65,9 +66,7 @@ def test_ranks_get_rank_world_and_a_shared_port(tmp_path):
 
 def test_a_rank_dying_at_start_is_reported_with_its_exit_code(tmp_path):
     dying = "import sys\nsys.stderr.write('error while loading shared libraries: libcudart.so.12\\n')\nsys.exit(127)\n"
-    reports, note = checks_nccl.launch(
-        Context(stage="gpu", python=sys.executable), 2, {}, stand_in(tmp_path, dying), timeout=30
-    )
+    reports, note = checks_nccl.launch(Context(python=sys.executable), 2, {}, stand_in(tmp_path, dying), timeout=30)
     result = checks_nccl.verdict(reports, note, "preload_cu12.abi3.so")
     assert result.status == FAIL and "exit code 127" in result.summary and "libcudart.so.12" in result.summary
 
@@ -83,6 +82,7 @@ def report(rank, **changes):
     } | changes
 
 
+@pytest.mark.guard_fails("check:nccl-preload")
 def test_wrong_sum_memory_kept_and_errors_fail():
     assert "wrong sum on rank(s) [1]" in checks_nccl.verdict([report(0), report(1, sum_after=False)], "", "x").summary
     assert "did not release" in checks_nccl.verdict([report(0, freed=GIB // 10), report(1)], "", "x").summary

@@ -68,6 +68,7 @@ def snapshot(*roots):
     return {p: p.read_bytes() for root in roots for p in sorted(root.rglob("*.py"))}
 
 
+@pytest.mark.guard_fails("patch:slime-megatron-patch", "patch:slime-sglang-patch")
 def test_check_fails_then_apply_then_already_applied_with_identical_bytes(trees):
     _slime, megatron, site = trees
     before = snapshot(megatron, site)
@@ -169,6 +170,7 @@ def suite(trees, *only):
     return by_id(report)
 
 
+@pytest.mark.guard_fails("check:upstream-patches")
 def test_the_upstream_patches_check_fails_until_slime_patch_ran(trees):
     check = suite(trees, "upstream-patches")["upstream-patches"]
     assert check["status"] == "fail" and check["walls"] == ["W20"]

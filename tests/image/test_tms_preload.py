@@ -77,6 +77,7 @@ def _preload(python, root, major, env, hide):
     return code, by_id(report)["tms-preload"]
 
 
+@pytest.mark.guard_fails("check:tms-preload")
 def test_cuda13_with_v0_3_0_shape_fails_naming_libcudart_12(tmp_path, tms09, cudart, driver_standin, unshare_works):
     env = {"LD_LIBRARY_PATH": cudart[13], "SLIME_SMOKE_DRIVER_STUB": driver_standin}
     code, check = _preload(tms09, _slime(tmp_path, "v0.3.0"), 13, env, unshare_works)
@@ -94,6 +95,7 @@ def test_cuda13_with_v0_2_4_shape_fails(tmp_path, tms09, cudart, driver_standin,
     assert "slime picks torch_memory_saver_hook_mode_preload.abi3.so" in check["detail"]
 
 
+@pytest.mark.guard_fails("check:tms-preload")
 def test_cuda12_with_main_shape_fails_naming_libcudart_13(tmp_path, tms09, cudart, driver_standin, unshare_works):
     env = {"LD_LIBRARY_PATH": cudart[12], "SLIME_SMOKE_DRIVER_STUB": driver_standin}
     code, check = _preload(tms09, _slime(tmp_path, "main"), 12, env, unshare_works)
@@ -120,6 +122,7 @@ def test_patched_shape_passes_with_tms_0_0_10(tmp_path, tms010, cudart, driver_s
     assert check["status"] == "pass", check
 
 
+@pytest.mark.guard_fails("check:tms-preload")
 def test_runtime_only_under_site_packages_fails_w5(tmp_path, tms09_pip_cuda, driver_standin, unshare_works):
     """Pure pip CUDA: libcudart.so.13 exists only in site-packages/nvidia/cu13/lib, not on the loader path."""
     assert (artifacts.site_packages(tms09_pip_cuda) / "nvidia" / "cu13" / "lib" / "libcudart.so.13").exists()
@@ -167,7 +170,7 @@ def test_elf_reader_agrees_with_readelf(tms09, tms010):
     assert len(libraries) == 12
     for library in libraries:
         out = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True, check=True).stdout
-        assert tms_preload.read_dynamic(str(library))["needed"] == re.findall(
+        assert list(tms_preload.read_dynamic(str(library)).needed) == re.findall(
             r"\(NEEDED\)\s+Shared library: \[(.+)\]", out
         )
 

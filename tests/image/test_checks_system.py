@@ -1,0 +1,101 @@
+"""The checks whose input is the loader path: cuda-compat-path (W14) and efa-plugin (W13)."""
+
+import subprocess
+
+import pytest
+from slime_image.smoke import checks_system
+from slime_image.smoke.core import FAIL, PASS, Context
+
+# cuda-compat-path (W14)
+
+
+@pytest.mark.guard_fails("check:cuda-compat-path")
+def test_compat_directory_on_loader_path_fails_and_clean_path_passes():
+    bad = Context(env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/compat/lib"})
+    result = checks_system.cuda_compat_path(bad)
+    assert result.status == FAIL and "/usr/local/cuda/compat/lib" in result.detail
+    good = Context(env={"LD_LIBRARY_PATH": "/opt/amazon/efa/lib:/usr/local/cuda/lib64"})
+    assert checks_system.cuda_compat_path(good).status == PASS
+
+
+# efa-plugin (W13): STAND-IN aws-ofi-nccl plugin and libfabric, compiled here (the real ones come
+# with the EFA installer, which installs only on a system image)
+
+
+@pytest.fixture(scope="module")
+def efa_standin(tmp_path_factory):
+    root = tmp_path_factory.mktemp("efa")
+    fabric, plugin = root / "efa" / "lib", root / "ofi-nccl" / "lib"
+    fabric.mkdir(parents=True)
+    plugin.mkdir(parents=True)
+    (root / "fabric.c").write_text("int fi_getinfo(void) { return 0; }\n")
+    (root / "plugin.c").write_text("int fi_getinfo(void);\nint ncclNetPlugin(void) { return fi_getinfo(); }\n")
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libfabric.so.1",
+            "-o",
+            str(fabric / "libfabric.so.1"),
+            str(root / "fabric.c"),
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(plugin / "libnccl-net-ofi.so"),
+            str(root / "plugin.c"),
+            "-L",
+            str(fabric),
+            "-l:libfabric.so.1",
+        ],
+        check=True,
+    )
+    return str(fabric), str(plugin)
+
+
+@pytest.mark.guard_fails("check:efa-plugin")
+def test_efa_plugin_whose_libfabric_is_missing_fails(efa_standin):
+    _fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": plugin, "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_plugin(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and "needs libfabric.so.1, not found" in result.detail
+
+
+@pytest.mark.guard_fails("check:efa-plugin")
+def test_efa_plugin_off_the_loader_path_fails(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": fabric, "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_plugin(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and "names libnccl-net-ofi.so, which the loader does not find" in result.summary
+
+
+def test_efa_plugin_resolving_passes(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "FI_PROVIDER": "efa", "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_plugin(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == PASS and "FI_PROVIDER=efa" in result.summary
+
+
+def test_efa_plugin_found_only_by_luck_fails(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}"}
+    result = checks_system.efa_plugin(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and result.summary.startswith("NCCL_NET_PLUGIN is unset")
+
+
+def test_efa_plugin_named_wrong_fails(efa_standin):
+    fabric, plugin = efa_standin
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{fabric}", "NCCL_NET_PLUGIN": "aws-ofi"}
+    result = checks_system.efa_plugin(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and "names libnccl-net-aws-ofi.so" in result.summary
+
+
+def test_efa_plugin_absent_fails(tmp_path):
+    result = checks_system.efa_plugin(Context(efa_dirs=(str(tmp_path),), env={}))
+    assert result.status == FAIL and "no aws-ofi-nccl plugin" in result.summary
