@@ -266,10 +266,7 @@ class Planner:
         pip_args = ["install", "--dry-run", "--quiet", "--use-feature=fast-deps", *platform_args(self.arch)]
         if self.cutoff:
             pip_args += ["--uploaded-prior-to", self.cutoff]
-        if step.no_deps:
-            pip_args.append("--no-deps")
-        if step.force_reinstall:
-            pip_args.append("--force-reinstall")
+        pip_args += step.resolve
         for path in files:
             pip_args += ["-r" if path in self._requirement_files(step) else "-c", str(path)]
         pip_args += targets
@@ -392,6 +389,14 @@ class Planner:
             self.log(f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}", flush=True)
             if isinstance(step, Unsimulated):
                 simulated, note = False, f"not simulated: {step.reason}; assumed no change"
+            elif step.error:
+                failed_steps.append(step.line)
+                simulated, note = True, f"THIS STEP FAILS THE BUILD: {step.error}"
+            elif step.installs_nothing:
+                simulated, note = True, f"pip installs nothing with {', '.join(step.installs_nothing)}"
+            elif step.unsupported:
+                simulated = False
+                note = f"not simulated: the planner cannot honour {'; '.join(step.unsupported)}; assumed no change"
             elif step.action == "uninstall":
                 gone = [p for p in step.packages if self.env.remove(p)]
                 simulated, note = True, f"removed {len(gone)} of {len(step.packages)} named"

@@ -20,6 +20,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError
 from slime_image.record import VERSION_SUFFIXES
 
+from tools import pip_cli
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "slime.Dockerfile"
 REQUIREMENTS = "requirements.txt"
@@ -77,6 +79,10 @@ class PipStep:
     packages: list[str] = field(default_factory=list)
     no_deps: bool = False
     force_reinstall: bool = False
+    resolve: list[str] = field(default_factory=list)  # the options that change what pip installs, as written
+    unsupported: list[str] = field(default_factory=list)  # options whose effect the planner cannot follow
+    installs_nothing: list[str] = field(default_factory=list)  # options with which pip installs nothing (--dry-run)
+    error: str | None = None  # why pip would refuse the command line; the build stops there
 
     @property
     def command(self) -> str:
@@ -126,9 +132,12 @@ def _pip_words(command: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
-def _local_path(word: str, cwd: str) -> str:
-    """A package word that names a local tree, as an absolute path (relative to the RUN's working directory)."""
-    if "://" in word or word.startswith("git+") or not (word.startswith((".", "/")) or "/" in word):
+def _local_path(word: str, cwd: str, editable: bool = False) -> str:
+    """A package word that names a local tree, as an absolute path (relative to the RUN's working directory). An
+    editable (-e) is always a tree or a VCS URL, so `-e 'python[all]'` is the folder python/ with an extra."""
+    if "://" in word or word.startswith("git+"):
+        return word
+    if not (editable or word.startswith((".", "/")) or "/" in word):
         return word
     return posixpath.normpath(posixpath.join(cwd, word))
 
@@ -155,25 +164,25 @@ class Stage:
 
 def _pip_step(line: int, action: str, args: list[str], cwd: str = "/") -> PipStep:
     step = PipStep(line=line, words=["pip", action, *args], action=action)
-    it = iter(args)
-    for word in it:
-        if word in ("-r", "--requirement"):
-            step.requirements.append(next(it, ""))
-        elif word in ("-c", "--constraint"):
-            step.constraints.append(next(it, ""))
-        elif word.startswith(("--requirement=", "--constraint=")):
-            key, _, value = word.partition("=")
-            (step.requirements if key == "--requirement" else step.constraints).append(value)
-        elif word == "--no-deps":
-            step.no_deps = True
-        elif word in ("-y", "--yes"):
-            continue
-        elif word == "--force-reinstall":
-            step.force_reinstall = True
-        elif word in ("-e", "--editable"):
-            step.packages.append(_local_path(next(it, ""), cwd))
-        elif not word.startswith("-"):
-            step.packages.append(_local_path(word, cwd))
+    try:
+        command = pip_cli.parse(action, args)
+    except pip_cli.PipUsageError as exc:
+        step.error = f"pip {action}: {exc}"
+        return step
+    step.requirements = command.values("--requirement")
+    step.constraints = command.values("--constraint")
+    step.packages = [_local_path(word, cwd) for word in command.args]
+    step.packages += [_local_path(word, cwd, editable=True) for word in command.values("--editable")]
+    step.no_deps = command.has("--no-deps")
+    step.force_reinstall = command.has("--force-reinstall")
+    # A find-links folder lies in the image, where the planner cannot look; a URL it can follow.
+    folders = [v for v in command.values("--find-links") if "://" not in v]
+    step.resolve = [w for w in command.resolve_words if w.removeprefix("--find-links=") not in folders]
+    step.unsupported = [
+        *command.of_use(pip_cli.UNSUPPORTED),
+        *(f"--find-links {v} (a folder in the image)" for v in folders),
+    ]
+    step.installs_nothing = command.of_use(pip_cli.NOTHING)
     return step
 
 

@@ -24,6 +24,14 @@ from pathlib import Path
 BLOCK = 64 * 1024
 
 
+class WholeFile(OSError):
+    """The server answered a range request with the whole file (it serves no ranges): here it is."""
+
+    def __init__(self, url: str, data: bytes):
+        super().__init__(f"{url}: the server does not answer range requests")
+        self.data = data
+
+
 class RangeFile(io.RawIOBase):
     """A remote file read in 64 KiB blocks through HTTP range requests, enough for zipfile to open."""
 
@@ -44,10 +52,10 @@ class RangeFile(io.RawIOBase):
         raise AssertionError("unreachable")
 
     def _size(self) -> int:
-        _, content_range = self._request(0, 0)
+        data, content_range = self._request(0, 0)
         match = re.search(r"/(\d+)$", content_range)
         if not match:
-            raise OSError(f"{self.url}: the server does not answer range requests")
+            raise WholeFile(self.url, data)
         return int(match.group(1))
 
     def _block(self, index: int) -> bytes:
@@ -89,11 +97,13 @@ def tags_in(wheel_file: str) -> list[str]:
 
 def read_tags(url: str) -> list[str]:
     parsed = urllib.parse.urlsplit(url)
-    source = (
-        urllib.request.url2pathname(parsed.path)
-        if parsed.scheme == "file"
-        else io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
-    )
+    if parsed.scheme == "file":
+        source = urllib.request.url2pathname(parsed.path)
+    else:
+        try:
+            source = io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
+        except WholeFile as whole:  # an index that serves no ranges (http.server, some mirrors) sent the wheel
+            source = io.BytesIO(whole.data)
     with zipfile.ZipFile(source) as archive:
         names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)]
         return tags_in(archive.read(names[0]).decode()) if names else []

@@ -1,0 +1,238 @@
+"""pip lines read as pip reads them (tools/pip_cli.py): the option table is pip's own, values are not packages,
+index options reach the step's resolution, and -U, -I, --force-reinstall, --no-deps mean in the plan what they
+mean to pip. Small wheels written here are served from a real local index (http.server on 127.0.0.1)."""
+
+import base64
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+from tools import pip_cli
+from tools.plan_env import FakeEnv
+from tools.recipe import Recipe
+
+
+def steps_of(tmp_path, run: str):
+    (tmp_path / "Dockerfile").write_text(f"FROM scratch\nRUN {run}\n")
+    return Recipe.load(tmp_path / "Dockerfile").steps
+
+
+def test_the_option_table_is_the_one_the_planner_s_pip_declares():
+    env = FakeEnv(ROOT / ".cache" / "plan-tests" / "env-py312-x86_64")
+    env.create()
+    listing = (
+        "import json; from pip._internal.commands import create_command\n"
+        "print(json.dumps({c: sorted([o._short_opts + o._long_opts, o.takes_value()] for o in "
+        "create_command(c).parser._get_all_options()) for c in ('install', 'uninstall')}))"
+    )
+    pip_s = json.loads(subprocess.run([str(env.python), "-c", listing], capture_output=True, text=True).stdout)
+    ours = {
+        action: sorted([list(strings), takes_value] for strings, takes_value, _ in table)
+        for action, table in pip_cli.TABLES.items()
+    }
+    assert ours == pip_s
+
+
+def test_an_option_s_value_is_not_a_package(tmp_path):
+    (step,) = steps_of(tmp_path, "pip install --extra-index-url https://download.pytorch.org/whl/cu130 torch==2.11.0")
+    assert step.packages == ["torch==2.11.0"]
+    assert step.resolve == ["--extra-index-url=https://download.pytorch.org/whl/cu130"]
+
+
+@pytest.mark.parametrize(
+    "run, packages, resolve",
+    [
+        ("pip install -ihttps://mirror.example/simple six", ["six"], ["--index-url=https://mirror.example/simple"]),
+        ("pip install --index-url=https://m.example/simple six", ["six"], ["--index-url=https://m.example/simple"]),
+        ("pip install -qU six", ["six"], ["--upgrade"]),
+        ("pip install --force-rein six", ["six"], ["--force-reinstall"]),  # a unique abbreviation, as pip takes it
+        ("pip install six --force-reinstall -I", ["six"], ["--force-reinstall", "--ignore-installed"]),
+        ("pip install -C --build-option=x --only-binary :all: six", ["six"], ["--only-binary=:all:"]),
+        ("pip install --no-cache-dir --root-user-action ignore -r /r.txt six", ["six"], []),
+        (
+            "pip install -f https://w.example/links/ --pre six",
+            ["six"],
+            ["--find-links=https://w.example/links/", "--pre"],
+        ),
+    ],
+)
+def test_pip_words_are_read_as_pip_reads_them(tmp_path, run, packages, resolve):
+    (step,) = steps_of(tmp_path, run)
+    assert (step.packages, step.resolve, step.unsupported, step.error) == (packages, resolve, [], None)
+
+
+@pytest.mark.parametrize(
+    "run, unsupported",
+    [
+        ("pip install --target /opt/extra six", ["--target /opt/extra"]),
+        ("pip install --prefix=/usr/local six", ["--prefix /usr/local"]),
+        ("pip install -f /wheels six", ["--find-links /wheels (a folder in the image)"]),
+        ("pip install --user six", ["--user"]),
+    ],
+)
+def test_what_installs_elsewhere_is_named_not_followed(tmp_path, run, unsupported):
+    (step,) = steps_of(tmp_path, run)
+    assert step.unsupported == unsupported and step.packages == ["six"]
+
+
+def test_a_line_pip_would_refuse_is_a_failing_step(tmp_path):
+    (step,) = steps_of(tmp_path, "pip install --bogus six")
+    assert step.error == "pip install: no such option: --bogus"
+    (step,) = steps_of(tmp_path, "pip install six --index-url")
+    assert step.error == "pip install: --index-url option requires 1 argument"
+    (step,) = steps_of(tmp_path, "pip install --no-dep six")  # pip's own words for it, measured with pip 26.3
+    assert step.error == "pip install: ambiguous option: --no-dep (--no-dependencies, --no-deps?)"
+
+
+# A real package index of small wheels written here: PEP 691 JSON pages with upload times, served on 127.0.0.1.
+
+
+def wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> dict:
+    stem = f"{name.replace('-', '_')}-{version}"
+    files = {
+        f"{name.replace('-', '_')}/__init__.py": b"",
+        f"{stem}.dist-info/METADATA": (
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+            + "".join(f"Requires-Dist: {r}\n" for r in requires)
+        ).encode(),
+        f"{stem}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: slime-image tests\nRoot-Is-Purelib: true\n"
+        b"Tag: py3-none-any\n",
+    }
+    path = folder / f"{stem}-py3-none-any.whl"
+    record = []
+    with zipfile.ZipFile(path, "w") as archive:
+        for member, data in files.items():
+            archive.writestr(member, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{member},sha256={digest},{len(data)}")
+        archive.writestr(f"{stem}.dist-info/RECORD", "\n".join([*record, f"{stem}.dist-info/RECORD,,"]) + "\n")
+    sha = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {
+        "filename": path.name,
+        "url": f"../../files/{path.name}",
+        "hashes": {"sha256": sha},
+        "upload-time": "2026-10-01T00:00:00Z",
+    }
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    root = tmp_path_factory.mktemp("index")
+    (root / "files").mkdir()
+    projects = {
+        "slime-fixture": [wheel(root / "files", "slime-fixture", v, ("slime-fixture-dep",)) for v in ("1.0", "2.0")],
+        "slime-fixture-dep": [wheel(root / "files", "slime-fixture-dep", v) for v in ("1.0", "2.0")],
+    }
+
+    class Index(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(root), **kwargs)
+
+        def do_GET(self):
+            name = self.path.strip("/").split("/")
+            if len(name) == 2 and name[0] == "simple":
+                if name[1] not in projects:
+                    self.send_error(404)
+                    return
+                body = json.dumps(
+                    {"meta": {"api-version": "1.1"}, "name": name[1], "files": projects[name[1]]}
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            super().do_GET()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    server.shutdown()
+
+
+def plan(tmp_path, runs: list[str], base: dict[str, str] | None = None):
+    """Plan a Dockerfile of these RUN lines over a base holding `base` (name -> version), against the local index."""
+    (tmp_path / "Dockerfile").write_text("FROM scratch\n" + "".join(f"RUN {r}\n" for r in runs))
+    dists = [{"name": n, "version": v, "requires": []} for n, v in (base or {}).items()]
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": dists}))
+    env = {**os.environ, "PLAN_CACHE": str(ROOT / ".cache" / "plan-tests")}
+    for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"):
+        env.pop(key, None)
+    command = [sys.executable, "-m", "tools.plan", "--dockerfile", str(tmp_path / "Dockerfile")]
+    command += ["--base-manifest", str(tmp_path / "base.json"), "--json", "-"]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None
+    assert report is not None, proc.stderr[-2000:]
+    return report
+
+
+def test_an_extra_index_reaches_the_step_s_resolution(tmp_path, index):
+    report = plan(tmp_path, [f"pip install --extra-index-url {index} slime-fixture==1.0"])
+    assert report["steps"][0]["added"] == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+
+
+def test_upgrade_means_upgrade(tmp_path, index):
+    base = {"slime-fixture": "1.0", "slime-fixture-dep": "1.0"}
+    kept = plan(tmp_path, [f"pip install -i {index} slime-fixture"], base)
+    assert kept["final"] == base
+    upgraded = plan(tmp_path, [f"pip install -i {index} -U slime-fixture"], base)
+    assert upgraded["final"] == {"slime-fixture": "2.0", "slime-fixture-dep": "1.0"}  # pip's only-if-needed
+    eager = plan(tmp_path, [f"pip install -i {index} -U --upgrade-strategy eager slime-fixture"], base)
+    assert eager["final"] == {"slime-fixture": "2.0", "slime-fixture-dep": "2.0"}
+
+
+def test_ignore_installed_and_force_reinstall_resolve_afresh(tmp_path, index):
+    base = {"slime-fixture": "2.0", "slime-fixture-dep": "1.0"}
+    assert plan(tmp_path, [f"pip install -i {index} slime-fixture"], base)["final"]["slime-fixture-dep"] == "1.0"
+    afresh = plan(tmp_path, [f"pip install -i {index} -I slime-fixture"], base)
+    assert afresh["final"]["slime-fixture-dep"] == "2.0"
+    forced = plan(tmp_path, [f"pip install -i {index} --force-reinstall slime-fixture"], base)
+    assert forced["final"]["slime-fixture-dep"] == "2.0"
+    alone = plan(tmp_path, [f"pip install -i {index} --force-reinstall --no-deps slime-fixture==1.0"], base)
+    assert alone["final"] == {"slime-fixture": "1.0", "slime-fixture-dep": "1.0"}
+
+
+def test_what_the_plan_cannot_follow_or_pip_would_refuse_is_said(tmp_path, index):
+    report = plan(
+        tmp_path,
+        [
+            f"pip install -i {index} --target /opt/extra slime-fixture",
+            f"pip install -i {index} --dry-run slime-fixture",
+            f"pip install -i {index} --bogus slime-fixture",
+        ],
+    )
+    target, dry, bogus = report["steps"]
+    assert not target["simulated"] and "cannot honour --target /opt/extra" in target["note"]
+    assert dry["note"] == "pip installs nothing with --dry-run" and not dry["added"]
+    assert bogus["note"] == "THIS STEP FAILS THE BUILD: pip install: no such option: --bogus"
+    assert report["ok"] is False and report["invariants"]["every_step_installs"] is False
+
+
+def test_a_recipe_shaped_like_sglang_s_own_plans_and_names_what_it_cannot_follow(tmp_path, index):
+    """sglang's docker/Dockerfile: pip upgraded first, torch from an extra index, then its source tree editable
+    (which lies only in the image)."""
+    report = plan(
+        tmp_path,
+        [
+            "python3 -m pip install --upgrade pip setuptools wheel",
+            f"python3 -m pip install --no-cache-dir slime-fixture-dep==2.0 --extra-index-url {index}",
+            f"cd /sgl-workspace/sglang && python3 -m pip install -e 'python[all]' --extra-index-url {index}",
+        ],
+    )
+    upgrade, extra, editable = report["steps"]
+    assert "pip: the installer itself, not simulated" in upgrade["note"]
+    assert extra["added"] == {"slime-fixture-dep": "2.0"}
+    assert "/sgl-workspace/sglang/python[all]: local tree not simulated" in editable["note"]
