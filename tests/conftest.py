@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
+from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
 
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_BIN = ROOT / "image" / "bin"

@@ -36,7 +36,7 @@ from slime_image import pip_conflicts
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import pairings, platforms
+from tools import pairings, platforms, sdist_metadata
 from tools.base_manifest import manifest_for
 from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
@@ -222,6 +222,8 @@ class Planner:
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = (lock_file or recipe.constraint_file()) if use_lock else None
+        # What the verification build found the image's sdist-built distributions to declare (tools/sdist_metadata.py)
+        self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
 
@@ -267,6 +269,8 @@ class Planner:
         if self.cutoff:
             pip_args += ["--uploaded-prior-to", self.cutoff]
         pip_args += step.resolve
+        if self.recorded_metadata is not None:
+            pip_args += ["--find-links", str(self.recorded_metadata)]
         for path in files:
             pip_args += ["-r" if path in self._requirement_files(step) else "-c", str(path)]
         pip_args += targets
@@ -365,10 +369,14 @@ class Planner:
             names = ", ".join(t for t, _ in pinned)
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
             return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
-        tags = wheel_tags([item.get("download_info", {}).get("url", "") for item in items], CACHE / "wheel-tags")
+        urls = [item.get("download_info", {}).get("url", "") for item in items]
+        tags = wheel_tags(urls, CACHE / "wheel-tags")
         for item in items:
             dist = dist_from_report(item, tags)
             self.install_dist(dist, step.line)
+        recorded = self.recorded_metadata and [u.rsplit("/", 1)[-1] for u in urls if str(self.recorded_metadata) in u]
+        if recorded:
+            notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
         return True, "; ".join([*notes, how])
 
     def run(self) -> Plan:

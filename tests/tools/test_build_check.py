@@ -10,7 +10,7 @@ import sys
 import pytest
 from conftest import ROOT
 
-from tools import pairings
+from tools import pairings, sdist_metadata
 from tools.build_check import record, standins
 
 RECORD = record.RECORD_JSON
@@ -53,6 +53,11 @@ def test_a_changed_input_changes_its_digest(tmp_path):
     (tmp_path / "locks" / "v0.3.1.lock").write_text("numpy==1.26.4\n")
     after = record.input_digests("locks/v0.3.1.lock", tmp_path)
     assert {n for n in before if before[n] != after[n]} == {"image", "locks/v0.3.1.lock"}
+
+
+def test_the_recorded_metadata_of_sdist_built_distributions_is_what_the_image_holds(built):
+    """The planner resolves with locks/sdist-metadata/ instead of building those sdists: the build holds it true."""
+    assert built["sdist_metadata"] == dict.fromkeys(sdist_metadata.records(), "as recorded")
 
 
 def test_the_build_reached_its_last_step_through_the_gate(built):

@@ -2,16 +2,10 @@
 index options reach the step's resolution, and -U, -I, --force-reinstall, --no-deps mean in the plan what they
 mean to pip. Small wheels written here are served from a real local index (http.server on 127.0.0.1)."""
 
-import base64
-import hashlib
-import http.server
 import json
 import os
 import subprocess
 import sys
-import threading
-import zipfile
-from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -91,76 +85,6 @@ def test_a_line_pip_would_refuse_is_a_failing_step(tmp_path):
     assert step.error == "pip install: --index-url option requires 1 argument"
     (step,) = steps_of(tmp_path, "pip install --no-dep six")  # pip's own words for it, measured with pip 26.3
     assert step.error == "pip install: ambiguous option: --no-dep (--no-dependencies, --no-deps?)"
-
-
-# A real package index of small wheels written here: PEP 691 JSON pages with upload times, served on 127.0.0.1.
-
-
-def wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = ()) -> dict:
-    stem = f"{name.replace('-', '_')}-{version}"
-    files = {
-        f"{name.replace('-', '_')}/__init__.py": b"",
-        f"{stem}.dist-info/METADATA": (
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-            + "".join(f"Requires-Dist: {r}\n" for r in requires)
-        ).encode(),
-        f"{stem}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: slime-image tests\nRoot-Is-Purelib: true\n"
-        b"Tag: py3-none-any\n",
-    }
-    path = folder / f"{stem}-py3-none-any.whl"
-    record = []
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, data in files.items():
-            archive.writestr(member, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append(f"{member},sha256={digest},{len(data)}")
-        archive.writestr(f"{stem}.dist-info/RECORD", "\n".join([*record, f"{stem}.dist-info/RECORD,,"]) + "\n")
-    sha = hashlib.sha256(path.read_bytes()).hexdigest()
-    return {
-        "filename": path.name,
-        "url": f"../../files/{path.name}",
-        "hashes": {"sha256": sha},
-        "upload-time": "2026-10-01T00:00:00Z",
-    }
-
-
-@pytest.fixture(scope="module")
-def index(tmp_path_factory):
-    root = tmp_path_factory.mktemp("index")
-    (root / "files").mkdir()
-    projects = {
-        "slime-fixture": [wheel(root / "files", "slime-fixture", v, ("slime-fixture-dep",)) for v in ("1.0", "2.0")],
-        "slime-fixture-dep": [wheel(root / "files", "slime-fixture-dep", v) for v in ("1.0", "2.0")],
-    }
-
-    class Index(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def do_GET(self):
-            name = self.path.strip("/").split("/")
-            if len(name) == 2 and name[0] == "simple":
-                if name[1] not in projects:
-                    self.send_error(404)
-                    return
-                body = json.dumps(
-                    {"meta": {"api-version": "1.1"}, "name": name[1], "files": projects[name[1]]}
-                ).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-                return
-            super().do_GET()
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Index)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    server.shutdown()
 
 
 def plan(tmp_path, runs: list[str], base: dict[str, str] | None = None):

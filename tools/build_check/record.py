@@ -85,6 +85,11 @@ def markdown(record: dict) -> str:
         "differences over "
         f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",
         f"- editable trees: {'; '.join(record['lock']['editable']) or 'none'}",
+        "- built from sdists, their metadata against locks/sdist-metadata/: "
+        + (
+            "; ".join(f"{stem} {verdict}" for stem, verdict in record.get("sdist_metadata", {}).items())
+            or "none recorded"
+        ),
         "",
         "## Inputs (sha256)",
         "",

@@ -28,7 +28,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
-from tools import pairings
+from tools import pairings, sdist_metadata
 from tools.build_check import record, standins
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
@@ -194,6 +194,7 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             "installed": _json(run("/opt/venv/bin/python", "-m", "pip", "list", "--format", "json", "-v")) or [],
         }
         mount = Path(buildah("mount", container).stdout.strip())
+        found["sdist_metadata"] = sdist_metadata.compare(mount / "opt/venv/lib/python3.12/site-packages")
         found["sizes"] = {
             "image_gb": round(_du(mount) / 1e9, 2),
             "venv_gb": round(_du(mount / "opt/venv") / 1e9, 2),
@@ -276,6 +277,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
+        "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
     record.write(facts, out)

@@ -6,7 +6,6 @@ import ast
 import json
 import re
 import types
-from concurrent.futures import ThreadPoolExecutor
 
 from slime_image import pip_conflicts, slime_source
 from slime_image.smoke import facts
@@ -86,9 +85,7 @@ def pip_check(ctx: Context) -> Result:
     allowed = [c.line for c in conflicts if pip_conflicts.allowed(c, entries)]
     broken = [c.line for c in conflicts if c.line not in allowed]
     present = [m for m in NUMPY_ABI_MODULES if facts.module_present(m)]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        imports = dict(zip(present, pool.map(lambda m: run_probe(ctx, "import_module", m), present), strict=True))
-    failed_imports = [f"import {m}: {c.tail(2)}" for m, c in imports.items() if not c.ok]
+    failed_imports = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present).items() if why]
     if broken or failed_imports:
         summary = f"{len(broken)} unreviewed conflict(s), {len(failed_imports)} numpy-ABI import failure(s)"
         return Result(FAIL, summary, "\n".join(broken + failed_imports))
@@ -248,11 +245,7 @@ def torch_provenance(ctx: Context) -> Result:
         return Result(FAIL, f"torch is {version}, the recipe intends {declared}")
     present = [m for m in TORCH_EXTENSIONS if facts.module_present(m.split(".")[0])]
     env, driver = facts.env_with_driver(ctx)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        children = dict(
-            zip(present, pool.map(lambda m: run_probe(ctx, "import_module", m, env=env), present), strict=True)
-        )
-    failed = [f"import {m}: {c.tail(2)}" for m, c in children.items() if not c.ok]
+    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present, env).items() if why]
     if failed:
         return Result(
             FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed)

@@ -128,7 +128,9 @@ def preload_choice(ctx: Context) -> dict:
         if tms is None:
             return {"error": "torch_memory_saver is not installed"}
         major, how = cuda_major(ctx)
-        args = [str(actor_group), str(root), str(tms), str(major) if ctx.cuda_major is not None else ""]
+        # The major known (given, or read from torch once for the whole run), slime's statements get a torch that
+        # carries just it: another import of the real torch would only repeat what torch_info read.
+        args = [str(actor_group), str(root), str(tms), str(major) if major is not None else ""]
         child = run_probe(ctx, "eval_preload", *args)
         result = child.json() or {"error": f"evaluating slime's code failed: {child.tail(3)}"}
         return {**result, "actor_group": str(actor_group), "cuda_major": major, "cuda": how}
@@ -247,3 +249,18 @@ def patcher_report(ctx: Context, slime_root, ids: list[str]):
         return json.loads(child.stdout), child
     except ValueError:
         return None, child
+
+
+def import_each(ctx: Context, modules: list[str], env: dict[str, str] | None = None) -> dict[str, str | None]:
+    """Import the modules in one child, in order: module -> None, or why its import failed. One child instead of
+    one per module: each of them imports torch, and a dozen torch imports at once made the gate minutes long."""
+    if not modules:
+        return {}
+    child = run_probe(ctx, "import_each", *modules, env=env)
+    found = child.json()
+    if isinstance(found, dict):
+        return found
+    started = [line.removeprefix("importing ") for line in child.stderr.splitlines() if line.startswith("importing ")]
+    why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
+    culprit = started[-1] if started else modules[0]
+    return {m: f"the importing process died ({why}) in import {culprit}: {child.tail(2)}" for m in modules}
