@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,11 +91,17 @@ class Context:
     python: str = sys.executable
     env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
     _cache: dict = field(default_factory=dict)
+    _locks: dict = field(default_factory=dict)
+    _guard: threading.Lock = field(default_factory=threading.Lock)
 
     def once(self, key: str, compute):
-        """Compute a shared fact (the CUDA major, torch's version) once for all checks."""
-        if key not in self._cache:
-            self._cache[key] = compute()
+        """Compute a shared fact (the CUDA major, torch's version) once for all checks: checks run in threads, and
+        a second asking for it waits for the first rather than computing it again."""
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in self._cache:
+                self._cache[key] = compute()
         return self._cache[key]
 
 
@@ -123,8 +130,18 @@ class Child:
         return "\n".join(text[-lines:])
 
 
+# At most one child a core at a time: each imports much of the stack, and run all at once on a small build machine
+# they took minutes each and ran into their timeouts, which are there to catch a hang, not a queue.
+CHILD_SLOTS = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+
+
 def run_python(ctx: Context, argv: list[str], env: dict[str, str] | None = None, timeout: float | None = None) -> Child:
-    """Run the interpreter under test with `argv`, bounded by a timeout."""
+    """Run the interpreter under test with `argv`, bounded by a timeout counted from when it starts."""
+    with CHILD_SLOTS:
+        return _run_child(ctx, argv, env, timeout)
+
+
+def _run_child(ctx: Context, argv: list[str], env: dict[str, str] | None, timeout: float | None) -> Child:
     start = time.monotonic()
     limit = timeout or ctx.timeout
     try:
