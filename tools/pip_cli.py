@@ -164,3 +164,9 @@ def parse(action: str, words: list[str]) -> PipCommand:
     values = optparse.Values({"seen": []})
     options, args = _parser(action).parse_args(list(words), values)
     return PipCommand(action, options.seen, args)
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))
