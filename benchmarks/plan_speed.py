@@ -14,6 +14,7 @@ a fresh uv cache each run; uv itself comes from PyPI into a throwaway venv. The 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -24,7 +25,8 @@ import time
 from pathlib import Path
 
 from tools import pairings
-from tools.lock import lock_cutoff
+from tools.build_check import record
+from tools.lock import lock_cutoff, lock_pins
 from tools.recipe import ROOT, Recipe
 
 UV_VERSION = "0.13.9"
@@ -48,6 +50,22 @@ def requirement_set(pairing: pairings.Pairing, folder: Path) -> Path:
     out = folder / "requirements.in"
     out.write_text("\n".join(f"-r {line}" if line.startswith("/") else line for line in lines) + "\n")
     return out
+
+
+def against_the_build(plan: list[str], cache: Path, out: Path, pairing: pairings.Pairing) -> str:
+    """The plan's final environment against the lock, and the lock against the image the verification build made."""
+    subprocess.run([*plan, "--json", str(out)], env={**os.environ, "PLAN_CACHE": str(cache)}, cwd=ROOT, check=True)
+    report = json.loads(out.read_text())
+    pins = lock_pins(pairing.lock.read_text())
+    planned = {n: v for n, v in report["final"].items() if n not in report["built_from_source"]}
+    planned = {n: v for n, v in planned.items() if n not in report["from_base"]}
+    built = record.folder_for(pairing) / "record.json"
+    found = json.loads(built.read_text())
+    return (
+        f"plan's final environment = the lock: {planned == pins} ({len(planned)} planned, {len(pins)} pinned); "
+        f"the verification build ({built.relative_to(ROOT)}, {found['started']}) found the image's "
+        f"pip list against the lock: {found['lock']['differences']} differences over {found['lock']['pins']} pins"
+    )
 
 
 def uv_binary(folder: Path) -> str:
@@ -83,6 +101,7 @@ def main() -> int:
             cold.append(timed(plan, {**os.environ, "PLAN_CACHE": str(cache)}))
         for _ in range(args.runs):
             warm.append(timed(plan, {**os.environ, "PLAN_CACHE": str(cache)}))
+        exact = against_the_build(plan, cache, work / "plan.json", pairing)
         uv = uv_binary(work)
         wanted = requirement_set(pairing, work)
         compile_ = [uv, "pip", "compile", str(wanted), "-c", str(pairing.lock), "--python-version", "3.12"]
@@ -102,6 +121,7 @@ def main() -> int:
     print("|---|---|---|---|---|---|")
     print("\n".join(rows))
     print(f"\ncold plan / uv compile: {ratio:.1f}x")
+    print(exact)
     return 0
 
 

@@ -41,6 +41,7 @@ from tools.base_manifest import manifest_for
 from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
 from tools.plan_findings import TORCH_EXTENSIONS, EndState, Findings
+from tools.plan_index import PlanIndex
 from tools.progress import ticking
 from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
 from tools.wheel_tags import wheel_tags
@@ -226,6 +227,8 @@ class Planner:
         self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
+        self.upstream = index_url()
+        self.index: PlanIndex  # the planner's index in front of the real one, while run() replays the steps
 
     def base_manifest(self, assume_empty: bool) -> Path | None:
         """base-manifests/<image>.json for the image the built stages start from; None to plan from nothing."""
@@ -259,9 +262,9 @@ class Planner:
         self.base = self.env.installed()
         return data
 
-    def _cache_key(self, pip_args: list[str], files: list[Path]) -> str:
+    def _cache_key(self, pip_args: list[str], files: list[Path], index: str) -> str:
         state = sorted(self.env.installed().items())
-        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip()]
+        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip(), index]
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
 
     def _resolve(self, step: PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
@@ -274,22 +277,29 @@ class Planner:
         for path in files:
             pip_args += ["-r" if path in self._requirement_files(step) else "-c", str(path)]
         pip_args += targets
-        key = self._cache_key(pip_args, files)
+        # A step that names its own index reads it directly; the others read the real index through the planner's.
+        own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
+        key = self._cache_key(pip_args, files, "" if own_index else self.upstream)
         cached = CACHE / "resolutions" / f"{key}.json"
         if cached.exists():
             return json.loads(cached.read_text())["install"], "cached resolution"
+        through = [] if own_index else ["--index-url", self.index.url]
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "report.json"
-            proc = self.env.pip(*pip_args[:2], "--report", str(report), *pip_args[2:])
+            proc = self.env.pip(*pip_args[:2], "--report", str(report), *through, *pip_args[2:])
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
                 text = "\n".join(tail[-3:])
-                if any(marker in proc.stderr for marker in NETWORK_ERRORS) or not index_reachable():
+                network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
+                if network or self.index.errors or not index_reachable():
                     raise unreachable(f"while simulating line {step.line}")
                 if any(marker in proc.stderr for marker in UNSATISFIABLE):
                     raise _WouldFail(text)
                 raise _Unsimulable(text or f"pip exited {proc.returncode}")
             data = json.loads(report.read_text())
+        for item in data["install"]:
+            if "url" in item.get("download_info", {}):
+                item["download_info"]["url"] = self.index.real_url(item["download_info"]["url"])
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps({"install": data["install"]}))
         return data["install"], "resolved"
@@ -370,7 +380,7 @@ class Planner:
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
             return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
-        tags = wheel_tags(urls, CACHE / "wheel-tags")
+        tags = wheel_tags(urls, CACHE / "wheel-tags", known=self.index.tags)
         for item in items:
             dist = dist_from_report(item, tags)
             self.install_dist(dist, step.line)
@@ -379,22 +389,28 @@ class Planner:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
         return True, "; ".join([*notes, how])
 
-    def run(self) -> Plan:
-        manifest = self.start()
+    def replay(self) -> tuple[list[StepResult], list[int], list[int], Findings]:
+        """Each step in Dockerfile order over the simulated environment: (results, the lines of steps that fail the
+        build, the lines after requirements.txt's that moved numpy, the findings so far)."""
         work = sorted(
             [(s.line, i, s) for i, s in enumerate(self.recipe.steps)]
             + [(u.line, -1, u) for u in self.recipe.unsimulated],
             key=lambda item: (item[0], item[1]),
         )
         results = []
-        requirements_line = self.recipe.requirements_step.line if self.recipe.requirements_step else None
+        requirements_line = self.requirements_line
         numpy_after_requirements = []
         failed_steps: list[int] = []
         findings = Findings(self.base.get("torch"), {n for n in self.base if n in TORCH_EXTENSIONS})
+        checking = None  # the last step, its header and its pip check, which runs while the next step resolves
+
+        def report(result: StepResult, header: str, broken) -> None:
+            result.broken = broken()
+            self.log(f"{header}\n{describe(result)}", flush=True)
+
         for index, (_line, _, step) in enumerate(work, 1):
             before = self.env.installed()
             start = time.monotonic()
-            self.log(f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}", flush=True)
             if isinstance(step, Unsimulated):
                 simulated, note = False, f"not simulated: {step.reason}; assumed no change"
             elif step.error:
@@ -420,13 +436,33 @@ class Planner:
             result.added = {n: v for n, v in sorted(after.items()) if n not in before}
             result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
             result.removed = sorted(n for n in before if n not in after)
-            result.broken = self.env.check()
             result.findings = findings.after_step(result, after)
             if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
                 numpy_after_requirements.append(step.line)
             results.append(result)
-            self.log(describe(result), flush=True)
+            if checking:
+                report(*checking)
+            checking = (
+                result,
+                f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}",
+                self.env.check_later(),
+            )
+        if checking:
+            report(*checking)
+        return results, failed_steps, numpy_after_requirements, findings
+
+    @property
+    def requirements_line(self) -> int | None:
+        return self.recipe.requirements_step.line if self.recipe.requirements_step else None
+
+    def run(self) -> Plan:
+        pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        with PlanIndex(self.upstream, CACHE / "metadata", self.arch, pins) as self.index:
+            self.index.prefetch(pins)  # while the planner's venv is made
+            manifest = self.start()
+            results, failed_steps, numpy_after_requirements, findings = self.replay()
         final = self.env.installed()
+        requirements_line = self.requirements_line
         checked = results[-1].broken if results else self.env.check()  # the last step's check is the final one
         # What the gate's pip-check accepts (its reviewed list), the plan accepts too, and shows as accepted.
         entries, _ = pip_conflicts.load_allowlist()

@@ -13,13 +13,13 @@ import hashlib
 import io
 import json
 import re
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from tools import index_http
 
 BLOCK = 64 * 1024
 
@@ -35,21 +35,15 @@ class WholeFile(OSError):
 class RangeFile(io.RawIOBase):
     """A remote file read in 64 KiB blocks through HTTP range requests, enough for zipfile to open."""
 
-    def __init__(self, url: str, timeout: float = 30):
-        self.url, self.timeout, self.pos, self.blocks = url, timeout, 0, {}
+    def __init__(self, url: str):
+        self.url, self.pos, self.blocks = url, 0, {}
         self.size = self._size()
 
-    def _request(self, first: int, last: int, attempts: int = 4) -> tuple[bytes, str]:
-        request = urllib.request.Request(self.url, headers={"Range": f"bytes={first}-{last}"})
-        for attempt in range(attempts):
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return response.read(), response.headers.get("Content-Range", "")
-            except (urllib.error.URLError, TimeoutError):
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
-        raise AssertionError("unreachable")
+    def _request(self, first: int, last: int) -> tuple[bytes, str]:
+        answer = index_http.get(self.url, {"Range": f"bytes={first}-{last}"})
+        if answer.status not in (200, 206):
+            raise OSError(f"{self.url}: the index answered HTTP {answer.status}")
+        return answer.body, answer.headers.get("content-range", "")
 
     def _size(self) -> int:
         data, content_range = self._request(0, 0)
@@ -109,13 +103,16 @@ def read_tags(url: str) -> list[str]:
         return tags_in(archive.read(names[0]).decode()) if names else []
 
 
-def wheel_tags(urls: list[str], cache: Path) -> dict[str, list[str]]:
-    """url -> the tags its WHEEL file declares, for every .whl URL given (fetched in parallel, cached by URL)."""
+def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:
+    """url -> the tags its WHEEL file declares, for every .whl URL given (fetched in parallel, cached by URL);
+    `known` holds tags already read from the same files."""
     cache.mkdir(parents=True, exist_ok=True)
     found, missing = {}, []
     for url in {u for u in urls if u.split("#")[0].endswith(".whl")}:
         cached = cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
-        if cached.exists():
+        if known and url in known:
+            found[url] = known[url]
+        elif cached.exists():
             found[url] = json.loads(cached.read_text())
         else:
             missing.append((url, cached))

@@ -13,11 +13,19 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from slime_image.atomic_write import write_atomically
 
+from tools import pairings
 from tools.recipe import ROOT
 
 RECORD_DIR = ROOT / "docs" / "build"
 RECORD_JSON = RECORD_DIR / "record.json"
 RECORD_MD = RECORD_DIR / "README.md"
+
+
+def folder_for(pairing: pairings.Pairing) -> Path:
+    """Where a pairing's record lies: docs/build/ for the default pairing, docs/build/<pairing>/ for another."""
+    return RECORD_DIR if pairing.name == pairings.default().name else RECORD_DIR / pairing.name
+
+
 INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's lock, locks/<pairing>.lock
 
 

@@ -314,9 +314,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> int:
         pairing = pairings.load(args.pairing)
-        default = pairing.name == pairings.default().name
-        out = args.out or (record.RECORD_DIR if default else record.RECORD_DIR / pairing.name)
-        return verify(pairing, repos, args.work, out)
+        return verify(pairing, repos, args.work, args.out or record.folder_for(pairing))
 
     return run_command("build-check", run)
 

@@ -1,0 +1,144 @@
+"""The planner's index (tools/plan_index.py) in front of a real local index (tests/local_index.py): pip resolves
+through it exactly as it resolves against the index itself, a lock narrows the pages to what pip could take anyway,
+every wheel gets the metadata its own METADATA file holds, and an index that cannot be reached is said to be so."""
+
+import hashlib
+import http.server
+import json
+import threading
+import urllib.request
+import zipfile
+
+import pytest
+from conftest import ROOT
+from packaging.specifiers import SpecifierSet
+
+from tools import index_http
+from tools.plan_env import FakeEnv
+from tools.plan_index import JSON_PAGE, Pin, PlanIndex
+
+
+def page(index: PlanIndex, name: str) -> list[str]:
+    answer = index_http.get(f"{index.url}{name}/", {"Accept": JSON_PAGE})
+    assert answer.status == 200
+    return [f["filename"] for f in json.loads(answer.body)["files"]]
+
+
+def test_a_lock_narrows_a_page_to_the_files_of_its_pin(index, tmp_path):
+    with PlanIndex(index, tmp_path / "store", "x86_64", {"slime-fixture": "1.0"}) as ours:
+        assert page(ours, "slime-fixture") == ["slime_fixture-1.0-py3-none-any.whl"]
+        assert page(ours, "slime-fixture-dep") == [
+            "slime_fixture_dep-1.0-py3-none-any.whl",
+            "slime_fixture_dep-2.0-py3-none-any.whl",
+        ]
+
+
+@pytest.mark.parametrize(
+    "pin",
+    ["1.0", "1.0.0", "2.11.0", "2.11.0+cu130", "1!1.0", "0.5.15.post1", "1.0rc1", "2026.10.1"],
+)
+def test_a_pin_allows_exactly_what_pip_s_specifier_allows(pin):
+    versions = [
+        "1.0",
+        "1.0.0",
+        "1",
+        "01.0",
+        "v1.0",
+        "1.0.post1",
+        "1.0rc1",
+        "10.0",
+        "1!1.0",
+        "2.11.0",
+        "2.11",
+        "2.11.0+cu130",
+        "2.11.0+cpu",
+        "0.5.15.post1",
+        "0.5.15",
+        "2026.10.1",
+        "not-a-version",
+    ]
+    ours = Pin(pin)
+    for version in versions:
+        expected = version == "not-a-version" or SpecifierSet(f"=={pin}").contains(version, prereleases=True)
+        assert ours.allows(f"x-{version}.tar.gz") == expected, version
+
+
+def test_wheels_get_the_metadata_their_own_file_holds_kept_by_digest(index, tmp_path):
+    with PlanIndex(index, tmp_path / "store", "x86_64") as ours:
+        answer = index_http.get(f"{ours.url}slime-fixture/", {"Accept": JSON_PAGE})
+        entry = json.loads(answer.body)["files"][0]
+        assert entry["core-metadata"] is True and entry["url"].startswith("http://127.0.0.1")
+        served = index_http.get(entry["url"] + ".metadata").body
+        real = ours.real_url(entry["url"])
+        assert real.startswith(index.removesuffix("/simple")) and real.endswith(entry["filename"])
+        wheel = urllib.request.urlopen(real).read()
+        (tmp_path / "w.whl").write_bytes(wheel)
+        with zipfile.ZipFile(tmp_path / "w.whl") as archive:
+            assert served == archive.read("slime_fixture-1.0.dist-info/METADATA")
+        assert ours.tags[real] == ["py3-none-any"]
+        digest = hashlib.sha256(wheel).hexdigest()
+        assert (tmp_path / "store" / f"{digest}.METADATA").read_bytes() == served
+
+
+def test_pip_resolves_through_it_as_it_resolves_against_the_index(index, tmp_path):
+    env = FakeEnv(ROOT / ".cache" / "plan-tests" / "env-py312-x86_64")
+    env.create()
+    lock = tmp_path / "lock.txt"
+    lock.write_text("slime-fixture==1.0\nslime-fixture-dep==1.0\n")
+
+    def resolve(index_url: str) -> list[tuple[str, str, str]]:
+        report = tmp_path / "report.json"
+        proc = env.pip(
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--report",
+            str(report),
+            "--index-url",
+            index_url,
+            "--no-cache-dir",
+            "-c",
+            str(lock),
+            "slime-fixture",
+        )
+        assert proc.returncode == 0, proc.stderr
+        items = json.loads(report.read_text())["install"]
+        return sorted(
+            (i["metadata"]["name"], i["metadata"]["version"], ours.real_url(i["download_info"]["url"])) for i in items
+        )
+
+    with PlanIndex(index, tmp_path / "store", "x86_64", {"slime-fixture": "1.0", "slime-fixture-dep": "1.0"}) as ours:
+        direct, through = resolve(index), resolve(ours.url)
+    assert through == direct
+    assert [name for name, _, _ in through] == ["slime-fixture", "slime-fixture-dep"]
+
+
+def test_an_index_that_cannot_be_reached_is_named_as_such(tmp_path):
+    with PlanIndex("http://127.0.0.1:9/simple", tmp_path / "store", "x86_64") as ours:
+        answer = index_http.get(f"{ours.url}six/", {"Accept": JSON_PAGE})
+        assert answer.status == 502
+        assert ours.errors and "127.0.0.1:9" in ours.errors[0]
+
+
+def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):
+    (tmp_path / "simple" / "six").mkdir(parents=True)
+    (tmp_path / "simple" / "six" / "index.html").write_text("<html><body></body></html>\n")
+
+    class Html(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, directory=str(tmp_path), **kwargs)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    upstream = f"http://127.0.0.1:{server.server_address[1]}/simple"
+    try:
+        with PlanIndex(upstream, tmp_path / "store", "x86_64") as ours:
+            page_url = f"{ours.url}six/"
+            with urllib.request.urlopen(urllib.request.Request(page_url, headers={"Accept": JSON_PAGE})) as answer:
+                assert answer.url == f"{upstream}/six/"
+                assert answer.headers.get_content_type() == "text/html"
+    finally:
+        server.shutdown()
