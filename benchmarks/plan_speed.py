@@ -54,7 +54,8 @@ def requirement_set(pairing: pairings.Pairing, folder: Path) -> Path:
 
 def against_the_build(plan: list[str], cache: Path, out: Path, pairing: pairings.Pairing) -> str:
     """The plan's final environment against the lock, and the lock against the image the verification build made."""
-    subprocess.run([*plan, "--json", str(out)], env={**os.environ, "PLAN_CACHE": str(cache)}, cwd=ROOT, check=True)
+    env = {**os.environ, "PLAN_CACHE": str(cache)}
+    subprocess.run([*plan, "--json", str(out)], env=env, cwd=ROOT, check=True, capture_output=True)
     report = json.loads(out.read_text())
     pins = lock_pins(pairing.lock.read_text())
     planned = {n: v for n, v in report["final"].items() if n not in report["built_from_source"]}

@@ -14,7 +14,9 @@ Exit 0 when the final environment is clean and every invariant holds, 1 when not
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
+import functools
 import hashlib
 import json
 import os
@@ -47,6 +49,7 @@ from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
 from tools.wheel_tags import wheel_tags
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
+CHECKS_AT_ONCE = 2  # pip checks left running while later steps resolve; each step is reported once its check is in
 
 
 @dataclass(frozen=True)
@@ -227,8 +230,21 @@ class Planner:
         self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
-        self.upstream = index_url()
-        self.index: PlanIndex  # the planner's index in front of the real one, while run() replays the steps
+        self._index: PlanIndex | None = None  # the planner's index in front of the real one, once a step needs it
+        self._open = contextlib.ExitStack()  # what run() closes: the planner's index
+        self._pins: dict[str, str] = {}
+
+    @functools.cached_property
+    def upstream(self) -> str:
+        return index_url()
+
+    @property
+    def index(self) -> PlanIndex:
+        """Started on first need, so that a plan whose every step is cached asks nothing of the network."""
+        if self._index is None:
+            self._index = self._open.enter_context(PlanIndex(self.upstream, CACHE / "metadata", self.arch, self._pins))
+            self._index.prefetch(self._pins)
+        return self._index
 
     def base_manifest(self, assume_empty: bool) -> Path | None:
         """base-manifests/<image>.json for the image the built stages start from; None to plan from nothing."""
@@ -279,7 +295,7 @@ class Planner:
         pip_args += targets
         # A step that names its own index reads it directly; the others read the real index through the planner's.
         own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
-        key = self._cache_key(pip_args, files, "" if own_index else self.upstream)
+        key = self._cache_key(pip_args, files, "" if own_index else index_settings())
         cached = CACHE / "resolutions" / f"{key}.json"
         if cached.exists():
             return json.loads(cached.read_text())["install"], "cached resolution"
@@ -291,14 +307,14 @@ class Planner:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
                 text = "\n".join(tail[-3:])
                 network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
-                if network or self.index.errors or not index_reachable():
+                if network or (self._index and self._index.errors) or not index_reachable():
                     raise unreachable(f"while simulating line {step.line}")
                 if any(marker in proc.stderr for marker in UNSATISFIABLE):
                     raise _WouldFail(text)
                 raise _Unsimulable(text or f"pip exited {proc.returncode}")
             data = json.loads(report.read_text())
         for item in data["install"]:
-            if "url" in item.get("download_info", {}):
+            if through and "url" in item.get("download_info", {}):
                 item["download_info"]["url"] = self.index.real_url(item["download_info"]["url"])
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps({"install": data["install"]}))
@@ -380,7 +396,7 @@ class Planner:
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
             return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
-        tags = wheel_tags(urls, CACHE / "wheel-tags", known=self.index.tags)
+        tags = wheel_tags(urls, CACHE / "wheel-tags", known=self._index.tags if self._index else None)
         for item in items:
             dist = dist_from_report(item, tags)
             self.install_dist(dist, step.line)
@@ -402,7 +418,7 @@ class Planner:
         numpy_after_requirements = []
         failed_steps: list[int] = []
         findings = Findings(self.base.get("torch"), {n for n in self.base if n in TORCH_EXTENSIONS})
-        checking = None  # the last step, its header and its pip check, which runs while the next step resolves
+        checking = []  # steps, their headers and their pip checks, which run while the next steps resolve
 
         def report(result: StepResult, header: str, broken) -> None:
             result.broken = broken()
@@ -440,15 +456,12 @@ class Planner:
             if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
                 numpy_after_requirements.append(step.line)
             results.append(result)
-            if checking:
-                report(*checking)
-            checking = (
-                result,
-                f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}",
-                self.env.check_later(),
-            )
-        if checking:
-            report(*checking)
+            header = f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}"
+            checking.append((result, header, self.env.check_later()))
+            while len(checking) > CHECKS_AT_ONCE:
+                report(*checking.pop(0))
+        for pending in checking:
+            report(*pending)
         return results, failed_steps, numpy_after_requirements, findings
 
     @property
@@ -456,11 +469,13 @@ class Planner:
         return self.recipe.requirements_step.line if self.recipe.requirements_step else None
 
     def run(self) -> Plan:
-        pins = lock_pins(self.lock.read_text()) if self.lock else {}
-        with PlanIndex(self.upstream, CACHE / "metadata", self.arch, pins) as self.index:
-            self.index.prefetch(pins)  # while the planner's venv is made
+        self._pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        with self._open:
+            if not self.env.ready():
+                self.index  # noqa: B018 -- starts fetching the lock's pages while the planner's venv is made
             manifest = self.start()
             results, failed_steps, numpy_after_requirements, findings = self.replay()
+        self._index = None
         final = self.env.installed()
         requirements_line = self.requirements_line
         checked = results[-1].broken if results else self.env.check()  # the last step's check is the final one
@@ -536,6 +551,18 @@ def index_url() -> str:
         [sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
     )
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "https://pypi.org/simple"
+
+
+PIP_CONFIG_FILES = ("/etc/xdg/pip/pip.conf", "/etc/pip.conf", "~/.pip/pip.conf", "~/.config/pip/pip.conf")
+
+
+def index_settings() -> str:
+    """What pip reads its indexes from (its PIP_ variables and configuration files), as one string for cache keys:
+    reading them takes microseconds where asking pip (index_url) takes half a second."""
+    files = [*PIP_CONFIG_FILES, os.environ.get("PIP_CONFIG_FILE", "")]
+    texts = [(f, Path(f).expanduser().read_text()) for f in files if f and Path(f).expanduser().is_file()]
+    variables = sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))
+    return json.dumps([variables, texts])
 
 
 def index_reachable() -> bool:

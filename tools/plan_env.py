@@ -8,6 +8,7 @@ left broken.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -45,6 +46,7 @@ class Dist:
         return "\n".join(lines) + "\n"
 
 
+@functools.cache
 def python312() -> str:
     """The image's Python: $PLAN_PYTHON, pyenv's 3.12.x, or python3.12 on PATH."""
     explicit = os.environ.get("PLAN_PYTHON")
@@ -74,11 +76,15 @@ class EnvSetupError(Exception):
     """The planner's own venv could not be made (no Python 3.12, or its pip could not be installed)."""
 
 
+def pip_folder(cache: Path) -> Path:
+    return cache / f"pip-{planner_pip()}"
+
+
 def unpacked_pip(cache: Path) -> Path:
     """A folder holding the planner's pip, unpacked from its wheel once (a venv made with ensurepip and then upgraded
     took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for."""
     wanted = planner_pip()
-    folder = cache / f"pip-{wanted}"
+    folder = pip_folder(cache)
     if folder.is_dir():
         return folder
     with tempfile.TemporaryDirectory() as tmp:
@@ -89,6 +95,7 @@ def unpacked_pip(cache: Path) -> Path:
             raise EnvSetupError(f"pip=={wanted} could not be downloaded for the planner: {proc.stderr.strip()[-300:]}")
         cache.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=cache))
+        partial.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the rest of .cache
         # In a child process: in the planner's, the threads fetching the index ahead would slow it down fourfold.
         subprocess.run([python312(), "-m", "zipfile", "-e", str(wheels[0]), str(partial)], check=True)
         try:
@@ -118,8 +125,17 @@ class FakeEnv:
         self._known: dict[str, tuple[Path, str]] | None = None
         self._pip: Path | None = None
 
+    @property
+    def _stamp(self) -> Path:
+        return self.folder / ".planner-pip-beside"  # a venv made before pip lived beside it is made afresh
+
+    def ready(self) -> bool:
+        """Whether create() will find the venv and its pip already made (and so take milliseconds)."""
+        stamp = self._stamp
+        return stamp.exists() and stamp.read_text() == planner_pip() and pip_folder(self.folder.parent).is_dir()
+
     def create(self) -> None:
-        stamp = self.folder / ".planner-pip-beside"  # a venv made before pip lived beside it is made afresh
+        stamp = self._stamp
         wanted = planner_pip()
         self._pip = unpacked_pip(self.folder.parent)
         if not (stamp.exists() and stamp.read_text() == wanted):

@@ -112,6 +112,7 @@ def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None 
         cached = cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
         if known and url in known:
             found[url] = known[url]
+            cached.write_text(json.dumps(known[url]))
         elif cached.exists():
             found[url] = json.loads(cached.read_text())
         else:

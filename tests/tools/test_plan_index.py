@@ -142,3 +142,19 @@ def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):
                 assert answer.headers.get_content_type() == "text/html"
     finally:
         server.shutdown()
+
+
+def test_cached_resolutions_are_keyed_by_every_setting_that_picks_pip_s_index(tmp_path, monkeypatch):
+    from tools.plan import index_settings
+
+    config = tmp_path / "pip.conf"
+    config.write_text("[global]\nindex-url = http://127.0.0.1:1/simple\n")
+    monkeypatch.delenv("PIP_INDEX_URL", raising=False)
+    monkeypatch.setenv("PIP_CONFIG_FILE", str(config))
+    before = index_settings()
+    assert index_settings() == before
+    config.write_text("[global]\nindex-url = http://127.0.0.1:2/simple\n")
+    assert index_settings() != before
+    changed = index_settings()
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:3/simple")
+    assert index_settings() != changed
