@@ -34,3 +34,35 @@ def test_a_crash_in_one_import_names_the_module_it_happened_in(tmp_path):
 def test_nothing_to_import_starts_no_child(tmp_path):
     ctx = Context(python=str(tmp_path / "no-python"))
     assert facts.import_each(ctx, []) == {}
+
+
+def test_every_check_s_imports_share_one_process_that_imports_each_module_once(tmp_path):
+    counter = tmp_path / "imported"
+    ctx = modules(tmp_path, heavy=f"open({str(counter)!r}, 'a').write('x')\nversion = '1.0'\nprint('noise')\n")
+    assert facts.imports(ctx, [("heavy", "version")]) == {("heavy", "version"): (None, "1.0")}
+    assert facts.import_each(ctx, ["heavy"]) == {"heavy": None}
+    assert counter.read_text() == "x"
+
+
+def test_a_name_the_module_lacks_is_imported_as_its_submodule(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "sub.py").write_text("")
+    ctx = modules(tmp_path)
+    assert facts.failed_imports(ctx, [("pkg", "sub")]) == []
+    assert facts.failed_imports(ctx, [("pkg", "absent")]) == [
+        "pkg absent: ModuleNotFoundError: No module named 'pkg.absent'"
+    ]
+
+
+def test_a_crash_or_a_hang_costs_only_its_own_request(tmp_path):
+    ctx = modules(tmp_path, crashing="import os\nos.abort()\n", hanging="import time\ntime.sleep(60)\n", fine="")
+    ctx.timeout = 2
+    assert facts.import_each(ctx, ["crashing"])["crashing"].startswith(
+        "the importing process died (exit code -6) in import crashing"
+    )
+    assert facts.import_each(ctx, ["fine"]) == {"fine": None}
+    assert facts.import_each(ctx, ["hanging"])["hanging"].startswith(
+        "the importing process died (timed out after 2 s) in import hanging"
+    )
+    assert facts.import_each(ctx, ["fine"]) == {"fine": None}

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 from tools import pairings, sdist_metadata
-from tools.build_check import record, standins
+from tools.build_check import layers, record, standins
 
 RECORD = record.RECORD_JSON
 
@@ -93,6 +93,40 @@ def test_the_record_lists_how_the_base_differs_and_what_it_weighs(built):
     assert built["standins"]["base"] == list(standins.BASE_DIFFERENCES)
     assert built["sizes"]["image_gb"] > built["sizes"]["venv_gb"] > 1
     assert built["engine"].startswith("buildah version")
+
+
+def test_the_record_weighs_every_layer_and_names_the_largest(built):
+    assert len(built["layers"]) > 10
+    assert built["sizes"]["largest_layer_gb"] == max(layer["gb"] for layer in built["layers"])
+
+
+def _image(*made: tuple[str, bool]) -> dict:
+    """buildah inspect's JSON, as much of it as layer_table reads: history entries, and a diff_id per layer made."""
+    history = [{"created_by": by, **({"empty_layer": True} if empty else {})} for by, empty in made]
+    ids = [f"sha256:{i:064x}" for i, (_, empty) in enumerate(made) if not empty]
+    return {"Docker": {"history": history, "rootfs": {"type": "layers", "diff_ids": ids}}}
+
+
+def test_each_layer_is_weighed_by_the_instruction_that_made_it():
+    image = _image(("/bin/sh", False), ("ENV A=1", True), ("/bin/bash -o pipefail -c pip install  torch", False))
+    storage = [
+        {"id": "top", "diff-digest": image["Docker"]["rootfs"]["diff_ids"][1], "diff-size": 6_000_000_000},
+        {"id": "base", "diff-digest": image["Docker"]["rootfs"]["diff_ids"][0], "diff-size": 3_000_000_000},
+        {"id": "unfinished"},
+    ]
+    table = layers.layer_table(image, storage)
+    assert table == [
+        {"instruction": "/bin/sh", "bytes": 3_000_000_000},
+        {"instruction": "/bin/bash -o pipefail -c pip install torch", "bytes": 6_000_000_000},
+    ]
+    assert layers.largest(table)["bytes"] == 6_000_000_000
+
+
+def test_history_that_does_not_match_the_layers_is_refused():
+    image = _image(("/bin/sh", False))
+    image["Docker"]["rootfs"]["diff_ids"].append("sha256:" + "f" * 64)
+    with pytest.raises(ValueError, match="1 history entries made layers, but the image has 2"):
+        layers.layer_table(image, [])
 
 
 def test_the_readable_record_is_the_json_one(built):

@@ -88,7 +88,8 @@ def markdown(record: dict) -> str:
         f"- started {record['started']}, {record['seconds']:.0f} s in all ({record['cached_steps']} of "
         f"{len(record['steps'])} steps cached)",
         f"- image {record['sizes'].get('image_gb', '?')} GB, of which /opt/venv {record['sizes'].get('venv_gb', '?')} "
-        "GB (uncompressed, as `du` counts a mounted image)",
+        f"GB (uncompressed, as `du` counts a mounted image); largest layer "
+        f"{record['sizes'].get('largest_layer_gb', '?')} GB",
         f"- pairing {record.get('pairing', '?')}; `pip list` against its lock: {record['lock']['differences']} "
         "differences over "
         f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",
@@ -125,6 +126,12 @@ def markdown(record: dict) -> str:
             f"| {s['step']} | {s['seconds']:.0f} | {'yes' if s['cached'] else ''} | `{s['instruction'][:90]}` |"
             for s in record["steps"]
         ],
+        "",
+        "## Layers (uncompressed, as containers/storage recorded them; bottom first)",
+        "",
+        "| GB | made by |",
+        "|---:|---|",
+        *[f"| {layer['gb']} | `{layer['instruction'][:110]}` |" for layer in record.get("layers", [])],
         "",
         "## The smoke gate in the image",
         "",

@@ -29,7 +29,7 @@ from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
 from tools import pairings, sdist_metadata
-from tools.build_check import record, standins
+from tools.build_check import layers, record, standins
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
 
@@ -200,10 +200,20 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             "venv_gb": round(_du(mount / "opt/venv") / 1e9, 2),
             "cuda_gb": round(_du(mount / "usr/local/cuda-13.0") / 1e9, 2),
         }
+        graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
+        table = layers.layer_table(
+            json.loads(buildah("inspect", "--type", "image", image).stdout), layers.read_storage_layers(graph_root)
+        )
+        found["layers"] = [{"instruction": row["instruction"], "gb": _gb(row["bytes"])} for row in table]
+        found["sizes"]["largest_layer_gb"] = _gb(layers.largest(table)["bytes"])
         buildah("umount", container, check=False)
         return found
     finally:
         buildah("rm", container, check=False)
+
+
+def _gb(size: int | None) -> float | None:
+    return None if size is None else round(size / 1e9, 2)
 
 
 def _du(path: Path) -> int:
@@ -273,6 +283,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         },
         "steps": steps,
         "sizes": found.get("sizes", {}),
+        "layers": found.get("layers", []),
         "versions": found.get("versions"),
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),

@@ -120,11 +120,12 @@ def cuda_major_consistency(ctx: Context) -> Result:
     judged) needs torch's CUDA major; no `-cu12` (or other-major) distribution; each offender named with the
     distribution that owns it; torch_memory_saver's per-major hooks excused. Reads only the ELF dynamic section: 898
     objects in 0.5 s on the H200"""
+    start = time.monotonic()
+    dirs, sections = dynamic_sections(ctx)  # before torch's major, which may wait for the shared importing child
+    seconds = time.monotonic() - start
     major, how = facts.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
-    start = time.monotonic()
-    dirs, sections = dynamic_sections(ctx)
     files = list(sections)
     needs = {path: cuda_needs(dynamic) for path, dynamic in sections.items()}
     other = {path: [n for n, m in found if m != major] for path, found in needs.items()}
@@ -143,7 +144,6 @@ def cuda_major_consistency(ctx: Context) -> Result:
             excused.add(canonical(dist))
         else:
             failing.append(f"{path} ({dist or 'no distribution: on the loader path'}) needs {', '.join(libs)}")
-    seconds = time.monotonic() - start
     scanned = f"{len(files)} shared objects in {len(dirs)} folders scanned in {seconds:.1f} s; {how}"
     notes = [f"not failed, {d}: {ONE_BUILD_PER_MAJOR[d]}" for d in sorted(excused)]
     detail = "\n".join(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
 import types
 
 from slime_image import pip_conflicts, slime_source
 from slime_image.smoke import facts
-from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_probe, run_python
+from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_python
 
 SAFE_BUILTINS = {"int": int, "str": str, "float": float, "tuple": tuple, "len": len, "map": map}
 NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklearn", "numba", "h5py")
@@ -93,13 +92,6 @@ def pip_check(ctx: Context) -> Result:
     return Result(PASS, f"pip check clean{note}; imported {', '.join(present) or 'no numpy-ABI packages'}")
 
 
-def _import_names(ctx: Context, pairs: set[tuple[str, str]]) -> list[str]:
-    """Import each (module, name) slime uses, in one child; return what failed."""
-    child = run_probe(ctx, "import_names", json.dumps(sorted(pairs)))
-    data = child.json()
-    return data if isinstance(data, list) else [f"import failed: {child.tail(3)}"]
-
-
 @check(
     "router-slime",
     ("W8",),
@@ -112,14 +104,13 @@ def router_slime(ctx: Context) -> Result:
     """`sglang_router` is the SLIME build and has what slime imports from it"""
     if not facts.module_present("sglang_router"):
         return Result(FAIL, "sglang_router is not installed")
-    child = run_probe(ctx, "import_module", "sglang_router", "__version__")
-    if not child.ok:
-        return Result(FAIL, "import sglang_router failed", child.tail())
-    version = child.json()
+    why, version = facts.imports(ctx, [("sglang_router", "__version__")])[("sglang_router", "__version__")]
+    if why:
+        return Result(FAIL, "import sglang_router failed", why)
     if not version or "slime" not in version:
         return Result(FAIL, f"sglang_router {version} is the stock build, not the SLIME build")
     root = facts.slime_root(ctx)
-    missing = _import_names(ctx, facts.imports_from(root, "sglang_router")) if root else []
+    missing = facts.failed_imports(ctx, facts.imports_from(root, "sglang_router")) if root else []
     if missing:
         return Result(FAIL, "slime imports router API the installed router lacks", "\n".join(missing))
     return Result(PASS, f"sglang_router {version}")
@@ -138,7 +129,7 @@ def mbridge(ctx: Context) -> Result:
         return Result(FAIL, "mbridge is not installed (slime goes in with --no-deps, which never brings it)")
     root = facts.slime_root(ctx)
     pairs = (facts.imports_from(root, "mbridge") if root else set()) or {("mbridge", "")}
-    missing = _import_names(ctx, pairs)
+    missing = facts.failed_imports(ctx, pairs)
     if missing:
         return Result(FAIL, "what slime imports from mbridge does not import", "\n".join(missing))
     return Result(PASS, f"mbridge {facts.dist_version('mbridge')}: {len(pairs)} import(s) slime uses work")
@@ -155,10 +146,11 @@ def megatron_helpers(ctx: Context) -> Result:
     """`megatron.core.datasets.helpers_cpp` is compiled in"""
     if not facts.module_present("megatron"):
         return Result(FAIL, "Megatron-LM is not importable")
-    child = run_probe(ctx, "import_module", "megatron.core.datasets.helpers_cpp", "__file__")
-    if not child.ok:
-        return Result(FAIL, "megatron.core.datasets.helpers_cpp does not import", child.tail())
-    return Result(PASS, f"helpers_cpp compiled: {child.json()}")
+    helpers = ("megatron.core.datasets.helpers_cpp", "__file__")
+    why, path = facts.imports(ctx, [helpers])[helpers]
+    if why:
+        return Result(FAIL, "megatron.core.datasets.helpers_cpp does not import", why)
+    return Result(PASS, f"helpers_cpp compiled: {path}")
 
 
 # The distribution whose installed version each declared version ARG is compared with.
@@ -244,8 +236,8 @@ def torch_provenance(ctx: Context) -> Result:
     if declared and version != declared:
         return Result(FAIL, f"torch is {version}, the recipe intends {declared}")
     present = [m for m in TORCH_EXTENSIONS if facts.module_present(m.split(".")[0])]
-    env, driver = facts.env_with_driver(ctx)
-    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present, env).items() if why]
+    _, driver = facts.env_with_driver(ctx)
+    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present).items() if why]
     if failed:
         return Result(
             FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed)

@@ -3,12 +3,10 @@ path imports importable, and the components of upstream's image this one leaves 
 
 from __future__ import annotations
 
-import json
-
 from slime_image import slime_source
 from slime_image.patches import upstream
 from slime_image.smoke import facts
-from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
+from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check
 
 
 @check(
@@ -54,12 +52,8 @@ def slime_imports(ctx: Context) -> Result:
     modules = slime_source.grpo_modules(root)
     if not modules:
         return Result(FAIL, f"no module of slime's GRPO path found from {root / slime_source.GRPO_ENTRY}")
-    env, driver = facts.env_with_driver(ctx)
-    pairs = json.dumps([[module, ""] for module in modules])
-    child = run_probe(ctx, "import_names", pairs, env={**env, "PYTHONPATH": f"{root}:{env.get('PYTHONPATH', '')}"})
-    failed = child.json()
-    if not isinstance(failed, list):
-        return Result(FAIL, "importing slime's GRPO path did not finish", child.tail(4))
+    _, driver = facts.env_with_driver(ctx)
+    failed = facts.failed_imports(ctx, [(module, "") for module in modules])
     if failed:
         return Result(
             FAIL, f"{len(failed)} of {len(modules)} modules of slime's GRPO path do not import", "\n".join(failed)

@@ -13,6 +13,7 @@ from slime_image import tms_preload
 from slime_image.errors import UserError
 from slime_image.patches.base import package_folder
 from slime_image.smoke.core import COMMANDS, FAIL, Context, Result, run_probe, run_python
+from slime_image.smoke.importer import Importer
 
 DRIVER_STUB = Path("/usr/local/cuda/lib64/stubs/libcuda.so")
 GIB = 1 << 30
@@ -86,16 +87,15 @@ def imports_from(root: Path, package: str) -> set[tuple[str, str]]:
 
 
 def torch_info(ctx: Context) -> dict:
-    """torch.__version__ and torch.version.cuda as the interpreter under test reports them (one child)."""
+    """torch.__version__ and torch.version.cuda as the interpreter under test reports them."""
 
     def probe():
         if not module_present("torch"):
             return {"error": "torch is not installed"}
-        child = run_probe(ctx, "torch_info")
-        data = child.json()
-        if not child.ok or not data:
-            return {"error": f"import torch failed: {child.tail(2)}"}
-        return {"version": data[0], "cuda": data[1]}
+        (why, version), (_, cuda) = imports(ctx, [("torch", "__version__"), ("torch.version", "cuda")]).values()
+        if why:
+            return {"error": f"import torch failed: {why}"}
+        return {"version": version, "cuda": cuda}
 
     return ctx.once("torch_info", probe)
 
@@ -251,16 +251,32 @@ def patcher_report(ctx: Context, slime_root, ids: list[str]):
         return None, child
 
 
-def import_each(ctx: Context, modules: list[str], env: dict[str, str] | None = None) -> dict[str, str | None]:
-    """Import the modules in one child, in order: module -> None, or why its import failed. One child instead of
-    one per module: each of them imports torch, and a dozen torch imports at once made the gate minutes long."""
-    if not modules:
-        return {}
-    child = run_probe(ctx, "import_each", *modules, env=env)
-    found = child.json()
-    if isinstance(found, dict):
-        return found
-    started = [line.removeprefix("importing ") for line in child.stderr.splitlines() if line.startswith("importing ")]
-    why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
-    culprit = started[-1] if started else modules[0]
-    return {m: f"the importing process died ({why}) in import {culprit}: {child.tail(2)}" for m in modules}
+def importer(ctx: Context) -> Importer:
+    """The child every import check shares: with the driver stub where there is no driver (as torch-provenance and
+    slime-imports need), and the slime checkout first on the path (the one given, not only the installed one)."""
+
+    def start():
+        env, _ = env_with_driver(ctx)
+        root = slime_root(ctx)
+        if root is not None:
+            env = {**env, "PYTHONPATH": ":".join(p for p in (str(root), env.get("PYTHONPATH", "")) if p)}
+        return Importer(ctx, env)
+
+    return ctx.once("importer", start)
+
+
+def imports(ctx: Context, pairs) -> dict[tuple[str, str], tuple[str | None, object]]:
+    """(module, name) -> (why its import failed or None, the attribute's value), imported in the shared child."""
+    pairs = list(dict.fromkeys(pairs))
+    return dict(zip(pairs, importer(ctx).ask(pairs), strict=True))
+
+
+def import_each(ctx: Context, modules: list[str]) -> dict[str, str | None]:
+    """module -> None, or why its import failed."""
+    found = imports(ctx, [(m, "") for m in modules])
+    return {m: found[(m, "")][0] for m in modules}
+
+
+def failed_imports(ctx: Context, pairs) -> list[str]:
+    """`module name: why` for each (module, name) that does not import."""
+    return [f"{m} {n}: {why}" for (m, n), (why, _) in imports(ctx, sorted(pairs)).items() if why]

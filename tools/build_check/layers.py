@@ -1,0 +1,29 @@
+"""The layers of a built image and what each weighs: a node pulls every layer whole, so the largest one bounds how
+fast a new node starts, whatever the parallelism of the pull."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def layer_table(image: dict, storage_layers: list[dict]) -> list[dict]:
+    """Each layer of `image` (buildah inspect's JSON), bottom first: the history entry that made it and its size
+    uncompressed, as containers/storage recorded it (overlay-layers/layers.json)."""
+    made = [h for h in image["Docker"]["history"] if not h.get("empty_layer")]
+    diff_ids = image["Docker"]["rootfs"]["diff_ids"]
+    if len(made) != len(diff_ids):
+        raise ValueError(f"{len(made)} history entries made layers, but the image has {len(diff_ids)}")
+    sizes = {layer.get("diff-digest"): layer.get("diff-size") for layer in storage_layers}
+    return [
+        {"instruction": " ".join(entry.get("created_by", "").split())[:200], "bytes": sizes.get(digest)}
+        for entry, digest in zip(made, diff_ids, strict=True)
+    ]
+
+
+def read_storage_layers(graph_root: Path) -> list[dict]:
+    return json.loads((graph_root / "overlay-layers" / "layers.json").read_text())
+
+
+def largest(table: list[dict]) -> dict:
+    return max(table, key=lambda layer: layer["bytes"] or 0)
