@@ -6,12 +6,13 @@ CI does not build; these tests hold the committed record to the tree, so it cann
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 from tools import pairings, sdist_metadata
-from tools.build_check import layers, record, standins
+from tools.build_check import record, standins, weights
 
 RECORD = record.RECORD_JSON
 
@@ -114,19 +115,28 @@ def test_each_layer_is_weighed_by_the_instruction_that_made_it():
         {"id": "base", "diff-digest": image["Docker"]["rootfs"]["diff_ids"][0], "diff-size": 3_000_000_000},
         {"id": "unfinished"},
     ]
-    table = layers.layer_table(image, storage)
+    table = weights.layer_table(image, storage)
     assert table == [
         {"instruction": "/bin/sh", "bytes": 3_000_000_000},
         {"instruction": "/bin/bash -o pipefail -c pip install torch", "bytes": 6_000_000_000},
     ]
-    assert layers.largest(table)["bytes"] == 6_000_000_000
+    assert weights.largest(table)["bytes"] == 6_000_000_000
+
+
+def test_a_distribution_weighs_what_its_record_lists():
+    import packaging
+
+    site_packages = Path(packaging.__file__).parent.parent
+    found = {d["name"]: d["bytes"] for d in weights.distribution_sizes(site_packages)}
+    on_disk = sum(p.stat().st_size for p in Path(packaging.__file__).parent.rglob("*") if p.suffix == ".py")
+    assert on_disk <= found["packaging"] < on_disk * 1.5
 
 
 def test_history_that_does_not_match_the_layers_is_refused():
     image = _image(("/bin/sh", False))
     image["Docker"]["rootfs"]["diff_ids"].append("sha256:" + "f" * 64)
     with pytest.raises(ValueError, match="1 history entries made layers, but the image has 2"):
-        layers.layer_table(image, [])
+        weights.layer_table(image, [])
 
 
 def test_the_readable_record_is_the_json_one(built):

@@ -29,7 +29,7 @@ from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
 from tools import pairings, sdist_metadata
-from tools.build_check import layers, record, standins
+from tools.build_check import record, standins, weights
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
 
@@ -201,11 +201,16 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             "cuda_gb": round(_du(mount / "usr/local/cuda-13.0") / 1e9, 2),
         }
         graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
-        table = layers.layer_table(
-            json.loads(buildah("inspect", "--type", "image", image).stdout), layers.read_storage_layers(graph_root)
+        table = weights.layer_table(
+            json.loads(buildah("inspect", "--type", "image", image).stdout), weights.read_storage_layers(graph_root)
         )
         found["layers"] = [{"instruction": row["instruction"], "gb": _gb(row["bytes"])} for row in table]
-        found["sizes"]["largest_layer_gb"] = _gb(layers.largest(table)["bytes"])
+        found["sizes"]["largest_layer_gb"] = _gb(weights.largest(table)["bytes"])
+        site_packages = mount / "opt/venv/lib/python3.12/site-packages"
+        found["distributions"] = [
+            {"name": d["name"], "version": d["version"], "gb": _gb(d["bytes"])}
+            for d in weights.distribution_sizes(site_packages)[:25]
+        ]
         buildah("umount", container, check=False)
         return found
     finally:
@@ -284,6 +289,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "steps": steps,
         "sizes": found.get("sizes", {}),
         "layers": found.get("layers", []),
+        "largest_distributions": found.get("distributions", []),
         "versions": found.get("versions"),
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),

@@ -1,8 +1,9 @@
-"""The layers of a built image and what each weighs: a node pulls every layer whole, so the largest one bounds how
-fast a new node starts, whatever the parallelism of the pull."""
+"""What a built image weighs: each layer (a node pulls every layer whole, so the largest one bounds how fast a new
+node starts, whatever the parallelism of the pull) and each Python distribution (where the bytes are)."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -27,3 +28,14 @@ def read_storage_layers(graph_root: Path) -> list[dict]:
 
 def largest(table: list[dict]) -> dict:
     return max(table, key=lambda layer: layer["bytes"] or 0)
+
+
+def distribution_sizes(site_packages: Path) -> list[dict]:
+    """Each distribution installed there with the bytes its RECORD lists, largest first."""
+    found = []
+    for record in site_packages.glob("*.dist-info/RECORD"):
+        with record.open(newline="") as rows:
+            size = sum(int(row[2]) for row in csv.reader(rows) if len(row) > 2 and row[2].isdigit())
+        name, _, version = record.parent.name.removesuffix(".dist-info").partition("-")
+        found.append({"name": name, "version": version, "bytes": size})
+    return sorted(found, key=lambda d: -d["bytes"])
