@@ -132,6 +132,22 @@ def test_a_distribution_weighs_what_its_record_lists():
     assert on_disk <= found["packaging"] < on_disk * 1.5
 
 
+@pytest.mark.parametrize(
+    "created_by, shown",
+    [
+        (
+            "|2 BASE_IMAGE=localhost/cuda-standin:13.0 EFA_INSTALLER_URL=file:///mirrors/efa /bin/bash -o pipefail -c "
+            "pip install  setuptools",
+            "/bin/bash -o pipefail -c pip install setuptools",
+        ),
+        ("/bin/sh -c #(nop) COPY dir:b13c in /opt/slime-image/", "COPY dir:b13c in /opt/slime-image/"),
+        ("/bin/sh", "/bin/sh"),
+    ],
+)
+def test_a_layer_is_named_by_its_command_without_the_build_arguments(created_by, shown):
+    assert weights.instruction(created_by) == shown
+
+
 def test_history_that_does_not_match_the_layers_is_refused():
     image = _image(("/bin/sh", False))
     image["Docker"]["rootfs"]["diff_ids"].append("sha256:" + "f" * 64)

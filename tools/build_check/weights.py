@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 
 
@@ -17,9 +18,19 @@ def layer_table(image: dict, storage_layers: list[dict]) -> list[dict]:
         raise ValueError(f"{len(made)} history entries made layers, but the image has {len(diff_ids)}")
     sizes = {layer.get("diff-digest"): layer.get("diff-size") for layer in storage_layers}
     return [
-        {"instruction": " ".join(entry.get("created_by", "").split())[:200], "bytes": sizes.get(digest)}
+        {"instruction": instruction(entry.get("created_by", "")), "bytes": sizes.get(digest)}
         for entry, digest in zip(made, diff_ids, strict=True)
     ]
+
+
+# A RUN's history entry starts with the build arguments in effect ("|18 BASE_IMAGE=... "), a COPY's with "#(nop)".
+BUILD_ARGS = re.compile(r"^\|\d+ .*? (?=/bin/\S+ )")
+NOP = re.compile(r"^/bin/sh -c #\(nop\) ")
+
+
+def instruction(created_by: str) -> str:
+    """The command of a history entry, without the build arguments and markers that precede it."""
+    return " ".join(NOP.sub("", BUILD_ARGS.sub("", created_by)).split())[:200]
 
 
 def read_storage_layers(graph_root: Path) -> list[dict]:
