@@ -40,9 +40,10 @@ ARG PIP_INDEX_URL
 ARG PIP_EXTRA_INDEX_URL
 ARG PIP_TRUSTED_HOST
 
+# pip keeps what it downloads in a build cache mount (`--mount=type=cache` on each pip step below, which BuildKit
+# and buildah honour): a rebuild reads the wheels from there, and no layer holds them.
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV DEBIAN_FRONTEND=noninteractive \
-    PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
@@ -69,7 +70,7 @@ ENV LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:/usr/local/cuda
 # One virtual environment holds every Python distribution in the image, first on PATH, with a pinned pip.
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH}
-RUN python3.12 -m venv /opt/venv && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv /opt/venv && \
     python -m pip install "pip==${PIP_VERSION}"
 
 # The pairing's lock, written by `make lock` from the plan of this file: every pip step below installs the
@@ -79,19 +80,20 @@ ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
 
 # What the --no-build-isolation builds below (TransformerEngine's torch extension) and Megatron's helpers_cpp
 # compile with, besides the system compilers: without them those builds stop at their first import.
-RUN pip install setuptools wheel ninja pybind11
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11
 
 # sglang with the extras of its `all` but diffusion, whose st_attn and vsa are CUDA 12 builds (W22) that RL
 # never runs: it brings torch 2.11.0 (cu130) with its CUDA wheels, and its kernels (sglang-kernel,
 # flashinfer) built against that torch. The build stops here if torch is anything else.
-RUN pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
 
 # TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses. Its GPU kernels come prebuilt
 # in transformer_engine_cu13; its torch extension (C++ only) is compiled here against the torch above, and
 # NVTE_PYTORCH_FORCE_BUILD stops its setup from fetching a prebuilt extension from GitHub instead, unlocked
-# (W32). Imported with the driver stub, so an extension that does not load fails the build (W9, W10).
-RUN NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
+# (W32). Imported with the driver stub, so an extension that does not load fails the build (W9, W10). No pip
+# cache here: pip would keep the extension it builds and hand it back to a rebuild against another torch (W9).
+RUN PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
@@ -99,13 +101,13 @@ RUN NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip
 # after that downgrade, and slime's own runtime dependencies. After TransformerEngine, so a change here
 # does not rebuild it; every step after this one is --no-deps, so nothing brings numpy 2 back (W1).
 COPY requirements.txt /opt/slime-image/requirements.txt
-RUN pip install -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}"
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}"
 
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by
 # the steps above; the gate's pip-check proves it). The editable install compiles helpers_cpp, which Megatron
 # otherwise builds lazily on rank 0 only, so the other nodes fail to import it (W11); it maps megatron.core
 # alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31).
-RUN git clone --filter=blob:none "${MEGATRON_REPO_URL}" /opt/Megatron-LM && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked git clone --filter=blob:none "${MEGATRON_REPO_URL}" /opt/Megatron-LM && \
     git -C /opt/Megatron-LM checkout "${MEGATRON_COMMIT}" && \
     pip install --no-deps -e /opt/Megatron-LM && \
     echo /opt/Megatron-LM > /opt/venv/lib/python3.12/site-packages/megatron-lm.pth && \
@@ -116,7 +118,7 @@ RUN git clone --filter=blob:none "${MEGATRON_REPO_URL}" /opt/Megatron-LM && \
 # a bare numpy, either of which would undo the steps above (W8, W1; the gate's router-slime proves the router
 # is the SLIME build). slime's tag must name the commit it was released as, so a moved tag or a mirror's
 # other history fails here (W18). mbridge must be present because --no-deps never brings it (W7).
-RUN pip install --no-deps --force-reinstall \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --no-deps --force-reinstall \
       "${SGL_ROUTER_URL}/${SGL_ROUTER_RELEASE}/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
     git clone --depth 1 --branch "${SLIME_REF}" "${SLIME_REPO_URL}" /opt/slime && \
     head=$(git -C /opt/slime rev-parse HEAD) && \

@@ -29,7 +29,9 @@ def _move_requirements_before_sglang(text):
 
 
 def _build_tools_after_sglang(text):
-    tools = "RUN pip install setuptools wheel ninja pybind11\n"
+    tools = (
+        "RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11\n"
+    )
     text = text.replace(tools, "")
     anchor = "# TransformerEngine, the version"
     return text.replace(anchor, tools + "\n" + anchor)
@@ -208,7 +210,7 @@ def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
     "edit, expected",
     [
         (
-            lambda t: t.replace("RUN python3.12 -m venv /opt/venv && \\\n    python -m pip", "RUN python -m pip"),
+            lambda t: t.replace("python3.12 -m venv /opt/venv && \\\n    python -m pip", "python -m pip"),
             "no RUN makes",
         ),
         (
