@@ -141,6 +141,10 @@ def test_a_distribution_weighs_what_its_record_lists():
             "/bin/bash -o pipefail -c pip install setuptools",
         ),
         ("/bin/sh -c #(nop) COPY dir:b13c in /opt/slime-image/", "COPY dir:b13c in /opt/slime-image/"),
+        (
+            "|1 PAIRING=v0.3.1 /bin/sh -c --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install six",
+            "/bin/sh -c pip install six",
+        ),
         ("/bin/sh", "/bin/sh"),
     ],
 )

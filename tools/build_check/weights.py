@@ -23,14 +23,16 @@ def layer_table(image: dict, storage_layers: list[dict]) -> list[dict]:
     ]
 
 
-# A RUN's history entry starts with the build arguments in effect ("|18 BASE_IMAGE=... "), a COPY's with "#(nop)".
+# A RUN's history entry starts with the build arguments in effect ("|18 BASE_IMAGE=... ") and its mounts, a COPY's
+# with "#(nop)".
 BUILD_ARGS = re.compile(r"^\|\d+ .*? (?=/bin/\S+ )")
 NOP = re.compile(r"^/bin/sh -c #\(nop\) ")
+MOUNTS = re.compile(r"--mount=\S+ ")
 
 
 def instruction(created_by: str) -> str:
-    """The command of a history entry, without the build arguments and markers that precede it."""
-    return " ".join(NOP.sub("", BUILD_ARGS.sub("", created_by)).split())[:200]
+    """The command of a history entry, without the build arguments, mounts and markers around it."""
+    return " ".join(MOUNTS.sub("", NOP.sub("", BUILD_ARGS.sub("", created_by))).split())[:200]
 
 
 def read_storage_layers(graph_root: Path) -> list[dict]:
