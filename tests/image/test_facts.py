@@ -66,3 +66,13 @@ def test_a_crash_or_a_hang_costs_only_its_own_request(tmp_path):
         "the importing process died (timed out after 2 s) in import hanging"
     )
     assert facts.import_each(ctx, ["fine"]) == {"fine": None}
+
+
+def test_the_shared_importer_ends_before_the_checks_that_run_alone(tmp_path):
+    ctx = modules(tmp_path, fine="")
+    assert facts.import_each(ctx, ["fine"]) == {"fine": None}
+    child = facts.importer(ctx).proc
+    assert child.poll() is None
+    facts.stop_importer(ctx)
+    assert child.wait(timeout=10) == 0
+    assert facts.import_each(ctx, ["fine"]) == {"fine": None}  # a later ask starts a new one

@@ -83,15 +83,18 @@ def base_label(lock: Path) -> str:
 
 
 def ensure_base(work: Path, lock: Path) -> str:
+    """The stand-in base's tag for this lock, made when missing. One tag per content (each pairing pins its own CUDA
+    libraries), so that building one pairing after the other reuses each one's base and every layer above it."""
     label = base_label(lock)
+    tag = f"{BASE_TAG}-{label}"
     labels = '{{index .Docker.Config.Labels "org.slime-image.standin"}}'
-    found = buildah("inspect", "--type", "image", "--format", labels, BASE_TAG, check=False)
+    found = buildah("inspect", "--type", "image", "--format", labels, tag, check=False)
     if found.returncode == 0 and found.stdout.strip() == label:
-        print(f"stand-in base {BASE_TAG} ({label}) is built", flush=True)
-        return label
+        print(f"stand-in base {tag} is built", flush=True)
+        return tag
     env = {**os.environ, "STORAGE_DRIVER": STORAGE[1]}
-    subprocess.run(["bash", str(STANDIN_SCRIPT), BASE_TAG, str(work), str(lock), label], check=True, env=env)
-    return label
+    subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(lock), label], check=True, env=env)
+    return tag
 
 
 def standin_artifacts(work: Path, args: dict[str, str]) -> None:
@@ -258,11 +261,11 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     recipe = Recipe.load(build_args=pairing.build_arg_values)
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     inputs = record.input_digests(str(pairing.lock.relative_to(ROOT)))
-    ensure_base(work, pairing.lock)
+    base = ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
     if pairing.name != pairings.default().name:
         build_args += pairing.build_args
-    build_args += [f"BASE_IMAGE={BASE_TAG}", f"IMAGE_REVISION={_git_head()}"]
+    build_args += [f"BASE_IMAGE={base}", f"IMAGE_REVISION={_git_head()}"]
     log = work / "build.log"
     code, steps, seconds = build(build_args, volumes, log)
     stopped = last_layer(log) if code else None

@@ -45,6 +45,7 @@ def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]
     alone = [c for c in checks if c.exclusive and c.stage in stages]
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = {c.id: row for c, row in zip(shared, pool.map(lambda c: run_one(c, ctx, stages), shared), strict=True)}
+    facts.stop_importer(ctx)  # before the checks that measure device memory, which run alone
     for c in alone:
         rows[c.id] = run_one(c, ctx, stages)
     return [rows[c.id] for c in checks]

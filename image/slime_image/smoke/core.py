@@ -94,6 +94,11 @@ class Context:
     _locks: dict = field(default_factory=dict)
     _guard: threading.Lock = field(default_factory=threading.Lock)
 
+    def drop(self, key: str):
+        """Forget a shared fact and return it (None when it was never computed)."""
+        with self._guard:
+            return self._cache.pop(key, None)
+
     def once(self, key: str, compute):
         """Compute a shared fact (the CUDA major, torch's version) once for all checks: checks run in threads, and
         a second asking for it waits for the first rather than computing it again."""

@@ -265,6 +265,13 @@ def importer(ctx: Context) -> Importer:
     return ctx.once("importer", start)
 
 
+def stop_importer(ctx: Context) -> None:
+    """End the shared importing child: what it imported may hold GPU memory that a later check measures."""
+    found = ctx.drop("importer")
+    if found is not None:
+        found.close()
+
+
 def imports(ctx: Context, pairs) -> dict[tuple[str, str], tuple[str | None, object]]:
     """(module, name) -> (why its import failed or None, the attribute's value), imported in the shared child."""
     pairs = list(dict.fromkeys(pairs))
