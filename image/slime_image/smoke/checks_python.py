@@ -110,7 +110,7 @@ def router_slime(ctx: Context) -> Result:
     if not version or "slime" not in version:
         return Result(FAIL, f"sglang_router {version} is the stock build, not the SLIME build")
     root = facts.slime_root(ctx)
-    missing = facts.failed_imports(ctx, facts.imports_from(root, "sglang_router")) if root else []
+    missing = facts.failed_imports(ctx, sorted(facts.imports_from(root, "sglang_router"))) if root else []
     if missing:
         return Result(FAIL, "slime imports router API the installed router lacks", "\n".join(missing))
     return Result(PASS, f"sglang_router {version}")
@@ -129,7 +129,7 @@ def mbridge(ctx: Context) -> Result:
         return Result(FAIL, "mbridge is not installed (slime goes in with --no-deps, which never brings it)")
     root = facts.slime_root(ctx)
     pairs = (facts.imports_from(root, "mbridge") if root else set()) or {("mbridge", "")}
-    missing = facts.failed_imports(ctx, pairs)
+    missing = facts.failed_imports(ctx, sorted(pairs))
     if missing:
         return Result(FAIL, "what slime imports from mbridge does not import", "\n".join(missing))
     return Result(PASS, f"mbridge {facts.dist_version('mbridge')}: {len(pairs)} import(s) slime uses work")

@@ -285,5 +285,5 @@ def import_each(ctx: Context, modules: list[str]) -> dict[str, str | None]:
 
 
 def failed_imports(ctx: Context, pairs) -> list[str]:
-    """`module name: why` for each (module, name) that does not import."""
-    return [f"{m} {n}: {why}" for (m, n), (why, _) in imports(ctx, sorted(pairs)).items() if why]
+    """`module name: why` for each (module, name) that does not import, imported in the order given."""
+    return [f"{m} {n}: {why}" for (m, n), (why, _) in imports(ctx, pairs).items() if why]
