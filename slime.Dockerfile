@@ -73,18 +73,27 @@ ENV VIRTUAL_ENV=/opt/venv \
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv /opt/venv && \
     python -m pip install "pip==${PIP_VERSION}"
 
-# The pairing's lock, written by `make lock` from the plan of this file: every pip step below installs the
-# versions that were planned and checked, so a rebuild next month installs the same set (W18).
-COPY locks/${PAIRING}.lock /opt/slime-image/constraints.lock
-ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
+# The pairing's stack lock, written by `make lock` from the plan of this file: its lock's pins for what the layers
+# up to TransformerEngine install, so that they install the versions that were planned and checked (W18), and a
+# change that moves none of those pins (most of requirements.txt) leaves them cached.
+COPY locks/${PAIRING}.stack.lock /opt/slime-image/stack.lock
+ENV PIP_CONSTRAINT=/opt/slime-image/stack.lock
 
 # What the --no-build-isolation builds below (TransformerEngine's torch extension) and Megatron's helpers_cpp
 # compile with, besides the system compilers: without them those builds stop at their first import.
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11
 
+# torch and its CUDA wheels, in a layer of their own (3.5 GB): one layer of all sglang brings would weigh 11 GB,
+# and a node pulls a layer as one piece. Named without versions: the lock pins torch and its wheels at what the
+# sglang step below resolves, so that step finds them installed and leaves them.
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch
+
+# sglang's GPU kernels, the next 4 GB (sglang-kernel, FlashInfer and its cubins), versions again from the lock.
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install sglang-kernel flashinfer-python flashinfer-cubin
+
 # sglang with the extras of its `all` but diffusion, whose st_attn and vsa are CUDA 12 builds (W22) that RL
-# never runs: it brings torch 2.11.0 (cu130) with its CUDA wheels, and its kernels (sglang-kernel,
-# flashinfer) built against that torch. The build stops here if torch is anything else.
+# never runs: the rest of what it needs, over the torch and kernels above. The build stops here if torch is
+# anything else than the recipe intends.
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
 
@@ -98,9 +107,12 @@ RUN PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
 # requirements.txt: numpy<2 for slime's Megatron init assert, the companion pins that keep pip check clean
-# after that downgrade, and slime's own runtime dependencies. After TransformerEngine, so a change here
-# does not rebuild it; every step after this one is --no-deps, so nothing brings numpy 2 back (W1).
+# after that downgrade, and slime's own runtime dependencies; under the pairing's whole lock from here on. After
+# TransformerEngine, so a change here does not rebuild it; every step after this one is --no-deps, so nothing
+# brings numpy 2 back (W1).
 COPY requirements.txt /opt/slime-image/requirements.txt
+COPY locks/${PAIRING}.lock /opt/slime-image/constraints.lock
+ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}"
 
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by

@@ -40,7 +40,7 @@ from slime_image.errors import UserError, run_command
 
 from tools import pairings, platforms, sdist_metadata
 from tools.base_manifest import manifest_for
-from tools.lock import lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
+from tools.lock import layer_lock_text, lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
 from tools.plan_findings import TORCH_EXTENSIONS, EndState, Findings
 from tools.plan_index import PlanIndex
@@ -137,6 +137,7 @@ class Plan:
     final_findings: list[str]
     lock_gaps: list[str]
     invariants: dict[str, bool]
+    layer_locks: dict[str, dict[str, str]] = field(default_factory=dict)  # each layer lock -> the pins it must hold
 
     @property
     def ok(self) -> bool:
@@ -226,6 +227,18 @@ class Planner:
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = (lock_file or recipe.constraint_file()) if use_lock else None
+        # A lock given to plan under (make lock's second plan) constrains every step: its layer locks, which it
+        # decides, would pin the same versions of what their steps install.
+        self.lock_override = lock_file
+        if self.lock and not self.lock_override:
+            missing = [path for _, path in self.recipe.constraint_files if not path.is_file()]
+            if missing:
+                raise UserError(
+                    f"{self.recipe.path}: PIP_CONSTRAINT names {', '.join(map(shown, missing))}, which does not exist",
+                    "make lock (it writes the lock and its layer locks)",
+                    code=2,
+                )
+        self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
         # What the verification build found the image's sdist-built distributions to declare (tools/sdist_metadata.py)
         self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
@@ -380,8 +393,9 @@ class Planner:
             else:
                 targets.append(package)
         files = self._requirement_files(step) + [self.recipe.context_file(c, step.line) for c in step.constraints]
-        if self.lock is not None:
-            files.append(self.lock)
+        lock = self.step_lock(step)
+        if lock is not None:
+            files.append(lock)
         if not targets and not step.requirements:
             return True, "; ".join(notes)
         try:
@@ -404,6 +418,24 @@ class Planner:
         if recorded:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
         return True, "; ".join([*notes, how])
+
+    def step_lock(self, step: PipStep) -> Path | None:
+        """The lock this step installs under: the file PIP_CONSTRAINT names at its line."""
+        if self.lock is None:
+            return None
+        return self.lock_override or self.recipe.constraint_at(step.line)
+
+    def layer_locks(self, final: dict[str, str], local: set[str]) -> dict[Path, dict[str, str]]:
+        """Each layer lock (a PIP_CONSTRAINT before the last) -> the final versions of what its steps install."""
+        scopes = {}
+        for step in self.recipe.steps:
+            path = self.recipe.constraint_at(step.line)
+            if path is not None and path != self.recipe.constraint_file():
+                scopes[path] = self.after_line.get(step.line, {})
+        return {
+            path: {n: final[n] for n in sorted(state) if n in final and n not in local}
+            for path, state in scopes.items()
+        }
 
     def replay(self) -> tuple[list[StepResult], list[int], list[int], Findings]:
         """Each step in Dockerfile order over the simulated environment: (results, the lines of steps that fail the
@@ -448,6 +480,7 @@ class Planner:
                     failed_steps.append(step.line)
                     simulated, note = True, f"THIS STEP FAILS THE BUILD: {exc.why}"
             after = self.env.installed()
+            self.after_line[step.line] = after
             result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
             result.added = {n: v for n, v in sorted(after.items()) if n not in before}
             result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
@@ -491,6 +524,10 @@ class Planner:
         gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []
         if self.lock:
             invariants["lock_pins_every_distribution"] = not gaps
+        from_base = sorted(n for n, v in final.items() if self.base.get(n) == v)
+        layer_locks = self.layer_locks(final, {*self.from_source, *from_base})
+        if self.lock and not self.lock_override and layer_locks:
+            invariants["layer_locks_agree"] = all(lock_pins(p.read_text()) == pins for p, pins in layer_locks.items())
         return Plan(
             base={
                 "image": manifest.get("image", ""),
@@ -506,13 +543,14 @@ class Planner:
             inputs=self.input_digests(),
             steps=results,
             final=dict(sorted(final.items())),
-            from_base=sorted(n for n, v in final.items() if self.base.get(n) == v),
+            from_base=from_base,
             broken=broken,
             reviewed=reviewed,
             findings=[f for r in results for f in r.findings] + final_findings,
             final_findings=final_findings,
             lock_gaps=gaps,
             invariants=invariants,
+            layer_locks={shown(p): pins for p, pins in layer_locks.items()},
         )
 
     def router_wheel_lines(self) -> list[int]:
@@ -672,11 +710,12 @@ def write_lock(path: Path, text: str, log) -> None:
     old = path.read_text() if path.is_file() else None
     count = len(lock_pins(text))
     if old is not None and same_but_cutoff(old, text):
-        log(f"lock: {path} unchanged ({count} pins; the cutoff {lock_cutoff(path)} stays)")
+        kept = f"; the cutoff {lock_cutoff(path)} stays" if lock_cutoff(path) else ""
+        log(f"lock: {shown(path)} unchanged ({count} pins{kept})")
         return
     write_atomically(path, text)
     moved = f": {pin_changes(old, text)}" if old is not None else ""
-    log(f"lock: wrote {path} ({count} pins{moved})")
+    log(f"lock: wrote {shown(path)} ({count} pins{moved})")
 
 
 def run(args, arch: str) -> int:
@@ -717,12 +756,16 @@ def run(args, arch: str) -> int:
         else:
             write_atomically(Path(args.json), text)
     if args.lock:
-        if not plan.ok:
-            print("plan: not writing the lock: the plan failed", file=sys.stderr)
+        if not plan.invariants.get("every_step_installs", True):
+            print("plan: not writing the lock: a step fails", file=sys.stderr)
             return 1
         # A build under the lock installs what a plan under it installs: not what the unlocked plan left behind,
         # packages a step brought that a later step's downgrade orphaned (kernels 0.17.2's sigstore, gone with
-        # 0.12.3 locked from the start). So the lock is the locked plan's set.
+        # 0.12.3 locked from the start; torch 2.14.1's wheels where a layer installs torch before sglang pins
+        # 2.11.0). So the unlocked plan only proposes versions, and the lock is the locked plan's set, which must
+        # pass every verdict on its own.
+        if not plan.ok:
+            log("\nthe unlocked plan is not clean: what a step left behind is judged again under the lock")
         with tempfile.TemporaryDirectory() as tmp:
             first = Path(tmp) / args.lock.name
             first.write_text(plan.lock_text())
@@ -740,6 +783,11 @@ def run(args, arch: str) -> int:
             print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
             return 1
         write_lock(args.lock, locked.lock_text(), log)
+        # Each layer lock beside the lock, under the name the recipe COPYs it from.
+        for _, path in recipe.constraint_files[:-1]:
+            text = layer_lock_text(args.lock.name, locked.layer_locks.get(shown(path), {}))
+            write_lock(args.lock.parent / path.name, text, log)
+        return 0
     return 0 if plan.ok else 1
 
 

@@ -434,13 +434,29 @@ class Recipe:
             )
         return found
 
+    @cached_property
+    def constraint_files(self) -> tuple[tuple[int, Path], ...]:
+        """Each `ENV PIP_CONSTRAINT=...` of the built stages in order, as (its line, its build-context path). The
+        last is the lock of the whole image; one before it is a layer lock, the part of that lock its steps read."""
+        found = []
+        for stage in self.built:
+            for ins in stage.instructions:
+                if ins.cmd == "ENV" and ins.pairs.get("PIP_CONSTRAINT"):
+                    image_path = substitute(ins.pairs["PIP_CONSTRAINT"], self.args)
+                    if image_path not in self.copies:  # a lock not yet written is what `make lock` is for
+                        fix = "COPY the lock from the build context before setting PIP_CONSTRAINT"
+                        self.context_file(image_path, ins.line, fix)
+                    found.append((ins.line, self.copies[image_path]))
+        return tuple(found)
+
     def constraint_file(self) -> Path | None:
-        """The file `ENV PIP_CONSTRAINT=...` applies to every pip step, as a build-context path."""
-        for ins in self.of("ENV"):
-            if ins.pairs.get("PIP_CONSTRAINT"):
-                fix = "run `make lock`, and COPY the lock before setting PIP_CONSTRAINT"
-                return self.context_file(ins.pairs["PIP_CONSTRAINT"], ins.line, fix)
-        return None
+        """The lock of the whole image: the file the last `ENV PIP_CONSTRAINT` names, as a build-context path."""
+        return self.constraint_files[-1][1] if self.constraint_files else None
+
+    def constraint_at(self, line: int) -> Path | None:
+        """The file PIP_CONSTRAINT names for the pip step at this line."""
+        before = [path for at, path in self.constraint_files if at < line]
+        return before[-1] if before else None
 
 
 if __name__ == "__main__":

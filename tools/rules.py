@@ -36,6 +36,8 @@ LOADER_PATH = {
 LAYERS = (
     ("the venv", re.compile(r"\bpython3\.12 -m venv " + VENV)),
     ("the build tools", re.compile(r"pip install setuptools wheel ninja pybind11")),
+    ("torch", re.compile(r"pip install torch$")),
+    ("sglang's kernels", re.compile(r"pip install sglang-kernel flashinfer-python flashinfer-cubin$")),
     ("sglang", re.compile(r"pip install \S*sglang\[")),
     ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
     ("requirements.txt", re.compile(r"pip install -r \S*requirements\.txt")),
@@ -194,7 +196,7 @@ def copy_sources_exist(recipe: Recipe) -> list[str]:
 def copies_only_the_image_side(recipe: Recipe) -> list[str]:
     """Of this project's code only image/ goes into the image; otherwise only files pip installs from."""
     pip_inputs = {p for s in recipe.installs for p in (*s.requirements, *s.constraints)}
-    pip_inputs.add(recipe.env.get("PIP_CONSTRAINT", ""))
+    pip_inputs.update(i.pairs["PIP_CONSTRAINT"] for i in recipe.of("ENV") if i.pairs.get("PIP_CONSTRAINT"))
     return [
         f"line {i.line}: {i.cmd} {source} copies host-side files into the image (only image/ and pip inputs)"
         for i in recipe.of("COPY", "ADD")

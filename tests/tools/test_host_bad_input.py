@@ -309,7 +309,7 @@ def test_a_long_step_writes_nothing_into_a_log():
 
 def readme_sample() -> list[str]:
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("```text\n[3/9] line ") + len("```text\n")
+    start = readme.index("```text\n[3/11] line ") + len("```text\n")
     return readme[start : readme.index("```", start)].splitlines()
 
 

@@ -123,6 +123,67 @@ def test_unreachable_index_says_results_would_be_stale(layered):
     assert "cannot reach the package index" in proc.stderr and "stale" in proc.stderr
 
 
+def stacked(tmp_path, six: str) -> list[str]:
+    """A recipe in slime.Dockerfile's shape of two locks: a layer lock for the layer before requirements.txt, the
+    whole lock from requirements.txt on."""
+    (tmp_path / "requirements.txt").write_text(f"numpy<2\nsix=={six}\n")
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+    (tmp_path / "Dockerfile").write_text(
+        "FROM scratch\n"
+        "COPY stack.lock /opt/stack.lock\n"
+        "ENV PIP_CONSTRAINT=/opt/stack.lock\n"
+        "RUN pip install scipy==1.15.3\n"
+        "COPY requirements.txt /opt/requirements.txt\n"
+        "COPY whole.lock /opt/whole.lock\n"
+        "ENV PIP_CONSTRAINT=/opt/whole.lock\n"
+        "RUN pip install -r /opt/requirements.txt\n"
+    )
+    return ["--dockerfile", str(tmp_path / "Dockerfile"), "--base-manifest", str(tmp_path / "base.json")]
+
+
+def test_make_lock_writes_a_layer_lock_that_a_change_after_its_layers_leaves_as_it_was(tmp_path):
+    whole, stack = tmp_path / "whole.lock", tmp_path / "stack.lock"
+    proc, _ = run_plan(*stacked(tmp_path, "1.16.0"), "--lock", str(whole), "--uploaded-prior-to", CUTOFF)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # The layer's pins at the versions the whole image ends with: numpy as requirements.txt has it, not numpy 2.
+    assert lock_pins(stack.read_text()) == {"numpy": "1.26.4", "scipy": "1.15.3"}
+    assert lock_pins(whole.read_text())["six"] == "1.16.0"
+    before = stack.read_bytes()
+    proc, _ = run_plan(*stacked(tmp_path, "1.17.0"), "--lock", str(whole), "--uploaded-prior-to", CUTOFF)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert lock_pins(whole.read_text())["six"] == "1.17.0"
+    assert stack.read_bytes() == before and "stack.lock unchanged" in proc.stdout
+
+
+def test_make_lock_writes_nothing_when_a_step_fails(layered, tmp_path):
+    """A plan that is only unclean (a later step's downgrade orphaned something) still proposes a lock, to be judged
+    under it; a step that cannot install proposes nothing."""
+    lock = tmp_path / "constraints.lock"
+    args = [a for a in layered("RUN pip install six==0.0.0") if a not in ("--json", "-")]
+    proc, _ = run_plan(*args, "--lock", str(lock))
+    assert proc.returncode == 1 and "not writing the lock: a step fails" in proc.stderr
+    assert not lock.exists()
+
+
+def test_a_layer_lock_that_is_not_its_lock_s_part_fails_the_plan(tmp_path):
+    args = stacked(tmp_path, "1.16.0")
+    proc, _ = run_plan(*args, "--lock", str(tmp_path / "whole.lock"), "--uploaded-prior-to", CUTOFF)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    proc, report = run_plan(*args, "--json", "-")
+    assert proc.returncode == 0 and report["invariants"]["layer_locks_agree"] is True
+    stack = tmp_path / "stack.lock"
+    written = stack.read_text()
+    for stale in (written.replace("scipy==1.15.3\n", ""), written + "six==1.16.0\n"):
+        stack.write_text(stale)
+        proc, report = run_plan(*args, "--json", "-")
+        assert proc.returncode == 1 and report["invariants"]["layer_locks_agree"] is False
+        assert report["layer_locks"][str(stack)] == {"numpy": "1.26.4", "scipy": "1.15.3"}
+    stack.unlink()
+    proc, _ = run_plan(*args)
+    assert proc.returncode == 2 and "stack.lock, which does not exist" in proc.stderr and "make lock" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
 @pytest.fixture(scope="module")
 def recipe_plan():
     proc, report = run_plan("--json", "-", env={"PLAN_CACHE": str(ROOT / ".cache" / "plan")})

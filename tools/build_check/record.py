@@ -26,7 +26,7 @@ def folder_for(pairing: pairings.Pairing) -> Path:
     return RECORD_DIR if pairing.name == pairings.default().name else RECORD_DIR / pairing.name
 
 
-INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's lock, locks/<pairing>.lock
+INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's locks, locks/<pairing>[.stack].lock
 
 
 def tree_digest(path: Path) -> str:
@@ -40,9 +40,9 @@ def tree_digest(path: Path) -> str:
     return digest.hexdigest()
 
 
-def input_digests(lock: str, root: Path = ROOT) -> dict[str, str]:
-    """The digests of what a build of one pairing reads: the recipe's files and that pairing's lock."""
-    return {name: tree_digest(root / name) for name in (*INPUTS, lock)}
+def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
+    """The digests of what a build of one pairing reads: the recipe's files and that pairing's locks."""
+    return {name: tree_digest(root / name) for name in (*INPUTS, *locks)}
 
 
 def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[str]) -> dict:
