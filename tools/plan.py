@@ -785,7 +785,7 @@ def run(args, arch: str) -> int:
         write_lock(args.lock, locked.lock_text(), log)
         # Each layer lock beside the lock, under the name the recipe COPYs it from.
         for _, path in recipe.constraint_files[:-1]:
-            text = layer_lock_text(args.lock.name, locked.layer_locks.get(shown(path), {}))
+            text = layer_lock_text(shown(args.lock), locked.layer_locks.get(shown(path), {}))
             write_lock(args.lock.parent / path.name, text, log)
         return 0
     return 0 if plan.ok else 1

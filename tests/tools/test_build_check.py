@@ -102,6 +102,11 @@ def test_the_record_weighs_every_layer_and_names_the_largest(built):
     assert built["sizes"]["largest_layer_gb"] == max(layer["gb"] for layer in built["layers"])
 
 
+def test_no_layer_of_the_built_image_is_over_the_limit(built):
+    heavy = [layer for layer in built["layers"] if layer["gb"] > weights.LAYER_LIMIT_GB]
+    assert not heavy, f"layers over {weights.LAYER_LIMIT_GB} GB: {heavy}; split the step that makes them"
+
+
 def _image(*made: tuple[str, bool]) -> dict:
     """buildah inspect's JSON, as much of it as layer_table reads: history entries, and a diff_id per layer made."""
     history = [{"created_by": by, **({"empty_layer": True} if empty else {})} for by, empty in made]
@@ -186,3 +191,38 @@ def test_bad_input_stops_before_any_work_with_cause_and_fix(args, cause, tmp_pat
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert lines[0].startswith(cause) and lines[1].startswith("fix: ")
     assert not (tmp_path / "work").exists()
+
+
+# docs/rebuilds/<change>/: the verification build run again on the cached layers of the one in docs/build/, after a
+# one-line change of the kind named, to show what that change rebuilds. Its inputs differ from the tree by design.
+REBUILDS = ROOT / "docs" / "rebuilds"
+IMAGE_REBUILD_LIMIT_S = 180
+
+
+def _rebuilt(change: str) -> dict:
+    path = REBUILDS / change / RECORD.name
+    if not path.is_file():
+        pytest.fail(f"no record at {path}: make the change, run build-check with --out {path.parent}, undo it")
+    built = json.loads(path.read_text())
+    assert built["exit_code"] == 0 and built["lock"]["differences"] == 0 and built["plan"]["differences"] == 0
+    return built
+
+
+def _first_rebuilt(steps: list[dict]) -> str:
+    """The first step a rebuild ran again (FROM is never reported as cached)."""
+    return next(s["instruction"] for s in steps[1:] if not s["cached"])
+
+
+def test_a_requirements_change_that_moves_no_stack_pin_leaves_the_stack_layers_cached():
+    steps = _rebuilt("requirements")["steps"]
+    assert _first_rebuilt(steps).startswith("COPY requirements.txt")
+    stack = [s for s in steps if s["instruction"].startswith(("RUN --mount=type=cache", "RUN PIP_NO_CACHE_DIR"))]
+    stack = stack[: next(i for i, s in enumerate(stack) if "requirements.txt" in s["instruction"])]
+    assert len(stack) >= 5 and all(s["cached"] for s in stack), [s["instruction"][:60] for s in stack]
+
+
+def test_an_image_change_rebuilds_in_three_minutes_gate_included():
+    built = _rebuilt("image")
+    assert _first_rebuilt(built["steps"]).startswith("COPY image/")
+    assert any("slime-smoke --stage build" in s["instruction"] and not s["cached"] for s in built["steps"])
+    assert built["seconds"] <= IMAGE_REBUILD_LIMIT_S

@@ -8,6 +8,10 @@ import json
 import re
 from pathlib import Path
 
+# The heaviest layer the recipe may commit: a node pulls each layer as one stream, so one of sglang's 11 GB kept every
+# node of a job waiting on it; the layers up to sglang are split to stay under this.
+LAYER_LIMIT_GB = 5.0
+
 
 def layer_table(image: dict, storage_layers: list[dict]) -> list[dict]:
     """Each layer of `image` (buildah inspect's JSON), bottom first: the history entry that made it and its size
