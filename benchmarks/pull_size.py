@@ -12,7 +12,6 @@ with the machine, in docs/benchmarks.md. The layout is removed afterwards.
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -20,13 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.build_check import weights
-
-
-def buildah(*args: str) -> str:
-    return subprocess.run(
-        ["buildah", "--storage-driver", "overlay", *args], check=True, capture_output=True, text=True
-    ).stdout
+from tools.build_check.run import buildah, layers_of
 
 
 def main() -> int:
@@ -35,10 +28,7 @@ def main() -> int:
     parser.add_argument("--compression", choices=["gzip", "zstd"], default="gzip")
     parser.add_argument("--work", type=Path, default=Path("/var/tmp"))
     args = parser.parse_args()
-    graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").strip())
-    table = weights.layer_table(
-        json.loads(buildah("inspect", "--type", "image", args.image)), weights.read_storage_layers(graph_root)
-    )
+    table = layers_of(args.image)
     layout = Path(tempfile.mkdtemp(prefix="pull-size-", dir=args.work))
     try:
         start = time.monotonic()

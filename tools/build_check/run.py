@@ -204,10 +204,7 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             "venv_gb": round(_du(mount / "opt/venv") / 1e9, 2),
             "cuda_gb": round(_du(mount / "usr/local/cuda-13.0") / 1e9, 2),
         }
-        graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
-        table = weights.layer_table(
-            json.loads(buildah("inspect", "--type", "image", image).stdout), weights.read_storage_layers(graph_root)
-        )
+        table = layers_of(image)
         found["layers"] = [{"instruction": row["instruction"], "gb": _gb(row["bytes"])} for row in table]
         found["sizes"]["largest_layer_gb"] = _gb(weights.largest(table)["bytes"])
         site_packages = mount / "opt/venv/lib/python3.12/site-packages"
@@ -219,6 +216,13 @@ def inspect_image(image: str, gate_again: bool) -> dict:
         return found
     finally:
         buildah("rm", container, check=False)
+
+
+def layers_of(image: str) -> list[dict]:
+    """Each layer of a built image with the instruction that made it and its uncompressed size (weights.layer_table)."""
+    graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
+    inspected = json.loads(buildah("inspect", "--type", "image", image).stdout)
+    return weights.layer_table(inspected, weights.read_storage_layers(graph_root))
 
 
 def _gb(size: int | None) -> float | None:
