@@ -177,10 +177,11 @@ build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=
 SLIME_REPO    ?=
+APEX_REPO     ?=
 
 .PHONY: build-check
-build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)")
+build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
+	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 
 .PHONY: push
 push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing)
@@ -198,6 +199,14 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	aws ecr get-login-password --region $(AWS_REGION) | docker login --username AWS --password-stdin "$$registry" || exit 1; \
 	docker tag $(IMAGE):$(TAG) "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
 	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)"
+
+.PHONY: canary
+canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations on 1 GPU, about 5 min) in the built image; reports in REPORTS/
+	@$(need_engine)
+	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make canary: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
+	@mkdir -p $(REPORTS)
+	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
+		slime-canary --json /reports/canary.json --junit /reports/canary.xml
 
 .PHONY: smoke-test
 smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/

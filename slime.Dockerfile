@@ -25,6 +25,7 @@ ARG SGL_ROUTER_VERSION=0.3.2
 ARG SLIME_REF=v0.3.1
 ARG SLIME_COMMIT=a6272da0d4f3d0a08520c99a2f3b4f6c887960dc
 ARG MBRIDGE_VERSION=0.15.1
+ARG APEX_COMMIT=10417aceddd7d5d05d7cbf7b0fc2daad1105f8b4
 # transformers declares its kernels bound only in an extra, so pip never applies it (W30): the bound for the
 # transformers this pairing's SGLang pins.
 ARG KERNELS_REQUIREMENT="kernels>=0.14.1,<0.15"
@@ -34,6 +35,7 @@ ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com
 ARG SGL_ROUTER_URL=https://github.com/zhuzilin/sgl-router/releases/download
 ARG MEGATRON_REPO_URL=https://github.com/NVIDIA/Megatron-LM.git
 ARG SLIME_REPO_URL=https://github.com/THUDM/slime.git
+ARG APEX_REPO_URL=https://github.com/NVIDIA/apex.git
 # pip's own index settings reach every pip step when given (--build-arg PIP_INDEX_URL=https://mirror/simple);
 # unset, pip uses PyPI. Declared here because a build argument the Dockerfile does not declare reaches no RUN.
 ARG PIP_INDEX_URL
@@ -106,6 +108,22 @@ RUN PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
+# apex's fused_weight_gradient_mlp_cuda, the one apex extension Megatron needs beside TransformerEngine: its default
+# gradient accumulation fusion raises a RuntimeError at model build without it (W35). Built from apex's own sources
+# and flags at the commit slime's image builds (APEX_COMMIT), for 9.0 and 10.0 (which 10.3 runs); the rest of apex's
+# --cuda_ext (eleven more extensions, half an hour on a small builder) has a TransformerEngine path in Megatron.
+RUN git clone --filter=blob:none "${APEX_REPO_URL}" /tmp/apex && git -C /tmp/apex checkout -q "${APEX_COMMIT}" && \
+    TORCH_CUDA_ARCH_LIST="9.0;10.0" MAX_JOBS="$(nproc)" env -C /tmp/apex python -c \
+      'from setuptools import setup; from torch.utils.cpp_extension import BuildExtension, CUDAExtension; \
+      setup(name="fused_weight_gradient_mlp_cuda", cmdclass={"build_ext": BuildExtension}, ext_modules=[CUDAExtension( \
+        "fused_weight_gradient_mlp_cuda", include_dirs=["csrc"], sources=["csrc/megatron/fused_weight_gradient_dense.cpp", \
+        "csrc/megatron/fused_weight_gradient_dense_cuda.cu", "csrc/megatron/fused_weight_gradient_dense_16bit_prec_cuda.cu"], \
+        extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__", \
+        "--expt-relaxed-constexpr", "--expt-extended-lambda", "--use_fast_math"]})])' \
+      build_ext --build-lib /opt/venv/lib/python3.12/site-packages && \
+    rm -rf /tmp/apex && \
+    LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import torch, fused_weight_gradient_mlp_cuda"
+
 # requirements.txt: numpy<2 for slime's Megatron init assert, the companion pins that keep pip check clean
 # after that downgrade, and slime's own runtime dependencies; under the pairing's whole lock from here on. After
 # TransformerEngine, so a change here does not rebuild it; every step after this one is --no-deps, so nothing
@@ -153,8 +171,8 @@ RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 # and the OCI labels below.
 RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PAIRING BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
-      SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION EFA_INSTALLER_URL SGL_ROUTER_URL MEGATRON_REPO_URL \
-      SLIME_REPO_URL
+      SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION APEX_COMMIT EFA_INSTALLER_URL SGL_ROUTER_URL \
+      MEGATRON_REPO_URL SLIME_REPO_URL APEX_REPO_URL
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
 # a 16-GPU job. The report stays in the image.

@@ -5,7 +5,7 @@
 
 Values come from three places, each name from exactly one: the overlay (kubernetes/overlays/<name>.yaml:
 instance type, GPU and EFA counts, requests), the user (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM, and
-optionally HF_TOKEN_SECRET, CLUSTER_NAME; from the environment, else the env file), and the recipe
+optionally HF_TOKEN_SECRET, CLUSTER_NAME, PREFLIGHT_CANARY; from the environment, else the env file), and the recipe
 (RAY_VERSION, read from the pin in requirements.txt). Any name unset or empty stops the render with its
 name; nothing is printed then. `--get NAME` prints one resolved value (the Makefile asks for NAMESPACE and
 IMAGE that way). Host side (PyYAML).
@@ -32,7 +32,7 @@ DEFAULT_ENV_FILE = K8S / "settings.env"
 EXAMPLE = K8S / "settings.example.env"
 TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
-USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime"}
+USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime", "PREFLIGHT_CANARY": "1"}
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
 GUARDS = {"unset-or-placeholder-setting": ("W17",)}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
@@ -124,6 +124,11 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
             raise UserError(
                 f"{name}={user[name]!r} is not a valid Kubernetes name", "use lower-case letters, digits, -"
             )
+    if user["PREFLIGHT_CANARY"] not in ("0", "1"):
+        raise UserError(
+            f"PREFLIGHT_CANARY={user['PREFLIGHT_CANARY']!r} is neither 1 nor 0",
+            "set PREFLIGHT_CANARY=1 to run slime-canary after the smoke suite, 0 to skip it",
+        )
     if re.search(r"\s|\"", user["IMAGE"]):
         raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
     return {**fixed, **user, "RAY_VERSION": ray_version()}

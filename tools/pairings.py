@@ -158,6 +158,7 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
         "MEGATRON_COMMIT": release.megatron_commit,
         "SGL_ROUTER_RELEASE": release.router_release,
         "SGL_ROUTER_VERSION": release.router_version,
+        "APEX_COMMIT": release.apex_commit,
     }
     why = {
         "TRANSFORMER_ENGINE_VERSION": (

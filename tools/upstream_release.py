@@ -1,5 +1,5 @@
 """What a slime release's own image pairs it with, read from the slime tree at its tag: its docker/Dockerfile
-(SGLang base image tag, Megatron-LM commit, TransformerEngine, the router wheel's URL, the numpy/scipy pins), its
+(SGLang base image tag, Megatron-LM commit, TransformerEngine, apex, the router wheel's URL, the numpy/scipy pins), its
 docker/patch/ folders, and slime's own requirements.txt (the image installs slime --no-deps, so it must install
 each of them itself). The first step of turning a new upstream release into a pairing (tools.pairings draft).
 """
@@ -20,6 +20,7 @@ ROUTER_URL = re.compile(r"/releases/download/(?P<release>[^/\s]+)/sglang_router-
 TE_WHEEL = re.compile(r"transformer_engine\[pytorch\]==(?P<version>[\w.]+)")
 TE_GIT = re.compile(r"TransformerEngine\.git@(?P<ref>\S+?)[;\"'\s]")
 MBRIDGE_GIT = re.compile(r"mbridge\.git@(?P<ref>[0-9a-f]{7,40})")
+APEX_GIT = re.compile(r"apex\.git@(?P<ref>[0-9a-f]{40})")
 PIN = r"[\"']?{name}(?P<spec>[<>=!~]=?[^\"'\s]+)[\"']?"
 
 
@@ -36,6 +37,7 @@ class Release:
     te_wheel: str | None  # the PyPI wheel upstream's default (CUDA 12) image installs
     te_git: str | None  # what its CUDA 13 image builds from source instead
     mbridge_git: str | None
+    apex_commit: str | None  # the apex commit its image builds Megatron's fused extensions from
     numpy: str | None  # the specifier upstream's last numpy install writes: "==1.26.4", "<2"
     scipy: str | None
     patch_folder: str | None
@@ -92,6 +94,7 @@ def read(tree: Path) -> Release:
         te_wheel=_last(TE_WHEEL, runs, "version"),
         te_git=_last(TE_GIT, runs + "\n", "ref"),
         mbridge_git=_last(MBRIDGE_GIT, runs, "ref"),
+        apex_commit=_last(APEX_GIT, runs, "ref"),
         numpy=_last(PIN.format(name="numpy"), runs, "spec"),
         scipy=_last(PIN.format(name="scipy"), runs, "spec"),
         patch_folder=str(folder.relative_to(tree)) if has_folder else None,

@@ -40,6 +40,7 @@ COMPONENTS = {
     "SLIME_REF": "slime (THUDM/slime git tag)",
     "SLIME_COMMIT": "the commit that tag must name",
     "MBRIDGE_VERSION": "mbridge",
+    "APEX_COMMIT": "apex commit its fused_weight_gradient_mlp_cuda is built from (Megatron's gradient fusion)",
 }
 
 

@@ -12,6 +12,7 @@ COMMANDS = {
     "slime-patch": "slime_image.patches.cli",
     "slime-record": "slime_image.record",
     "slime-launch": "slime_image.launch",
+    "slime-canary": "slime_image.canary.cli",
 }
 
 

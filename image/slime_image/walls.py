@@ -7,6 +7,7 @@ generated from this list (`make readme`). Ids are stable; a new wall takes the n
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -16,6 +17,27 @@ class Wall:
     sees: str  # what the user sees, in the words of the error or the symptom
     cause: str
     design: str  # how this recipe makes it impossible by construction (its guards are listed apart)
+
+
+# The error text each wall leaves in a job's log (slime-canary names the wall a failing job hit by it).
+LOG_SIGNS = {
+    "W1": r"Megatron does not support numpy 2",
+    "W3": r"libcudart\.so\.12",
+    "W5": r"libcudart\.so\.13: cannot open shared object",
+    "W6": r"TorchMemorySaver observes invalid LD_PRELOAD",
+    "W7": r"No module named 'mbridge'",
+    "W19": r"no kernel image is available for execution",
+    "W14": r"CUDA error 803|unsupported display driver / cuda driver combination",
+    "W21": r"_share_cuda_",
+    "W22": r"Multiple libcudart libraries found",
+    "W24": r"expandable_segments",
+    "W26": r"There is no current event loop in thread",
+    "W31": r"No module named 'megatron\.training'",
+    "W33": r"undefined symbol: cublasLt\w*_internal",
+    "W34": r"pyarrow requires NumPy 2\.0 or newer",
+    "W35": r"fused_weight_gradient_mlp_cuda module is not found",
+    "W36": r"tms_get_interesting_region",
+}
 
 
 WALLS = (
@@ -219,6 +241,35 @@ WALLS = (
         "a CUDA library built against a newer CUDA library than the image holds",
         "TransformerEngine 2.12.0, the newest cu13 core wheel torch's cuBLAS satisfies (docs/transformer-engine.md)",
     ),
+    Wall(
+        "W34",
+        "`ImportError: pyarrow requires NumPy 2.0 or newer, found 1.26.4` at slime's first Ray call",
+        "a compiled package built for numpy 2 that declares no numpy requirement, so pip check passes; Ray's "
+        "serialization imports pyarrow on the first task",
+        "`pyarrow<26` beside `numpy<2` in requirements.txt; every distribution whose shared objects use numpy's C API "
+        "imported at build time, whatever its metadata declares",
+    ),
+    Wall(
+        "W35",
+        "`RuntimeError: ColumnParallelLinear was called with gradient_accumulation_fusion set to True but the custom "
+        "CUDA extension fused_weight_gradient_mlp_cuda module is not found`",
+        "Megatron's default gradient accumulation fusion needs apex's `fused_weight_gradient_mlp_cuda`, and the image "
+        "has no apex",
+        "that extension built from apex's sources at the commit slime's own image builds (`APEX_COMMIT`)",
+    ),
+    Wall(
+        "W36",
+        "`AssertionError` in torch_memory_saver's `_with_region_config` from Megatron's DDP buffers at train "
+        "actor init",
+        "slime starts train actors with `TMS_INIT_ENABLE=1`, so a region is open from the start, and "
+        "torch_memory_saver 0.0.9.post1 refuses the region Megatron's DDP opens inside it",
+        "torch_memory_saver 0.0.10, which saves and restores the open region",
+    ),
 )
 
 BY_ID = {wall.id: wall for wall in WALLS}
+
+
+def seen_in(text: str) -> list[Wall]:
+    """The walls whose error text `text` shows."""
+    return [BY_ID[wall] for wall, sign in LOG_SIGNS.items() if re.search(sign, text)]

@@ -134,12 +134,31 @@ def test_make_render_fails_naming_the_variable():
     [
         ({"NUM_NODES": "two"}, "is not a positive whole number"),
         ({"NAMESPACE": "Slime_NS"}, "not a valid Kubernetes name"),
+        ({"PREFLIGHT_CANARY": "yes"}, "is neither 1 nor 0"),
     ],
 )
 def test_render_rejects_bad_values(changes, message):
     with pytest.raises(UserError) as caught:
         rendered(**changes)
     assert message in caught.value.cause
+
+
+def preflight_container(**changes):
+    job = next(
+        d
+        for d in yaml.safe_load_all(rendered(**changes))
+        if d and d["kind"] == "Job" and "preflight" in d["metadata"]["name"]
+    )
+    return job["spec"]["template"]["spec"]["containers"][0]
+
+
+def test_the_preflight_runs_the_canary_after_the_smoke_suite_unless_told_not_to():
+    container = preflight_container()
+    script = container["args"][0]
+    assert script.index("slime-smoke --stage all") < script.index("slime-canary")
+    assert '[ "$SLIME_PREFLIGHT_CANARY" = 1 ]' in script
+    assert {"name": "SLIME_PREFLIGHT_CANARY", "value": "1"} in container["env"]
+    assert {"name": "SLIME_PREFLIGHT_CANARY", "value": "0"} in preflight_container(PREFLIGHT_CANARY="0")["env"]
 
 
 def test_unknown_overlay_is_named():

@@ -61,7 +61,7 @@ def test_help_is_the_default_and_lists_every_target():
         assert required in targets
 
 
-@pytest.mark.parametrize("target", ["build", "push", "smoke-test"])
+@pytest.mark.parametrize("target", ["build", "push", "smoke-test", "canary"])
 def test_docker_targets_fail_fast_without_an_engine(target):
     if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
         pytest.skip("a Docker engine answers here")

@@ -61,10 +61,10 @@ def test_a_test_naming_a_guard_that_does_not_exist_is_a_problem(shown):
 
 
 def test_a_planted_wall_with_no_guard_is_a_problem(monkeypatch):
-    planted = Wall("W34", "something new breaks", "a cause", "nothing yet")
+    planted = Wall(f"W{len(WALLS) + 1}", "something new breaks", "a cause", "nothing yet")
     monkeypatch.setattr(wall_guards, "WALLS", (*WALLS, planted))
-    monkeypatch.setattr(wall_guards, "BY_ID", {**BY_ID, "W34": planted})
-    assert wall_guards.problems() == ["W34 has no guard"]
+    monkeypatch.setattr(wall_guards, "BY_ID", {**BY_ID, planted.id: planted})
+    assert wall_guards.problems() == [f"{planted.id} has no guard"]
 
 
 def test_a_guard_naming_an_unknown_wall_is_a_problem():

@@ -1,7 +1,8 @@
 """The verification build: the unmodified slime.Dockerfile built with buildah on this kind of machine
 (no Docker, no GPU, no GitHub), through its smoke gate, and its record written to docs/build/.
 
-    python -m tools.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL] [--work DIR]
+    python -m tools.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL]
+        [--apex-repo PATH|URL] [--work DIR]
 
 The default pairing (the Dockerfile's defaults) records into docs/build/; another into docs/build/<pairing>/.
 
@@ -38,7 +39,7 @@ IMAGE_TAG = "localhost/slime-image:build-check"
 STANDIN_SCRIPT = Path(__file__).with_name("standin_base.sh")
 STORAGE = ("--storage-driver", "overlay")
 STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
-UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL"}
+UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL", "apex": "APEX_REPO_URL"}
 
 
 def buildah(*args: str, capture: bool = True, check: bool = True) -> subprocess.CompletedProcess:
@@ -335,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, help="where the record goes (default docs/build/, or docs/build/<pairing>/)"
     )
     args = parser.parse_args(argv)
-    repos = {"megatron": args.megatron_repo, "slime": args.slime_repo}
+    repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
 
     def run() -> int:
         pairing = pairings.load(args.pairing)

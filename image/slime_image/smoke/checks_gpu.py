@@ -56,15 +56,18 @@ def gpu_visible(ctx: Context) -> Result:
 
 @check(
     "tms-pause-resume",
-    ("W3", "W6"),
+    ("W3", "W6", "W36"),
     GPU,
-    "train workers die at start (libcudart mismatch) or TorchMemorySaver observes invalid LD_PRELOAD",
-    "use the preload build that matches torch's CUDA runtime (apply the image's slime patch)",
+    "train workers die at start (libcudart mismatch), TorchMemorySaver observes invalid LD_PRELOAD, or "
+    "torch_memory_saver refuses the region Megatron's DDP buffers open",
+    "use the preload build that matches torch's CUDA runtime (apply the image's slime patch), and a "
+    "torch_memory_saver that allows a region inside another (0.0.10)",
     exclusive=True,
 )
 def tms_pause_resume(ctx: Context) -> Result:
-    """a child started as a train actor (chosen `LD_PRELOAD`, `TMS_INIT_ENABLE=1`) allocates 1 GiB, pauses (memory comes
-    back), resumes (data kept)"""
+    """a child started as a train actor (chosen `LD_PRELOAD`, `TMS_INIT_ENABLE=1`) allocates 1 GiB, then 0.25 GiB in a
+    region opened inside the first as Megatron's DDP buffers open theirs, pauses (memory comes back), resumes (data
+    kept)"""
     path = facts.chosen_preload(ctx)
     if isinstance(path, Result):
         return path
@@ -84,7 +87,8 @@ def pause_resume_verdict(child: Child, path: str) -> Result:
     freed = report["freed"] / facts.GIB
     detail = (
         f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
-        f"{report['region']}\nfreed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
+        f"{report['region']}, {report.get('nested', 0) / facts.GIB:.2f} GiB in a region opened inside it\n"
+        f"freed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
         f"writable after resume: {report['written']}"
     )
     if freed < 0.9:

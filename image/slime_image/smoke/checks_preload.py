@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 
 from slime_image import tms_preload
@@ -96,3 +97,41 @@ def slime_patched(ctx: Context) -> Result:
         bad = [p["id"] for p in report["patches"] if p["status"] not in ("already-applied", "not-needed")]
         return Result(FAIL, f"not patched: {', '.join(bad)}", "\n".join(lines))
     return Result(PASS, ", ".join(f"{p['id']} {p['status']}" for p in report["patches"]), "\n".join(lines))
+
+
+def nested_region_refusals(source: str) -> list[int]:
+    """Lines of torch_memory_saver's entrypoint that assert no region is open before opening one: 0.0.9.post1's
+    `assert not ...tms_get_interesting_region()`, which fails whenever a region opens inside another."""
+    refusals = []
+    for node in ast.walk(ast.parse(source)):
+        test = node.test if isinstance(node, ast.Assert) else None
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) and isinstance(test.operand, ast.Call):
+            func = test.operand.func
+            if isinstance(func, ast.Attribute) and func.attr == "tms_get_interesting_region":
+                refusals.append(node.lineno)
+    return refusals
+
+
+@check(
+    "tms-nested-region",
+    ("W36",),
+    BUILD,
+    "AssertionError in torch_memory_saver's _with_region_config at every train actor's init (Megatron's DDP buffers)",
+    "install a torch_memory_saver that allows a region inside another (0.0.10; requirements.txt)",
+)
+def tms_nested_region(ctx: Context) -> Result:
+    """torch_memory_saver lets a region open inside another, as Megatron's DDP buffers (slime's megatron.patch) open
+    theirs inside the region TMS_INIT_ENABLE=1 opens for slime's train actors: read from its entrypoint's source
+    (a region needs a GPU to open; the canary opens them for real)"""
+    folder = facts.tms_dir()
+    if folder is None:
+        return Result(FAIL, "torch_memory_saver is not installed")
+    entrypoint = folder / "entrypoint.py"
+    if not entrypoint.is_file():
+        return Result(WARN, f"{entrypoint} not found: cannot tell whether a nested region is allowed")
+    version = facts.dist_version("torch_memory_saver")
+    refusals = nested_region_refusals(entrypoint.read_text())
+    if refusals:
+        where = ", ".join(f"{entrypoint}:{line}" for line in refusals)
+        return Result(FAIL, f"torch_memory_saver {version} refuses a region inside another", where)
+    return Result(PASS, f"torch_memory_saver {version} allows a region inside another")

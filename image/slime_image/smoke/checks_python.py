@@ -7,10 +7,12 @@ import re
 import types
 
 from slime_image import pip_conflicts, slime_source
-from slime_image.smoke import facts
+from slime_image.smoke import checks_cuda, facts, numpy_c_api
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_python
 
 SAFE_BUILTINS = {"int": int, "str": str, "float": float, "tuple": tuple, "len": len, "map": map}
+# Imported whatever the scan finds: pure-Python packages with a numpy floor in code (tifffile) and the compiled ones
+# pip check is known to miss when the downgrade leaves them behind.
 NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklearn", "numba", "h5py")
 
 
@@ -70,8 +72,7 @@ def megatron_numpy(ctx: Context) -> Result:
 )
 def pip_check(ctx: Context) -> Result:
     """`pip check` is clean except for entries in `image/slime_image/smoke/pip_check_allowlist.json` (package,
-    requirement, reason, date; bound to a version when it names one), which the planner honours too; numpy-ABI packages
-    import"""
+    requirement, reason, date; bound to a version when it names one), which the planner honours too"""
     child = run_python(ctx, ["-m", "pip", "check"])
     if child.returncode is None:
         return Result(FAIL, "pip check timed out", child.stderr)
@@ -83,13 +84,36 @@ def pip_check(ctx: Context) -> Result:
         return Result(FAIL, "pip check could not run", child.tail())
     allowed = [c.line for c in conflicts if pip_conflicts.allowed(c, entries)]
     broken = [c.line for c in conflicts if c.line not in allowed]
-    present = [m for m in NUMPY_ABI_MODULES if facts.module_present(m)]
-    failed_imports = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present).items() if why]
-    if broken or failed_imports:
-        summary = f"{len(broken)} unreviewed conflict(s), {len(failed_imports)} numpy-ABI import failure(s)"
-        return Result(FAIL, summary, "\n".join(broken + failed_imports))
+    if broken:
+        return Result(FAIL, f"{len(broken)} unreviewed conflict(s)", "\n".join(broken))
     note = f", {len(allowed)} allowed by the reviewed list" if allowed else ""
-    return Result(PASS, f"pip check clean{note}; imported {', '.join(present) or 'no numpy-ABI packages'}")
+    return Result(PASS, f"pip check clean{note}")
+
+
+@check(
+    "numpy-c-api",
+    ("W2", "W34"),
+    BUILD,
+    "ImportError: pyarrow requires NumPy 2.0 or newer at Ray's first task, with pip check clean",
+    "pin the package to its last release built for numpy 1 in requirements.txt (pyarrow<26), beside numpy<2",
+)
+def numpy_c_api_imports(ctx: Context) -> Result:
+    """every module whose shared objects use numpy's C API (found in the objects: imports `PyCapsule_GetPointer`
+    and names `_ARRAY_API`), whatever its metadata declares, imports with the installed numpy; so do the numpy-ABI
+    packages named in the check"""
+    _dirs, sections = checks_cuda.dynamic_sections(ctx)
+    found = numpy_c_api.modules_using_it(sections, checks_cuda.python_dirs(ctx))
+    named = [m for m in NUMPY_ABI_MODULES if m not in found and facts.module_present(m)]
+    modules = sorted(found) + named
+    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, modules).items() if why]
+    numpy = facts.dist_version("numpy")
+    if failed:
+        return Result(FAIL, f"{len(failed)} numpy C API user(s) do not import with numpy {numpy}", "\n".join(failed))
+    return Result(
+        PASS,
+        f"{len(modules)} numpy C API users import with numpy {numpy}",
+        "\n".join(f"{m}: {', '.join(found.get(m, ['named']))}" for m in modules),
+    )
 
 
 @check(
@@ -151,6 +175,34 @@ def megatron_helpers(ctx: Context) -> Result:
     if why:
         return Result(FAIL, "megatron.core.datasets.helpers_cpp does not import", why)
     return Result(PASS, f"helpers_cpp compiled: {path}")
+
+
+@check(
+    "megatron-gradient-fusion",
+    ("W35",),
+    BUILD,
+    "RuntimeError: ... gradient_accumulation_fusion set to True but the custom CUDA extension "
+    "fused_weight_gradient_mlp_cuda module is not found, when Megatron builds the model",
+    "build apex's fused_weight_gradient_mlp_cuda against the installed torch (slime.Dockerfile, APEX_COMMIT)",
+)
+def megatron_gradient_fusion(ctx: Context) -> Result:
+    """Megatron's default gradient accumulation fusion (on unless --no-gradient-accumulation-fusion) finds its
+    extension: Megatron's own flag, `megatron.core.tensor_parallel.layers._grad_accum_fusion_available`"""
+    if not facts.module_present("megatron"):
+        return Result(FAIL, "Megatron-LM is not importable")
+    flag = ("megatron.core.tensor_parallel.layers", "_grad_accum_fusion_available")
+    extension = ("fused_weight_gradient_mlp_cuda", "__file__")
+    found = facts.imports(ctx, [flag, extension])
+    why, available = found[flag]
+    if why:
+        return Result(FAIL, "megatron.core.tensor_parallel.layers does not import", why)
+    if available is not True:
+        return Result(
+            FAIL,
+            "Megatron finds no fused_weight_gradient_mlp_cuda: its default gradient fusion fails at model build",
+            found[extension][0] or "",
+        )
+    return Result(PASS, f"fused_weight_gradient_mlp_cuda: {found[extension][1]}")
 
 
 # The distribution whose installed version each declared version ARG is compared with.

@@ -98,7 +98,8 @@ LEFT_OUT = (
         "apex",
         "apex",
         "the GLM-5 model plugin",
-        "a source build against the torch; the default Megatron path uses TransformerEngine",
+        "its Python package and ten of its CUDA extensions have TransformerEngine paths in Megatron; the one Megatron "
+        "needs, fused_weight_gradient_mlp_cuda, is built (W35)",
     ),
     (
         "Megatron-Bridge",

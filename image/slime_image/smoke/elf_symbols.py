@@ -28,6 +28,8 @@ class Symbols:
     # file named in .gnu.version_r -> the symbols this object must find there (weak ones excluded: they may be absent)
     imports: dict[str, set[str]] = field(default_factory=dict)
     exports: set[str] = field(default_factory=set)
+    # every symbol it must find somewhere, versioned or not (the Python C API's are not versioned)
+    undefined: set[str] = field(default_factory=set)
 
 
 def read(path: str) -> Symbols:
@@ -82,6 +84,10 @@ def read(path: str) -> Symbols:
             st_name, st_info, _, st_shndx, _, _ = _SYM.unpack_from(symbols, i * _SYM.size)
             if st_shndx != _SHN_UNDEF:
                 result.exports.add(name(st_name))
-            elif st_info >> 4 != _STB_WEAK and (file := file_of.get(indices[i] & 0x7FFF)):
+                continue
+            if st_info >> 4 == _STB_WEAK or not st_name:
+                continue
+            result.undefined.add(name(st_name))
+            if file := file_of.get(indices[i] & 0x7FFF):
                 result.imports.setdefault(file, set()).add(name(st_name))
     return result

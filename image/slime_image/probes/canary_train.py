@@ -1,0 +1,143 @@
+"""slime's own train() (train.py of the slime checkout, with slime's own argument parser) under slime-canary: the
+calls train() makes are timed where they happen, and each phase's start and end is written as a line
+`CANARY {json}` on stdout. Nothing train() does is changed.
+
+    canary_train.py SLIME_ROOT [slime's arguments]
+"""
+
+import json
+import sys
+import time
+
+slime_root, sys.argv = sys.argv[1], [f"{sys.argv[1]}/train.py", *sys.argv[2:]]
+sys.path.insert(0, slime_root)
+
+# After the arguments are in place: importing slime may read them.
+import ray  # noqa: E402
+import train as slime_train  # noqa: E402
+from slime.utils.arguments import parse_args  # noqa: E402
+
+# What each remote call of the rollout manager is, in the canary's words.
+ROLLOUT_PHASES = {
+    "generate": "rollout",
+    "offload": "offload",
+    "onload_weights": "onload",
+    "onload_kv": "onload",
+    "dispose": "dispose",
+}
+state = {"iteration": None}
+labels = {}  # id of what a call returned -> (phase, iteration, the object itself, kept so that its id stays unique)
+
+
+def mark(event: str, phase: str, iteration=None, **extra) -> None:
+    line = {"event": event, "phase": phase, "iteration": iteration, "t": time.time(), **extra}
+    print("CANARY " + json.dumps(line), flush=True)
+
+
+def timed(phase: str, func):
+    def run(*args, **kwargs):
+        iteration = state["iteration"]
+        mark("start", phase, iteration)
+        result = func(*args, **kwargs)
+        mark("end", phase, iteration)
+        return result
+
+    return run
+
+
+class Method:
+    def __init__(self, method, name: str):
+        self.method, self.name = method, name
+
+    def remote(self, *args, **kwargs):
+        if self.name == "generate":
+            state["iteration"] = args[0] if args else kwargs.get("rollout_id")
+        ref = self.method.remote(*args, **kwargs)
+        labels[id(ref)] = (ROLLOUT_PHASES.get(self.name, self.name), state["iteration"], ref)
+        return ref
+
+
+class RolloutManager:
+    """The rollout manager's actor handle, its calls labelled for `get` below."""
+
+    def __init__(self, handle):
+        self._handle = handle
+
+    def __getattr__(self, name):
+        return Method(getattr(self._handle, name), name)
+
+
+class TrainGroup:
+    """The actor group: update_weights is timed where it is called, async_train where its results are awaited."""
+
+    def __init__(self, group):
+        self._group = group
+
+    def __getattr__(self, name):
+        attribute = getattr(self._group, name)
+        if name == "update_weights":
+            return lambda *a, **k: timed("weight-update", attribute)(*a, **k)
+        if name == "async_train":
+
+            def train(*args, **kwargs):
+                refs = attribute(*args, **kwargs)
+                labels[id(refs)] = ("train-step", state["iteration"], refs)
+                return refs
+
+            return train
+        return attribute
+
+
+class Ray:
+    """train.py's `ray`, whose `get` times the calls labelled above."""
+
+    def __getattr__(self, name):
+        return getattr(ray, name)
+
+    def get(self, refs, *args, **kwargs):
+        phase, iteration, _ = labels.pop(id(refs), ("other", state["iteration"], None))
+        mark("start", phase, iteration)
+        result = ray.get(refs, *args, **kwargs)
+        mark("end", phase, iteration)
+        return result
+
+
+def rollout_manager(create):
+    def run(*args, **kwargs):
+        manager, per_epoch = create(*args, **kwargs)
+        return RolloutManager(manager), per_epoch
+
+    return run
+
+
+def training_models(create):
+    def run(*args, **kwargs):
+        actor, critic = create(*args, **kwargs)
+        return TrainGroup(actor), critic
+
+    return run
+
+
+def ray_up(create):
+    """Ray started here, where train.py leaves it to its first call (a local cluster either way), without the
+    dashboard the canary does not read; then slime's placement groups."""
+
+    def run(*args, **kwargs):
+        ray.init(include_dashboard=False)
+        return create(*args, **kwargs)
+
+    return run
+
+
+slime_train.ray = Ray()
+slime_train.create_placement_groups = timed("ray-up", ray_up(slime_train.create_placement_groups))
+slime_train.create_rollout_manager = timed("engine-up", rollout_manager(slime_train.create_rollout_manager))
+slime_train.create_training_models = timed("train-init", training_models(slime_train.create_training_models))
+
+if __name__ == "__main__":
+    mark("start", "parse-args")
+    args = parse_args()
+    mark("end", "parse-args")
+    slime_train.train(args)
+    mark("end", "job")
+    ray.shutdown()

@@ -1,0 +1,93 @@
+"""slime-canary's driver on a host without a GPU: it refuses, bounds its job by a timeout and leaves no process
+behind, and reads the phases of a real run (the H200's log, docs/h200/canary/) into its report, naming the wall a
+failing run hit. Real processes throughout; the logs are what the job printed on the H200, a failing one made by cutting
+that log where the job died and adding the error slime printed there (../shared/FACTS.md, 2026-12-04)."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from slime_image.canary import job, phases
+
+ROOT = Path(__file__).resolve().parents[2]
+CANARY = ROOT / "image" / "bin" / "slime-canary"
+RECORD = ROOT / "docs" / "h200" / "canary"
+
+
+def test_it_refuses_a_host_without_a_gpu(tmp_path):
+    if list(Path("/dev").glob("nvidia[0-9]*")):
+        pytest.skip("this host has a GPU")
+    proc = subprocess.run([sys.executable, str(CANARY), "--work", str(tmp_path / "w")], capture_output=True, text=True)
+    assert proc.returncode == 1, proc
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("slime-canary: no GPU here") and lines[1].startswith("fix: run it on a GPU host")
+    assert "Traceback" not in proc.stderr and not (tmp_path / "w").exists()
+
+
+GRANDCHILD = """
+import subprocess, sys, time
+subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+print("started", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_job_past_its_timeout_is_stopped_with_everything_it_started(tmp_path):
+    start = time.monotonic()
+    outcome = job.run([sys.executable, "-c", GRANDCHILD], dict(os.environ), tmp_path / "log", 3, tmp_path)
+    assert outcome.returncode is None and outcome.lines == ["started"]
+    assert outcome.left_behind == 1 and outcome.remaining == 0  # the grandchild left the group; found by its mark
+    assert time.monotonic() - start < 3 + 2 * job.GRACE
+    assert (tmp_path / "log").read_text() == "started\n"
+
+
+def test_a_job_that_ends_leaves_nothing_and_its_exit_code_is_kept(tmp_path):
+    outcome = job.run(
+        [sys.executable, "-c", "import sys; print('x'); sys.exit(3)"], dict(os.environ), tmp_path / "log", 30, tmp_path
+    )
+    assert (outcome.returncode, outcome.lines, outcome.left_behind, outcome.remaining) == (3, ["x"], 0, 0)
+
+
+def recorded():
+    log = RECORD / "canary.log"
+    if not log.is_file():
+        pytest.skip("no H200 canary log recorded yet")
+    return log.read_text().splitlines()
+
+
+def test_the_recorded_h200_run_passes_every_phase_of_two_iterations():
+    rows = phases.rows(recorded(), 2, 0, 600)
+    ids = [r.check.id for r in rows]
+    assert ids[:4] == ["ray-up", "engine-up", "train-init", "weight-update-first"]
+    for i in (1, 2):
+        assert [f"iteration-{i}/{p}" for p in phases.ITERATION] == [x for x in ids if x.startswith(f"iteration-{i}/")]
+    assert all(r.result.status == "pass" for r in rows), [(r.check.id, r.result.summary) for r in rows]
+    assert all(r.seconds > 0 for r in rows)
+
+
+@pytest.mark.parametrize(
+    "wall, error",
+    [
+        (
+            "W35",
+            "RuntimeError: ColumnParallelLinear was called with gradient_accumulation_fusion set to True but the "
+            "custom CUDA extension fused_weight_gradient_mlp_cuda module is not found.",
+        ),
+        ("W34", "ImportError: pyarrow requires NumPy 2.0 or newer, found 1.26.4"),
+        ("W36", "    assert not self._binary_wrapper.cdll.tms_get_interesting_region()\nAssertionError"),
+    ],
+)
+def test_a_run_that_dies_in_train_init_names_that_phase_and_its_wall(wall, error):
+    lines = recorded()
+    cut = next(i for i, line in enumerate(lines) if '"event": "start", "phase": "train-init"' in line)
+    rows = phases.rows([*lines[: cut + 1], *error.splitlines()], 2, 1, 600)
+    by_id = {r.check.id: r for r in rows}
+    failed = by_id["train-init"]
+    assert failed.result.status == "fail" and failed.result.summary == "the job exited with 1 in this phase"
+    assert failed.check.walls == (wall,) and error.splitlines()[-1] in failed.result.detail
+    assert failed.check.fix.startswith(f"{wall}: ")
+    assert by_id["ray-up"].result.status == by_id["engine-up"].result.status == "pass"
+    assert by_id["iteration-1/rollout"].result.summary == "not reached"
