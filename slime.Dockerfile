@@ -112,11 +112,12 @@ RUN PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_
 # gradient accumulation fusion raises a RuntimeError at model build without it (W35). Built from apex's own sources
 # and flags at the commit slime's image builds (APEX_COMMIT), for 9.0 and 10.0 (which 10.3 runs); the rest of apex's
 # --cuda_ext (eleven more extensions, half an hour on a small builder) has a TransformerEngine path in Megatron.
-RUN git clone --filter=blob:none "${APEX_REPO_URL}" /tmp/apex && git -C /tmp/apex checkout -q "${APEX_COMMIT}" && \
+RUN git init -q /tmp/apex && git -C /tmp/apex fetch -q --depth 1 "${APEX_REPO_URL}" "${APEX_COMMIT}" && \
+    git -C /tmp/apex checkout -q FETCH_HEAD && \
     TORCH_CUDA_ARCH_LIST="9.0;10.0" MAX_JOBS="$(nproc)" env -C /tmp/apex python -c \
       'from setuptools import setup; from torch.utils.cpp_extension import BuildExtension, CUDAExtension; \
       setup(name="fused_weight_gradient_mlp_cuda", cmdclass={"build_ext": BuildExtension}, ext_modules=[CUDAExtension( \
-        "fused_weight_gradient_mlp_cuda", include_dirs=["csrc"], sources=["csrc/megatron/fused_weight_gradient_dense.cpp", \
+        "fused_weight_gradient_mlp_cuda", include_dirs=["/tmp/apex/csrc"], sources=["csrc/megatron/fused_weight_gradient_dense.cpp", \
         "csrc/megatron/fused_weight_gradient_dense_cuda.cu", "csrc/megatron/fused_weight_gradient_dense_16bit_prec_cuda.cu"], \
         extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__", \
         "--expt-relaxed-constexpr", "--expt-extended-lambda", "--use_fast_math"]})])' \

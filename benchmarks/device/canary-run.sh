@@ -7,6 +7,7 @@ export PATH=/opt/slime-image/bin:/tmp/venv/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
 # The device's rule: no NVLink multicast.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+cp .stage/fused_weight_gradient_mlp_cuda*.so /tmp/venv/lib/python3.12/site-packages/
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 echo "image/ staged from the image vs this checkout's: $(diff -rq image/slime_image /opt/slime-image/slime_image -x __pycache__ | wc -l) differences"
 python3 -c 'import numpy, pyarrow, torch_memory_saver, fused_weight_gradient_mlp_cuda, importlib.metadata as m; print("numpy", numpy.__version__, "pyarrow", pyarrow.__version__, "torch_memory_saver", m.version("torch_memory_saver"))'
