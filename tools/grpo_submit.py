@@ -57,6 +57,7 @@ GUARDS = {
     "base64-launcher": ("W16",),
     "job-environment": ("W24", "W25", "W26"),
     "fp8-block-scaling-on-the-gpu": ("W27",),
+    "attention-backend-in-image": ("W37",),
 }
 
 
@@ -108,6 +109,12 @@ def check(settings: dict) -> None:
         raise refused(
             f"sglang_log_level={level!r}: uvicorn knows only lower-case levels, the rollout server would never bind",
             f"use one of {', '.join(LOG_LEVELS)}",
+        )
+    if settings.get("attention_backend") == "flash":
+        raise refused(
+            "attention_backend=flash: TransformerEngine's flash backend needs flash-attn 2 or 3, which the image does "
+            "not carry, so the first train step fails (W37)",
+            "set attention_backend: auto (TransformerEngine picks cuDNN's fused attention)",
         )
     gpus = settings["actor_num_gpus_per_node"]
     for key in ("tensor_model_parallel_size", "rollout_num_gpus_per_engine"):

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Here, as root, after `make build-check`: export the built image's Python stack for the H200 in 57 MiB parts with
-# ../shared/device-stage/export.py, into .stage/ (ignored: echo /.stage/ >> .git/info/exclude). What the device holds at
+# benchmarks/device/stage/export.py; what each call carries goes in .stage/ (ignored: echo /.stage/ >>
+# .git/info/exclude). What the device holds at
 # the lock's own versions stays out, named in device-pip.json: torch, triton, and the CUDA wheels torch pins (their
 # versions are torch's own pins, so the device's torch 2.11.0+cu130 has the same). flashinfer-cubin stays out too:
-# FlashInfer JIT-compiles what it lacks there (nvcc 13.0). Then: one warm `run` per part, carrying .stage with that
-# part alone in it (PARTS/part-NNN), `bash .stage/recv.sh`; then the EXTRA files into .stage, `bash
-# .stage/device_setup.sh` and `bash benchmarks/device/canary-run.sh`.
+# FlashInfer JIT-compiles what it lacks there (nvcc 13.0). Then, back to back (a machine goes back after 30 s idle):
+# one `run` per part, carrying .stage with that part alone in it (PARTS/part-NNN), `bash
+# benchmarks/device/stage/recv.sh`; then the EXTRA files into .stage, `bash benchmarks/device/stage/device_setup.sh`
+# and `bash benchmarks/device/canary-run.sh`.
 set -euo pipefail
 stage=${STAGE_DIR:-.stage}
-shared=${SHARED:-../shared/device-stage}
+here=$(dirname "$0")/stage
 container=$(buildah --storage-driver overlay from localhost/slime-image:build-check)
 root=$(buildah --storage-driver overlay mount "$container")
 trap 'buildah --storage-driver overlay umount "$container" >/dev/null; buildah --storage-driver overlay rm "$container" >/dev/null' EXIT
@@ -36,12 +38,10 @@ PY
 parts=${PARTS:-/var/tmp/canary-parts}
 mkdir -p "$parts" "$stage"
 rm -f "$parts"/part-*
-python3 "$shared/export.py" "$root" "$stage/device-pip.json" "$parts" --skip flashinfer-cubin
+python3 "$here/export.py" "$root" "$stage/device-pip.json" "$parts" --skip flashinfer-cubin
 # apex's extension belongs to no distribution (RECORD), so export.py leaves it: it goes with the setup call.
 extra=${EXTRA:-/var/tmp/canary-extra}
 mkdir -p "$extra"
 cp "$root"/opt/venv/lib/python3.12/site-packages/fused_weight_gradient_mlp_cuda*.so "$extra/"
-cp "$shared"/{view_filter.py,device_setup.sh,recv.sh} "$stage/"
 cp "$(command -v zstd)" "$stage/"
-grep '==' "locks/${PAIRING:-v0.3.1}.lock" | cut -d= -f1 > "$stage/lock-names.txt"
 ls "$parts"

@@ -37,6 +37,7 @@ LOG_SIGNS = {
     "W34": r"pyarrow requires NumPy 2\.0 or newer",
     "W35": r"fused_weight_gradient_mlp_cuda module is not found",
     "W36": r"tms_get_interesting_region",
+    "W37": r"No dot product attention backend is available",
 }
 
 
@@ -264,6 +265,14 @@ WALLS = (
         "slime starts train actors with `TMS_INIT_ENABLE=1`, so a region is open from the start, and "
         "torch_memory_saver 0.0.9.post1 refuses the region Megatron's DDP opens inside it",
         "torch_memory_saver 0.0.10, which saves and restores the open region",
+    ),
+    Wall(
+        "W37",
+        "`ValueError: No dot product attention backend is available for the provided inputs` at the first train step",
+        "`--attention-backend flash` asks TransformerEngine for FlashAttention 2 or 3, which the image does not "
+        "carry (flash-attn 2 has no CUDA 13 build; FlashAttention 3 is a Hopper-only source build)",
+        "the launch recipe and slime-canary use `--attention-backend auto`: TransformerEngine picks cuDNN's fused "
+        "attention",
     ),
 )
 

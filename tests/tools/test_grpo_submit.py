@@ -118,6 +118,11 @@ def test_the_naive_entrypoint_would_have_lost_arguments(tmp_path, stand_ins):
         ),
         ({"rollout_batch_size": "32"}, "rollout_batch_size='32' is not a positive whole number"),
         ({"tensor_model_parallel_size": 3}, "tensor_model_parallel_size=3 does not divide actor_num_gpus_per_node=8"),
+        pytest.param(
+            {"attention_backend": "flash"},
+            "attention_backend=flash: TransformerEngine's flash backend needs flash-attn 2 or 3",
+            marks=pytest.mark.guard_fails("submit:attention-backend-in-image"),
+        ),
     ],
 )
 def test_refuses_to_submit(tmp_path, stand_ins, settings, cause):

@@ -27,7 +27,8 @@ LAYERS, VOCAB, PROMPTS = 2, 4096, 16
 ASSETS_TIMEOUT = 300.0
 
 # slime's own single-GPU smoke (scripts/run-qwen2.5-0.5B-gb10-smoke.sh at v0.3.1), with the canary's model, data and
-# reward, and more than one rollout. {work} is the work folder.
+# reward, more than one rollout, and the attention backend the image serves (auto, not flash: W37). {work} is the work
+# folder.
 SLIME_ARGS = """
 --actor-num-nodes 1 --actor-num-gpus-per-node 1 --colocate
 --swiglu --num-layers {layers} --hidden-size 2560 --ffn-hidden-size 9728 --num-attention-heads 32
@@ -44,7 +45,7 @@ SLIME_ARGS = """
 --optimizer adam --lr 1e-6 --lr-decay-style constant --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
 --rollout-num-gpus-per-engine 1 --sglang-mem-fraction-static 0.4
 --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32 --attention-softmax-in-fp32
---attention-backend flash
+--attention-backend auto
 """
 
 

@@ -5,6 +5,7 @@ log shows."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -13,6 +14,8 @@ from slime_image.smoke.core import FAIL, PASS, Check, Result
 from slime_image.smoke.report import Row
 
 MARKER = re.compile(r"CANARY (\{.*\})\s*$")
+# slime's own line after each train step (slime/backends/megatron_utils/model.py): "step N: {'train/loss': ...}"
+STEP_METRICS = re.compile(r"step (\d+): \{.*'train/loss': ([^,}]+).*'train/grad_norm': ([^,}]+)")
 STAGE = "canary"
 SETUP = ("ray-up", "engine-up", "train-init")
 # One iteration of train.py's loop, in its order; "weight-update" of iteration None is the first push of weights.
@@ -92,6 +95,16 @@ def phases(lines: list[str]) -> dict[tuple[str, int | None], Phase]:
     return found
 
 
+def step_metrics(lines: list[str]) -> dict[int, tuple[float, float]]:
+    """train step -> (loss, grad norm), from slime's own log line of each step."""
+    found = {}
+    for line in lines:
+        match = STEP_METRICS.search(line)
+        if match:
+            found[int(match[1])] = (float(match[2]), float(match[3]))
+    return found
+
+
 def failure_text(lines: list[str]) -> str:
     """The lines of the log that say why the job failed: the last exception's line and what leads to it."""
     errors = [i for i, line in enumerate(lines) if re.search(r"\b\w*(Error|Exception)\b:|Traceback|Assertion", line)]
@@ -113,6 +126,7 @@ def rows(lines: list[str], iterations: int, returncode: int | None, timeout: flo
     """Every phase the job should pass, in order: passed, failed (the one it died in, with the wall its log shows),
     or failed as never reached."""
     found = phases(lines)
+    metrics = step_metrics(lines)
     expected = [(name, None) for name in SETUP] + [("weight-update", None)]
     expected += [(name, i) for i in range(iterations) for name in ITERATION]
     ended = returncode == 0 and not any(p.open for p in found.values())
@@ -121,7 +135,9 @@ def rows(lines: list[str], iterations: int, returncode: int | None, timeout: flo
     result, blamed = [], False
     for key in expected:
         phase = found.get(key, Phase(*key))
-        if phase.calls and not phase.open:
+        if phase.calls and not phase.open and key[0] == "train-step":
+            result.append(train_step_row(phase, metrics.get(key[1])))
+        elif phase.calls and not phase.open:
             summary = f"{phase.calls} call(s)" if key[0] != "reward" else f"{phase.calls} samples scored"
             detail = f"rewards {' '.join(phase.detail)}" if phase.detail else ""
             result.append(row(phase.id, key[0], PASS, summary, phase.seconds, detail))
@@ -134,16 +150,22 @@ def rows(lines: list[str], iterations: int, returncode: int | None, timeout: flo
         else:
             result.append(row(phase.id, key[0], FAIL, "not reached", 0.0))
     for i in range(iterations):
-        parts = [found.get((name, i)) for name in ITERATION]
-        done = all(p is not None and p.calls and not p.open for p in parts)
-        total = sum(p.seconds for p in parts if p is not None)
-        result.append(
-            row(
-                f"iteration-{i + 1}",
-                "iteration",
-                PASS if done else FAIL,
-                "all phases" if done else "not every phase passed",
-                total,
-            )
-        )
+        parts = [r for r in result if r.check.id.startswith(f"iteration-{i + 1}/")]
+        done = all(r.result.status == PASS for r in parts)
+        summary = "all phases" if done else "not every phase passed"
+        seconds = sum(r.seconds for r in parts)
+        result.append(row(f"iteration-{i + 1}", "iteration", PASS if done else FAIL, summary, seconds))
     return result
+
+
+def train_step_row(phase: Phase, metrics: tuple[float, float] | None) -> Row:
+    """A step passes when slime logged it with a finite, non-zero gradient: the canary's reward differs between the
+    samples of a prompt, so a step that computes no gradient has lost it on the way (backward, the fused weight
+    gradient, the optimizer's grads)."""
+    if metrics is None:
+        return row(phase.id, "train-step", FAIL, "slime logged no metrics for this step", phase.seconds)
+    loss, norm = metrics
+    summary = f"loss {loss:.4g}, grad norm {norm:.4g}"
+    if not math.isfinite(norm) or norm == 0.0:
+        return row(phase.id, "train-step", FAIL, f"no usable gradient: {summary}", phase.seconds)
+    return row(phase.id, "train-step", PASS, summary, phase.seconds)

@@ -19,8 +19,9 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 2560, 32, 8, 128, 9728
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-REWARD = '''"""slime-canary's reward: 1 when the answer is in the response, else half the share of the answer's
-digits found in it, so that the samples of one prompt differ and GRPO has an advantage to train on."""
+REWARD = '''"""slime-canary's reward: 1 when the answer is in the response, plus the share of the response's characters
+that are digits. Continuous, so that the samples of one prompt score differently and GRPO has an advantage, and so a
+gradient, to train on."""
 import json
 import time
 
@@ -28,7 +29,7 @@ import time
 async def reward(args, sample, **kwargs):
     start = time.time()
     response, label = sample.response or "", str(sample.label)
-    value = 1.0 if label in response else sum(c in response for c in label) / (2 * len(label))
+    value = float(label in response) + sum(c.isdigit() for c in response) / max(len(response), 1)
     end = time.time()
     print("CANARY " + json.dumps({"event": "reward", "t0": start, "t1": end, "reward": value}), flush=True)
     return value

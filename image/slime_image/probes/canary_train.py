@@ -58,23 +58,28 @@ class Method:
 
 
 class RolloutManager:
-    """The rollout manager's actor handle, its calls labelled for `get` below."""
+    """The rollout manager's actor handle, its calls labelled for `get` below. train.py's own calls go through it;
+    the handle it passes on (to the train actors) is the real one."""
 
     def __init__(self, handle):
-        self._handle = handle
+        self.handle = handle
 
     def __getattr__(self, name):
-        return Method(getattr(self._handle, name), name)
+        if name.startswith("_") or name == "handle":
+            raise AttributeError(name)
+        return Method(getattr(self.handle, name), name)
 
 
 class TrainGroup:
     """The actor group: update_weights is timed where it is called, async_train where its results are awaited."""
 
     def __init__(self, group):
-        self._group = group
+        self.group = group
 
     def __getattr__(self, name):
-        attribute = getattr(self._group, name)
+        if name.startswith("_") or name == "group":
+            raise AttributeError(name)
+        attribute = getattr(self.group, name)
         if name == "update_weights":
             return lambda *a, **k: timed("weight-update", attribute)(*a, **k)
         if name == "async_train":
@@ -112,6 +117,8 @@ def rollout_manager(create):
 
 def training_models(create):
     def run(*args, **kwargs):
+        args = [a.handle if isinstance(a, RolloutManager) else a for a in args]
+        kwargs = {k: v.handle if isinstance(v, RolloutManager) else v for k, v in kwargs.items()}
         actor, critic = create(*args, **kwargs)
         return TrainGroup(actor), critic
 
