@@ -96,6 +96,7 @@ crds: $(VENV)/.installed ## Download the KubeRay CRDs the manifest tests validat
 .PHONY: deploy
 deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
 	@$(need_cluster)
+	@$(VPY) -m tools.k8s_nodes --overlay $(OVERLAY)
 	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
 	kubectl apply -f $(RENDERED)
 

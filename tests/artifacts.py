@@ -27,6 +27,7 @@ CUDART12 = "nvidia-cuda-runtime-cu12==12.9.79"
 CUDART13 = "nvidia-cuda-runtime==13.0.96"
 CUOBJDUMP = "nvidia-cuda-cuobjdump==13.5.37"
 TE_CORE_CU13 = "transformer-engine-cu13==2.12.0"
+NVCC_13_2 = "nvidia-cuda-nvcc==13.2.86"  # the second compiler flashinfer-python brings into the image (W38)
 
 
 def wheel(spec: str) -> Path:

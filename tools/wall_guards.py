@@ -18,7 +18,7 @@ from slime_image.patches.upstream import UPSTREAM
 from slime_image.smoke.registry import CHECKS
 from slime_image.walls import BY_ID, WALLS
 
-from tools import grpo_submit, k8s_render, k8s_validate, plan_findings, rules
+from tools import grpo_submit, k8s_nodes, k8s_render, k8s_validate, plan_findings, rules
 
 # Each kind of guard, by the short name a test's `guard_fails("rule:layer-order")` marker uses.
 KINDS = {
@@ -29,6 +29,7 @@ KINDS = {
     "finding": "plan finding",
     "render": "render refusal",
     "submit": "submit refusal",
+    "deploy": "deploy refusal",
 }
 
 
@@ -54,6 +55,7 @@ def guards() -> list[Guard]:
     found += [Guard("finding", name, walls) for name, walls in plan_findings.GUARDS.items()]
     found += [Guard("render", name, walls) for name, walls in k8s_render.GUARDS.items()]
     found += [Guard("submit", name, walls) for name, walls in grpo_submit.GUARDS.items()]
+    found += [Guard("deploy", name, walls) for name, walls in k8s_nodes.GUARDS.items()]
     return found
 
 

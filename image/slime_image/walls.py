@@ -38,6 +38,8 @@ LOG_SIGNS = {
     "W35": r"fused_weight_gradient_mlp_cuda module is not found",
     "W36": r"tms_get_interesting_region",
     "W37": r"No dot product attention backend is available",
+    "W38": r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|unsupported PTX version",
+    "W39": r"Unexpected number of remote rails",
 }
 
 
@@ -273,6 +275,22 @@ WALLS = (
         "carry (flash-attn 2 has no CUDA 13 build; FlashAttention 3 is a Hopper-only source build)",
         "the launch recipe and slime-canary use `--attention-backend auto`: TransformerEngine picks cuDNN's fused "
         "attention",
+    ),
+    Wall(
+        "W38",
+        "`CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (error 222) when a JIT-compiled kernel loads",
+        "a JIT path resolves to a CUDA compiler newer than the driver: the image also carries nvcc 13.2 "
+        "(nvidia-cuda-nvcc, through flashinfer-python and cuda-tile), whose PTX the R580 driver (CUDA 13.0) refuses",
+        "`CUDA_HOME` unset and the toolkit's nvcc 13.0 first on `PATH`, so every lookup (torch's cpp_extension, "
+        "FlashInfer, DeepGEMM, TileLang) finds 13.0; the wheel's compilers stay off `PATH`",
+    ),
+    Wall(
+        "W39",
+        "multi-node: `NET/OFI Unexpected number of remote rails`, point-to-point traffic fails while all-reduce passes",
+        "pods request fewer `vpc.amazonaws.com/efa` than their node has, and the device plugin gives each pod "
+        "different cards",
+        "each overlay's EFA count is its node's allocatable count, with its source (p5en.48xlarge: 15 on EKS); "
+        "`make deploy` compares it with the cluster's nodes",
     ),
 )
 

@@ -90,6 +90,13 @@ def pip_check(ctx: Context) -> Result:
     return Result(PASS, f"pip check clean{note}")
 
 
+def users(paths: list[str] | None) -> str:
+    if not paths:
+        return "named in the check"
+    first = sorted(paths, key=len)[0].rsplit("/site-packages/", 1)[-1]
+    return first + (f" and {len(paths) - 1} more shared object(s)" if len(paths) > 1 else "")
+
+
 @check(
     "numpy-c-api",
     ("W2", "W34"),
@@ -112,7 +119,7 @@ def numpy_c_api_imports(ctx: Context) -> Result:
     return Result(
         PASS,
         f"{len(modules)} numpy C API users import with numpy {numpy}",
-        "\n".join(f"{m}: {', '.join(found.get(m, ['named']))}" for m in modules),
+        "\n".join(f"{m}: {users(found.get(m))}" for m in modules),
     )
 
 

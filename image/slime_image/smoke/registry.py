@@ -9,6 +9,7 @@ MODULES = (
     "checks_preload",
     "checks_upstream",
     "checks_cuda",
+    "checks_toolchain",
     "checks_system",
     "checks_gpu",
     "checks_nccl",
