@@ -92,7 +92,7 @@ def test_numpy_downgrade_leaves_scipy_broken(numpy_downgraded):
 def test_companion_pins_give_a_clean_pip_check(numpy1):
     code, check = one(numpy1, "pip-check")
     assert (code, check["status"]) == (0, "pass"), check
-    assert check["summary"] == "pip check clean; imported numpy, scipy"
+    assert check["summary"] == "pip check clean"
 
 
 def test_a_reviewed_allowlist_entry_accepts_the_conflict(tmp_path, numpy_downgraded):
@@ -101,7 +101,7 @@ def test_a_reviewed_allowlist_entry_accepts_the_conflict(tmp_path, numpy_downgra
     allow.write_text(json.dumps([entry]))
     code, check = one(numpy_downgraded, "pip-check", "--pip-allowlist", str(allow))
     assert (code, check["status"]) == (0, "pass"), check
-    assert check["summary"] == "pip check clean, 1 allowed by the reviewed list; imported numpy, scipy"
+    assert check["summary"] == "pip check clean, 1 allowed by the reviewed list"
 
 
 def test_an_allowlist_entry_without_a_reason_fails(tmp_path):
