@@ -16,6 +16,7 @@ COMMANDS = (
     "tools.base_manifest",
     "tools.k8s_render",
     "tools.k8s_validate",
+    "tools.k8s_nodes",
     "tools.kuberay_crds",
     "tools.grpo_submit",
     "tools.build_check.run",

@@ -292,6 +292,20 @@ WALLS = (
         "each overlay's EFA count is its node's allocatable count, with its source (p5en.48xlarge: 15 on EKS); "
         "`make deploy` compares it with the cluster's nodes",
     ),
+    Wall(
+        "W40",
+        "SGLang's JIT kernels fail to build at first use: `nvcc: not found`, `ninja: not found`, or C++20 errors",
+        "the image lacks the toolchain SGLang's JIT compiles with at run time: nvcc, ninja, gcc 11 or newer",
+        "the CUDA devel base (nvcc, Ubuntu 24.04's gcc 13), ninja in /opt/venv; a C++20 CUDA compile in the gate",
+    ),
+    Wall(
+        "W41",
+        "B300: MoE rollouts hang in FlashInfer's trtllm MoE kernels",
+        "FlashInfer 0.6.8 to 0.6.14 (sglang 0.5.15.post1 pins 0.6.12), fixed in 0.6.15; or flashinfer-python, -cubin "
+        "and -jit-cache at different versions",
+        "none yet by construction: the pairing's SGLang pins 0.6.12; the gate warns with the runner to avoid and "
+        "the override, and fails on a split trio",
+    ),
 )
 
 BY_ID = {wall.id: wall for wall in WALLS}

@@ -1,7 +1,9 @@
-"""jit-compilers (W38), on real compilers: this machine's CUDA 13.0 toolkit, the nvcc 13.2 wheel the image also
-carries (nvidia-cuda-nvcc 13.2.86), and the driver floor of image/slime_image/gpus.py (CUDA 13.0)."""
+"""jit-compilers (W38) and jit-toolchain (W40), on real compilers: this machine's CUDA 13.0 toolkit, gcc and ninja,
+the nvcc 13.2 wheel the image also carries (nvidia-cuda-nvcc 13.2.86), and the driver floor of
+image/slime_image/gpus.py (CUDA 13.0)."""
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -53,3 +55,21 @@ def test_the_toolkit_first_passes_and_the_wheels_compiler_is_named_as_latent(whe
     assert code == 0 and check["status"] == "pass", check
     assert "newer compiler(s) present that no JIT path finds" in check["summary"]
     assert f"-> {os.path.realpath(TOOLKIT_BIN / 'nvcc')} (CUDA 13.0)" in check["detail"]
+
+
+# jit-toolchain (W40): this machine's gcc, ninja and CUDA 13.0 toolkit compile the C++20 kernel for real.
+
+
+def test_the_toolkits_nvcc_compiles_a_cxx20_kernel(wheel_bin, python):
+    if not shutil.which("ninja") or not shutil.which("gcc"):
+        pytest.skip("no gcc or ninja on this machine")
+    code, check = one(python, "jit-toolchain", env=env())
+    assert code == 0 and check["status"] == "pass", check
+    assert check["summary"].startswith("a C++20 CUDA kernel compiled in ")
+
+
+@pytest.mark.guard_fails("check:jit-toolchain")
+def test_no_nvcc_where_the_lookup_goes_fails(wheel_bin, python, tmp_path):
+    code, check = one(python, "jit-toolchain", env=env(CUDA_HOME=str(tmp_path / "no-cuda")))
+    assert code == 1 and check["status"] == "fail" and check["summary"] == "SGLang's JIT lacks nvcc", check
+    assert "nvcc (CUDA_HOME lookup): absent" in check["detail"]

@@ -1,5 +1,5 @@
 """The CUDA compilers in the image, and which of them the JIT paths resolve to, against the driver of the GPUs the image
-serves (W38).
+serves (W38); and the toolchain SGLang's JIT builds with at run time (W40).
 
 The image holds more than one CUDA toolchain: the toolkit's, and those wheels bring (nvidia-cuda-nvcc 13.2 through
 flashinfer-python, Triton's own ptxas). A compiler is harmless where nothing finds it; it breaks a job when a JIT path
@@ -12,6 +12,8 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+import time
 from pathlib import Path
 
 from slime_image import gpus
@@ -21,6 +23,7 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
 TOOLS = ("nvcc", "ptxas", "ptxas-blackwell", "tileiras")
 RELEASE = re.compile(r"release (\d+)\.(\d+)")  # "Cuda compilation tools, release 13.2, V13.2.86"
 TOOLKIT = Path("/usr/local/cuda")
+JIT_LOOKUP = "CUDA_HOME lookup (torch cpp_extension, FlashInfer, DeepGEMM, TileLang)"
 
 
 def release(tool: str) -> tuple[int, int] | None:
@@ -49,7 +52,7 @@ def resolved(ctx: Context) -> dict[str, str]:
     on_path = shutil.which("nvcc", path=env.get("PATH", ""))
     home = env.get("CUDA_HOME") or env.get("CUDA_PATH")
     nvcc = str(Path(home) / "bin" / "nvcc") if home else on_path or str(TOOLKIT / "bin" / "nvcc")
-    paths = {"CUDA_HOME lookup (torch cpp_extension, FlashInfer, DeepGEMM, TileLang)": nvcc}
+    paths = {JIT_LOOKUP: nvcc}
     if on_path:
         paths["nvcc on PATH"] = on_path
     if env.get("TRITON_PTXAS_PATH"):
@@ -90,3 +93,62 @@ def jit_compilers(ctx: Context) -> Result:
     latent = sum(v is not None and v > floor for v in versions.values())
     note = f"; {latent} newer compiler(s) present that no JIT path finds" if latent else ""
     return Result(PASS, f"every JIT path finds CUDA {dotted(floor)} or older{note}", "\n".join(lines))
+
+
+# SGLang's JIT kernels are C++20 CUDA sources built at first use with the nvcc the CUDA_HOME lookup finds, the host's
+# gcc and ninja: the smallest such source, a concept-constrained kernel template.
+CXX20_KERNEL = """#include <concepts>
+template <typename T> concept Scalar = std::floating_point<T>;
+template <Scalar T> __global__ void scale(T* x, T a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+template __global__ void scale<float>(float*, float, int);
+"""
+GCC_MIN = (11, 0)
+COMPILE_SECONDS = 120
+
+
+def gcc_version(gcc: str) -> tuple[int, ...] | None:
+    try:
+        out = subprocess.run([gcc, "-dumpfullversion"], capture_output=True, text=True, timeout=30).stdout
+        return tuple(int(part) for part in out.strip().split("."))
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
+@check(
+    "jit-toolchain",
+    ("W40",),
+    BUILD,
+    "SGLang's JIT kernels fail to build at first use, minutes into a job: no nvcc, no ninja, or a gcc older than 11",
+    "keep the CUDA devel base (nvcc, gcc 13 on Ubuntu 24.04) and ninja in /opt/venv, and leave CUDA_HOME unset",
+)
+def jit_toolchain(ctx: Context) -> Result:
+    """gcc 11 or newer and ninja are on PATH, and the nvcc the CUDA_HOME lookup finds compiles a C++20 CUDA kernel
+    template for 9.0, bounded in time"""
+    path = ctx.env.get("PATH", "")
+    gcc, ninja = shutil.which("gcc", path=path), shutil.which("ninja", path=path)
+    nvcc = resolved(ctx).get(JIT_LOOKUP)
+    found = [f"gcc: {gcc or 'absent'}", f"ninja: {ninja or 'absent'}", f"nvcc (CUDA_HOME lookup): {nvcc or 'absent'}"]
+    missing = [name for name, tool in (("gcc", gcc), ("ninja", ninja), ("nvcc", nvcc)) if tool is None]
+    if missing:
+        return Result(FAIL, f"SGLang's JIT lacks {', '.join(missing)}", "\n".join(found))
+    version = gcc_version(gcc)
+    if version is None or version < GCC_MIN:
+        return Result(FAIL, f"gcc {version or 'of unknown version'} is older than 11: no C++20", "\n".join(found))
+    with tempfile.TemporaryDirectory(prefix="slime-smoke-jit-") as folder:
+        source = Path(folder) / "kernel.cu"
+        source.write_text(CXX20_KERNEL)
+        command = [nvcc, "-std=c++20", "-arch=sm_90", "-c", str(source), "-o", str(source.with_suffix(".o"))]
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_SECONDS, env=ctx.env)
+        except subprocess.TimeoutExpired:
+            return Result(FAIL, f"a C++20 CUDA compile did not end in {COMPILE_SECONDS} s", "\n".join(found))
+        seconds = time.monotonic() - start
+    if proc.returncode != 0:
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Result(FAIL, f"nvcc could not compile a C++20 CUDA kernel: {why}", "\n".join(found))
+    dotted_gcc = ".".join(map(str, version))
+    return Result(PASS, f"a C++20 CUDA kernel compiled in {seconds:.1f} s (gcc {dotted_gcc}, {nvcc})", "\n".join(found))
