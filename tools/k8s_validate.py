@@ -236,6 +236,16 @@ def policy_head_has_no_gpu(docs, overlay, image):
     return problems
 
 
+def policy_head_runs_no_actors(docs, overlay, image):
+    """The head offers Ray no CPUs, so no actor (slime's control actors import TransformerEngine) is placed there."""
+    return [
+        'head: rayStartParams num-cpus is not "0": Ray may place an actor that imports TransformerEngine on the '
+        "GPU-less head"
+        for doc in docs
+        if doc["kind"] == "RayCluster" and doc["spec"]["headGroupSpec"].get("rayStartParams", {}).get("num-cpus") != "0"
+    ]
+
+
 def env_of(container: dict) -> dict[str, str]:
     return {e["name"]: str(e.get("value", "")) for e in container.get("env", []) if "value" in e}
 
@@ -284,6 +294,7 @@ POLICIES = {
     "counts-match-instance": Policy(("W13", "W17"), policy_counts_match_instance),
     "image-is-rendered": Policy(("W17",), policy_image_is_rendered),
     "head-has-no-gpu": Policy(("W12",), policy_head_has_no_gpu),
+    "head-runs-no-actors": Policy(("W43",), policy_head_runs_no_actors),
     "job-environment": Policy(("W24", "W25"), policy_job_environment),
     "ray-uvloop-off": Policy(("W26",), policy_ray_uvloop_off),
     "bootstrap-interfaces": Policy(("W28",), policy_bootstrap_interfaces),

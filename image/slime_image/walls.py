@@ -40,6 +40,8 @@ LOG_SIGNS = {
     "W37": r"No dot product attention backend is available",
     "W38": r"CUDA_ERROR_UNSUPPORTED_PTX_VERSION|unsupported PTX version",
     "W39": r"Unexpected number of remote rails",
+    "W42": r"version .EFA_[\d.]+. not found",
+    "W43": r"RolloutManager\.__init__\(\)",
 }
 
 
@@ -305,6 +307,20 @@ WALLS = (
         "and -jit-cache at different versions",
         "none yet by construction: the pairing's SGLang pins 0.6.12; the gate warns with the runner to avoid and "
         "the override, and fails on a split trio",
+    ),
+    Wall(
+        "W42",
+        "NCCL falls back to sockets after `version 'EFA_1.4' not found` while loading the OFI plugin",
+        "the OFI plugin, libfabric and libefa come from different EFA installers (/opt/amazon copied between stages, "
+        "or a base's own libefa first on the loader path)",
+        "aws-ofi-nccl, libfabric and libefa from one EFA installer, in one step of the recipe",
+    ),
+    Wall(
+        "W43",
+        "`OSError: libcuda.so.1` then `ActorDiedError: RolloutManager.__init__()` when the job starts",
+        "slime's control actors (num_gpus=0) import Megatron and TransformerEngine, which loads libcuda.so.1 at "
+        "import, and Ray placed one on the GPU-less head",
+        'the head offers Ray no CPUs (`num-cpus: "0"`), so every actor lands on a GPU worker, where the driver is',
     ),
 )
 

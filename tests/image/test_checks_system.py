@@ -99,3 +99,72 @@ def test_efa_plugin_named_wrong_fails(efa_standin):
 def test_efa_plugin_absent_fails(tmp_path):
     result = checks_system.efa_plugin(Context(efa_dirs=(str(tmp_path),), env={}))
     assert result.status == FAIL and "no aws-ofi-nccl plugin" in result.summary
+
+
+# efa-symbols (W42): STAND-IN libefa and OFI plugin compiled here with real symbol versions (a version script), since
+# the EFA installer installs only on a system image: the plugin is linked against a libefa defining EFA_1.1 and
+# EFA_1.4, then finds one that defines EFA_1.1 alone, as a libefa from an older installer would.
+
+
+def versioned_libefa(folder, versions):
+    folder.mkdir(parents=True)
+    script, source = folder / "efa.map", folder / "efa.c"
+    nodes = ["EFA_1.1 { global: efa_old; local: *; };"]
+    if "EFA_1.4" in versions:
+        nodes.append("EFA_1.4 { global: efa_new; } EFA_1.1;")
+    script.write_text("\n".join(nodes) + "\n")
+    source.write_text("int efa_old(void) { return 1; }\nint efa_new(void) { return 4; }\n")
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-Wl,-soname,libefa.so.1",
+            f"-Wl,--version-script={script}",
+            "-o",
+            str(folder / "libefa.so.1"),
+            str(source),
+        ],
+        check=True,
+    )
+    return folder
+
+
+@pytest.fixture(scope="module")
+def efa_chain(tmp_path_factory):
+    root = tmp_path_factory.mktemp("efa-versions")
+    new, old = versioned_libefa(root / "new", {"EFA_1.4"}), versioned_libefa(root / "old", set())
+    plugin = root / "ofi-nccl"
+    plugin.mkdir()
+    (root / "plugin.c").write_text("int efa_new(void);\nint ncclNetPlugin(void) { return efa_new(); }\n")
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(plugin / "libnccl-net-ofi.so"),
+            str(root / "plugin.c"),
+            "-L",
+            str(new),
+            "-l:libefa.so.1",
+        ],
+        check=True,
+    )
+    return str(plugin), str(new), str(old)
+
+
+@pytest.mark.guard_fails("check:efa-symbols")
+def test_an_older_libefa_on_the_loader_path_fails(efa_chain):
+    plugin, _new, old = efa_chain
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{old}", "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_symbols(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == FAIL and result.summary == "the OFI plugin's chain lacks 1 symbol version(s)"
+    assert "needs EFA_1.4 of libefa.so.1" in result.detail and f"{old}/libefa.so.1 does not define it" in result.detail
+
+
+def test_the_libefa_it_was_built_against_passes(efa_chain):
+    plugin, new, _old = efa_chain
+    env = {"LD_LIBRARY_PATH": f"{plugin}:{new}", "NCCL_NET_PLUGIN": "ofi"}
+    result = checks_system.efa_symbols(Context(efa_dirs=(plugin,), env=env))
+    assert result.status == PASS, result

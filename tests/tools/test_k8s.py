@@ -220,6 +220,7 @@ BROKEN = {
         "rayproject/ray:latest",
     ),
     "GPU on the head": ("value: void", "value: all", "policy head-has-no-gpu", "NVIDIA_VISIBLE_DEVICES=void"),
+    "actors on the head": ('      num-cpus: "0"\n', "", "policy head-runs-no-actors", 'num-cpus is not "0"'),
     "expandable segments in a worker's env": (
         "- name: FI_PROVIDER\n                  value: efa\n",
         "- name: FI_PROVIDER\n                  value: efa\n                - name: PYTORCH_CUDA_ALLOC_CONF\n"

@@ -42,7 +42,7 @@ COMPONENTS = (
     (
         EFA,
         "an installer that installs nothing and declares itself a stand-in",
-        ("efa-plugin",),
+        ("efa-plugin", "efa-symbols"),
         "efa-installer.amazonaws.com cannot be reached from this machine",
     ),
 )

@@ -6,7 +6,7 @@ import glob
 import os
 
 from slime_image import tms_preload
-from slime_image.smoke import facts
+from slime_image.smoke import elf_symbols, facts
 from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
 
 
@@ -34,18 +34,8 @@ def cuda_compat_path(ctx: Context) -> Result:
     return Result(PASS, "no CUDA compat directory on the loader path")
 
 
-@check(
-    "efa-plugin",
-    ("W13",),
-    BUILD,
-    "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
-    "install the EFA installer's aws-ofi-nccl, set NCCL_NET_PLUGIN=ofi and put its lib folder and libfabric's on "
-    "LD_LIBRARY_PATH (slime.Dockerfile)",
-    standin="aws-efa-installer",
-)
-def efa_plugin(ctx: Context) -> Result:
-    """the aws-ofi-nccl plugin exists, `NCCL_NET_PLUGIN` names it, the loader finds it by that name, and what it needs
-    resolves"""
+def ofi_plugin(ctx: Context) -> str | Result:
+    """The OFI NCCL plugin NCCL would load, or the failure that says why there is none."""
     installed = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
     if not installed:
         return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
@@ -68,6 +58,25 @@ def efa_plugin(ctx: Context) -> Result:
             f"NCCL_NET_PLUGIN={name} names {wanted}, which the loader does not find",
             f"installed: {', '.join(installed)}; LD_LIBRARY_PATH={ctx.env.get('LD_LIBRARY_PATH', '')}",
         )
+    return plugin
+
+
+@check(
+    "efa-plugin",
+    ("W13",),
+    BUILD,
+    "NCCL silently falls back to TCP sockets on EFA nodes: training 10x slower",
+    "install the EFA installer's aws-ofi-nccl, set NCCL_NET_PLUGIN=ofi and put its lib folder and libfabric's on "
+    "LD_LIBRARY_PATH (slime.Dockerfile)",
+    standin="aws-efa-installer",
+)
+def efa_plugin(ctx: Context) -> Result:
+    """the aws-ofi-nccl plugin exists, `NCCL_NET_PLUGIN` names it, the loader finds it by that name, and what it needs
+    resolves"""
+    plugin = ofi_plugin(ctx)
+    if isinstance(plugin, Result):
+        return plugin
+    name = ctx.env["NCCL_NET_PLUGIN"]
     try:
         dynamic = tms_preload.read_dynamic(plugin)
     except (OSError, tms_preload.ElfError) as exc:
@@ -83,3 +92,60 @@ def efa_plugin(ctx: Context) -> Result:
     provider = ctx.env.get("FI_PROVIDER")
     note = f"FI_PROVIDER={provider}" if provider else "FI_PROVIDER unset here (the EKS manifests set it to efa)"
     return Result(PASS, f"NCCL_NET_PLUGIN={name} loads {plugin} and what it needs resolves; {note}")
+
+
+def library_chain(top: str, ctx: Context) -> dict[str, dict[str, str]]:
+    """Every object `top` loads, itself included -> {soname it needs: the file the loader resolves it to}."""
+    chain: dict[str, dict[str, str]] = {}
+    todo = [top]
+    while todo:
+        path = todo.pop()
+        if path in chain:
+            continue
+        try:
+            dynamic = tms_preload.read_dynamic(path)
+        except (OSError, tms_preload.ElfError):
+            chain[path] = {}
+            continue
+        found = {n: tms_preload.resolve(n, os.path.dirname(path), dynamic, ctx.env) for n in dynamic.needed}
+        chain[path] = {n: os.path.realpath(f) for n, f in found.items() if f}
+        todo += chain[path].values()
+    return chain
+
+
+@check(
+    "efa-symbols",
+    ("W42",),
+    BUILD,
+    "NCCL falls back to sockets with `version 'EFA_1.4' not found`: an OFI plugin, libfabric or libefa from "
+    "another EFA installer than the rest of the chain",
+    "install aws-ofi-nccl, libfabric and libefa from one EFA installer, in one step (never copy /opt/amazon alone)",
+    standin="aws-efa-installer",
+)
+def efa_symbols(ctx: Context) -> Result:
+    """every object the OFI plugin loads (libnccl-net -> libfabric -> libefa, libibverbs ...) finds each symbol
+    version it needs (`.gnu.version_r`, `EFA_1.4` of libefa.so.1) defined (`.gnu.version_d`) by the copy the loader
+    resolves"""
+    plugin = ofi_plugin(ctx)
+    if isinstance(plugin, Result):
+        return plugin
+    chain = library_chain(plugin, ctx)
+    missing = []
+    for path, providers in chain.items():
+        try:
+            needs = elf_symbols.read(path).needs
+        except (OSError, ValueError):
+            continue
+        for soname, versions in needs.items():
+            provider = providers.get(soname)
+            if provider is None:
+                continue
+            try:
+                defined = elf_symbols.read(provider).defines
+            except (OSError, ValueError):
+                continue
+            if lacking := sorted(versions - defined):
+                missing.append(f"{path} needs {', '.join(lacking)} of {soname}; {provider} does not define it")
+    if missing:
+        return Result(FAIL, f"the OFI plugin's chain lacks {len(missing)} symbol version(s)", "\n".join(missing))
+    return Result(PASS, f"{len(chain)} objects from {plugin} find every symbol version they need")

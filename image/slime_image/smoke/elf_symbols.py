@@ -12,7 +12,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-_SHT_DYNSYM, _SHT_VERNEED, _SHT_VERSYM = 11, 0x6FFFFFFE, 0x6FFFFFFF
+_SHT_DYNSYM, _SHT_VERDEF, _SHT_VERNEED, _SHT_VERSYM = 11, 0x6FFFFFFD, 0x6FFFFFFE, 0x6FFFFFFF
+_VER_FLG_BASE = 1
 _SHN_UNDEF = 0
 _STB_WEAK = 2
 _SYM = struct.Struct("<IBBHQQ")
@@ -30,6 +31,9 @@ class Symbols:
     exports: set[str] = field(default_factory=set)
     # every symbol it must find somewhere, versioned or not (the Python C API's are not versioned)
     undefined: set[str] = field(default_factory=set)
+    # file named in .gnu.version_r -> the version names it must define there (`EFA_1.4` from libefa.so.1)
+    needs: dict[str, set[str]] = field(default_factory=dict)
+    defines: set[str] = field(default_factory=set)  # the version names this object defines (.gnu.version_d)
 
 
 def read(path: str) -> Symbols:
@@ -52,7 +56,7 @@ def read(path: str) -> Symbols:
             raise ElfSymbolsError(f"{path} has no section headers")
         table = read_at(shoff, shentsize * shnum)
         sections = [_SECTION.unpack_from(table, i * shentsize) for i in range(shnum)]
-        by_type = {s[1]: s for s in sections if s[1] in (_SHT_DYNSYM, _SHT_VERNEED, _SHT_VERSYM)}
+        by_type = {s[1]: s for s in sections if s[1] in (_SHT_DYNSYM, _SHT_VERDEF, _SHT_VERNEED, _SHT_VERSYM)}
         if _SHT_DYNSYM not in by_type:
             raise ElfSymbolsError(f"{path} has no dynamic symbol table")
         dynsym = by_type[_SHT_DYNSYM]
@@ -67,6 +71,7 @@ def read(path: str) -> Symbols:
         versym = by_type.get(_SHT_VERSYM)
         indices = struct.unpack_from(f"<{count}H", read_at(versym[4], 2 * count)) if versym else (0,) * count
 
+        result = Symbols()
         file_of: dict[int, str] = {}  # version index -> the file a needed version belongs to
         if _SHT_VERNEED in by_type:
             section = by_type[_SHT_VERNEED]
@@ -75,11 +80,19 @@ def read(path: str) -> Symbols:
                 _, cnt, file, aux, nxt = struct.unpack_from("<HHIII", data, offset)
                 at = offset + aux
                 for _ in range(cnt):
-                    _, _, other, _, aux_next = struct.unpack_from("<IHHII", data, at)
+                    _, _, other, version, aux_next = struct.unpack_from("<IHHII", data, at)
                     file_of[other] = name(file)
+                    result.needs.setdefault(name(file), set()).add(name(version))
                     at += aux_next
                 offset += nxt
-        result = Symbols()
+        if _SHT_VERDEF in by_type:
+            section = by_type[_SHT_VERDEF]
+            data, offset = read_at(section[4], section[5]), 0
+            for _ in range(section[7]):
+                _, flags, _, cnt, _, aux, nxt = struct.unpack_from("<HHHHIII", data, offset)
+                if cnt and not flags & _VER_FLG_BASE:
+                    result.defines.add(name(struct.unpack_from("<I", data, offset + aux)[0]))
+                offset += nxt
         for i in range(1, count):
             st_name, st_info, _, st_shndx, _, _ = _SYM.unpack_from(symbols, i * _SYM.size)
             if st_shndx != _SHN_UNDEF:
