@@ -128,3 +128,44 @@ def test_a_run_that_dies_in_train_init_names_that_phase_and_its_wall(wall, error
     assert failed.check.fix.startswith(f"{wall}: ")
     assert by_id["ray-up"].result.status == by_id["engine-up"].result.status == "pass"
     assert by_id["iteration-1/rollout"].result.summary == "not reached"
+
+
+def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
+    from slime_image.canary import cli
+    from slime_image.errors import UserError
+
+    mine = tmp_path / "home"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep me")
+    with pytest.raises(UserError) as refused:
+        cli.fresh_work_folder(mine)
+    assert "holds files no canary made" in refused.value.cause and (mine / "notes.txt").is_file()
+    work = tmp_path / "work"
+    cli.fresh_work_folder(work)
+    (work / "canary.log").write_text("an earlier run")
+    cli.fresh_work_folder(work)
+    assert sorted(p.name for p in work.iterdir()) == [cli.MARK]
+
+
+def test_ctrl_c_stops_the_job_and_everything_it_started(tmp_path):
+    """A real SIGINT to a process running a job whose grandchild left the process group."""
+    import signal
+
+    script = tmp_path / "run.py"
+    script.write_text(
+        f"import os, sys\nsys.path.insert(0, {str(ROOT / 'image')!r})\n"
+        "from slime_image.canary import job\nfrom slime_image.errors import run_command\n"
+        f"argv = [sys.executable, '-c', {GRANDCHILD!r}]\n"
+        f"sys.exit(run_command('slime-canary', lambda: job.run(argv, dict(os.environ), {str(tmp_path / 'log')!r}, "
+        f"60, {str(tmp_path)!r}) and 0))\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 20
+    while not (tmp_path / "log").exists() or "started" not in (tmp_path / "log").read_text():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    lines = stderr.strip().splitlines()
+    assert proc.returncode == 130, stderr
+    assert lines[0].startswith("slime-canary: interrupted: the job and 1 process(es)") and lines[1].startswith("fix:")

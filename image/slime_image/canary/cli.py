@@ -13,7 +13,6 @@ import glob
 import os
 import shutil
 import sys
-import time
 from pathlib import Path
 
 from slime_image.atomic_write import check_writable, write_atomically
@@ -25,6 +24,7 @@ from slime_image.smoke.core import FAIL, PASS, PROBES
 GPU_DEVICES = "/dev/nvidia[0-9]*"  # what the NVIDIA container runtime gives a container for each GPU
 LAYERS, VOCAB, PROMPTS = 2, 4096, 16
 ASSETS_TIMEOUT = 300.0
+MARK = ".slime-canary"
 
 # slime's own single-GPU smoke (scripts/run-qwen2.5-0.5B-gb10-smoke.sh at v0.3.1), with the canary's model, data and
 # reward, more than one rollout, and the attention backend the image serves (auto, not flash: W37). {work} is the work
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         for option, path in (("--json", args.json), ("--junit", args.junit)):
             if path and path != "-":
                 check_writable(option, Path(path))
+        fresh_work_folder(args.work.resolve())
         rows = canary(args)
         print(report.as_table(rows, phases.STAGE), flush=True)
         if args.json:
@@ -114,12 +115,22 @@ def write_report(path: str, text: str) -> None:
         write_atomically(Path(path), text)
 
 
-def canary(args) -> list[report.Row]:
-    work = args.work.resolve()
+def fresh_work_folder(work: Path) -> None:
+    """Empty `work` for a run: a folder a canary made before (its MARK inside), or a new or empty one; never
+    another folder the user named by mistake."""
+    if work.exists() and any(work.iterdir()) and not (work / MARK).is_file():
+        raise UserError(
+            f"--work {work} holds files no canary made: the canary empties its work folder",
+            "pass a new or empty folder (the default is /tmp/slime-canary)",
+        )
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
+    (work / MARK).write_text("made by slime-canary, emptied by its next run\n")
+
+
+def canary(args) -> list[report.Row]:
+    work = args.work.resolve()
     env = job_env(work, args.megatron_root)
-    start = time.monotonic()
     made = job.run(
         [sys.executable, str(PROBES / "canary_assets.py"), str(work), str(LAYERS), str(VOCAB), str(PROMPTS)],
         env,
@@ -130,7 +141,7 @@ def canary(args) -> list[report.Row]:
     if made.returncode != 0:
         detail = phases.failure_text(made.lines)
         return [phases.row("assets", "assets", FAIL, "making the inputs failed", made.seconds, detail)]
-    rows = [phases.row("assets", "assets", PASS, made.lines[-1] if made.lines else "", time.monotonic() - start)]
+    rows = [phases.row("assets", "assets", PASS, made.lines[-1] if made.lines else "", made.seconds)]
     slime_args = SLIME_ARGS.format(work=work, layers=LAYERS, vocab=VOCAB, iterations=args.iterations).split()
     print(f"slime-canary: slime's train.py in {args.slime_root}, log in {work / 'canary.log'}", flush=True)
     outcome = job.run(

@@ -16,6 +16,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from slime_image.errors import UserError
+
 RUN_MARK = "SLIME_CANARY_RUN"
 GRACE = 10.0  # seconds between SIGTERM and SIGKILL
 
@@ -88,6 +90,14 @@ def run(argv: list[str], env: dict[str, str], log: Path, timeout: float, cwd: Pa
         except subprocess.TimeoutExpired:
             returncode = None
             stop(child)
+        except KeyboardInterrupt:
+            stop(child)
+            killed = kill_marked(mark)
+            raise UserError(
+                f"interrupted: the job and {killed} process(es) it had started were stopped; its log is {log}",
+                "run slime-canary again",
+                code=130,
+            ) from None
         reader.join(timeout=GRACE)
     left = kill_marked(mark)
     return Outcome(returncode, time.monotonic() - start, lines, left, len(marked(mark)))
