@@ -109,6 +109,16 @@ def driver_symbols(libraries: list[Path]) -> list[str]:
     return sorted(names)
 
 
+def shared_library(library: Path, source: str, *flags: str) -> Path:
+    """A shared object compiled here with gcc from the C `source` (written beside it as `<library>.c`); `flags` go
+    after the source, where the libraries to link against must be."""
+    library.parent.mkdir(parents=True, exist_ok=True)
+    c_file = library.parent / f"{library.name}.c"
+    c_file.write_text(source)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(library), str(c_file), *flags], check=True)
+    return library
+
+
 def libcuda_standin(libraries: list[Path]) -> Path:
     """STAND-IN for the GPU driver's libcuda.so.1, which cannot exist on a machine without a GPU.
 
@@ -120,11 +130,8 @@ def libcuda_standin(libraries: list[Path]) -> Path:
     library = folder / "libcuda.so.1"
     if library.exists():
         return library
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / "libcuda_standin.c"
-    source.write_text("".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols))
-    subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(library), str(source)], check=True)
-    return library
+    source = "".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols)
+    return shared_library(library, source, "-Wl,-soname,libcuda.so.1")
 
 
 def system_cudart13_dir() -> str | None:
@@ -145,14 +152,12 @@ def library_wheel(name: str, cudart_dir: Path, soname: str) -> Path:
     built = folder / f"{package}-1.0-py3-none-any.whl"
     if built.exists():
         return built
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "uses.c").write_text(
-        "int cudaGetDeviceCount(int *);\nint count(int *n) { return cudaGetDeviceCount(n); }\n"
-    )
-    library = folder / f"libuses_{soname.split('.')[-1]}.so"
-    subprocess.run(
-        ["gcc", "-shared", "-fPIC", "-o", str(library), str(folder / "uses.c"), "-L", str(cudart_dir), f"-l:{soname}"],
-        check=True,
+    library = shared_library(
+        folder / f"libuses_{soname.split('.')[-1]}.so",
+        "int cudaGetDeviceCount(int *);\nint count(int *n) { return cudaGetDeviceCount(n); }\n",
+        "-L",
+        str(cudart_dir),
+        f"-l:{soname}",
     )
     info = f"{package}-1.0.dist-info"
     files = {

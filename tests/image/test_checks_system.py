@@ -1,7 +1,6 @@
-"""The checks whose input is the loader path: cuda-compat-path (W14) and efa-plugin (W13)."""
+"""The checks whose input is the loader path: cuda-compat-path (W14), efa-plugin (W13) and efa-symbols (W42)."""
 
-import subprocess
-
+import artifacts
 import pytest
 from slime_image.smoke import checks_system
 from slime_image.smoke.core import FAIL, PASS, Context
@@ -26,35 +25,14 @@ def test_compat_directory_on_loader_path_fails_and_clean_path_passes():
 def efa_standin(tmp_path_factory):
     root = tmp_path_factory.mktemp("efa")
     fabric, plugin = root / "efa" / "lib", root / "ofi-nccl" / "lib"
-    fabric.mkdir(parents=True)
-    plugin.mkdir(parents=True)
-    (root / "fabric.c").write_text("int fi_getinfo(void) { return 0; }\n")
-    (root / "plugin.c").write_text("int fi_getinfo(void);\nint ncclNetPlugin(void) { return fi_getinfo(); }\n")
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libfabric.so.1",
-            "-o",
-            str(fabric / "libfabric.so.1"),
-            str(root / "fabric.c"),
-        ],
-        check=True,
-    )
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-o",
-            str(plugin / "libnccl-net-ofi.so"),
-            str(root / "plugin.c"),
-            "-L",
-            str(fabric),
-            "-l:libfabric.so.1",
-        ],
-        check=True,
+    fi_getinfo = "int fi_getinfo(void) { return 0; }\n"
+    artifacts.shared_library(fabric / "libfabric.so.1", fi_getinfo, "-Wl,-soname,libfabric.so.1")
+    artifacts.shared_library(
+        plugin / "libnccl-net-ofi.so",
+        "int fi_getinfo(void);\nint ncclNetPlugin(void) { return fi_getinfo(); }\n",
+        "-L",
+        str(fabric),
+        "-l:libfabric.so.1",
     )
     return str(fabric), str(plugin)
 
@@ -108,25 +86,13 @@ def test_efa_plugin_absent_fails(tmp_path):
 
 def versioned_libefa(folder, versions):
     folder.mkdir(parents=True)
-    script, source = folder / "efa.map", folder / "efa.c"
     nodes = ["EFA_1.1 { global: efa_old; local: *; };"]
     if "EFA_1.4" in versions:
         nodes.append("EFA_1.4 { global: efa_new; } EFA_1.1;")
-    script.write_text("\n".join(nodes) + "\n")
-    source.write_text("int efa_old(void) { return 1; }\nint efa_new(void) { return 4; }\n")
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-Wl,-soname,libefa.so.1",
-            f"-Wl,--version-script={script}",
-            "-o",
-            str(folder / "libefa.so.1"),
-            str(source),
-        ],
-        check=True,
-    )
+    (folder / "efa.map").write_text("\n".join(nodes) + "\n")
+    source = "int efa_old(void) { return 1; }\nint efa_new(void) { return 4; }\n"
+    version_script = f"-Wl,--version-script={folder / 'efa.map'}"
+    artifacts.shared_library(folder / "libefa.so.1", source, "-Wl,-soname,libefa.so.1", version_script)
     return folder
 
 
@@ -135,22 +101,8 @@ def efa_chain(tmp_path_factory):
     root = tmp_path_factory.mktemp("efa-versions")
     new, old = versioned_libefa(root / "new", {"EFA_1.4"}), versioned_libefa(root / "old", set())
     plugin = root / "ofi-nccl"
-    plugin.mkdir()
-    (root / "plugin.c").write_text("int efa_new(void);\nint ncclNetPlugin(void) { return efa_new(); }\n")
-    subprocess.run(
-        [
-            "gcc",
-            "-shared",
-            "-fPIC",
-            "-o",
-            str(plugin / "libnccl-net-ofi.so"),
-            str(root / "plugin.c"),
-            "-L",
-            str(new),
-            "-l:libefa.so.1",
-        ],
-        check=True,
-    )
+    source = "int efa_new(void);\nint ncclNetPlugin(void) { return efa_new(); }\n"
+    artifacts.shared_library(plugin / "libnccl-net-ofi.so", source, "-L", str(new), "-l:libefa.so.1")
     return str(plugin), str(new), str(old)
 
 
