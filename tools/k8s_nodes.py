@@ -18,11 +18,10 @@ import sys
 
 from slime_image.errors import UserError, run_command
 
-from tools.k8s_render import load_overlay
+from tools.k8s_render import NODE_RESOURCES, load_overlay
 
 # What `make deploy` refuses, and the walls each refusal guards (slime_image/walls.py).
 GUARDS = {"nodes-match-overlay": ("W17", "W39")}
-RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 
 
 def mismatches(nodes: list[dict], overlay: dict) -> list[str]:
@@ -31,7 +30,7 @@ def mismatches(nodes: list[dict], overlay: dict) -> list[str]:
     for node in nodes:
         name = node["metadata"]["name"]
         allocatable = node.get("status", {}).get("allocatable", {})
-        for resource, key in RESOURCES:
+        for resource, key in NODE_RESOURCES:
             have = allocatable.get(resource, "0")
             if str(have) != str(overlay[key]):
                 found.append(f"{name}: {resource} allocatable {have}, the overlay requests {overlay[key]}")

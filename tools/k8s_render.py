@@ -33,6 +33,8 @@ EXAMPLE = K8S / "settings.example.env"
 TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
 USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime", "PREFLIGHT_CANARY": "1"}
+# What a GPU pod requests of its node, and the overlay key that holds how many the node has.
+NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
 GUARDS = {"unset-or-placeholder-setting": ("W17",)}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")

@@ -27,7 +27,7 @@ from yamllint import config as yamllint_config
 from yamllint import linter
 
 from tools import job_env
-from tools.k8s_render import load_overlay, yaml_problem
+from tools.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
 from tools.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
 
 # The EKS Kubernetes versions the manifests are validated against (EKS standard support in 2026-12).
@@ -199,7 +199,7 @@ def policy_counts_match_instance(docs, overlay, image):
             resources = c.get("resources") or {}
             for part in ("requests", "limits"):
                 got = resources.get(part, {})
-                for name, key in (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE")):
+                for name, key in NODE_RESOURCES:
                     if str(got.get(name)) != str(overlay[key]):
                         problems.append(
                             f"{where}: {part} {name}={got.get(name)} but {overlay['INSTANCE_TYPE']} has {overlay[key]}"

@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_writable
 from slime_image.canary import job, phases
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
@@ -93,26 +93,18 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError("--iterations must be 1 or more and --timeout above 0", "give, e.g., --iterations 2")
         if not (Path(args.slime_root) / "train.py").is_file():
             raise UserError(f"no slime checkout at {args.slime_root} (its train.py)", "pass --slime-root")
-        for option, path in (("--json", args.json), ("--junit", args.junit)):
-            if path and path != "-":
-                check_writable(option, Path(path))
+        check_writable("--json", args.json)
+        check_writable("--junit", args.junit)
         fresh_work_folder(args.work.resolve())
         rows = canary(args)
         print(report.as_table(rows, phases.STAGE), flush=True)
         if args.json:
-            write_report(args.json, report.as_json(rows, phases.STAGE))
+            report.write("--json", args.json, report.as_json(rows, phases.STAGE))
         if args.junit:
-            write_report(args.junit, report.as_junit(rows, phases.STAGE))
+            report.write("--junit", args.junit, report.as_junit(rows, phases.STAGE))
         return 0 if report.ok(rows) else 1
 
     return run_command("slime-canary", run)
-
-
-def write_report(path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
-    else:
-        write_atomically(Path(path), text)
 
 
 def fresh_work_folder(work: Path) -> None:

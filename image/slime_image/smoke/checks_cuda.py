@@ -44,12 +44,24 @@ def search_dirs(ctx: Context) -> list[str]:
     return list(dict.fromkeys(d for d in found if d and os.path.isdir(d)))
 
 
-def shared_objects(directory: str):
-    for folder, _, names in os.walk(directory):
-        for name in names:
-            path = os.path.join(folder, name)
-            if (name.endswith(".so") or ".so." in name) and not os.path.islink(path) and os.path.isfile(path):
-                yield path
+def files_under(ctx: Context) -> dict[str, list[str]]:
+    """Each folder scanned -> every file under it, walked once for every check that looks for files by name (shared
+    objects here, compilers in checks_toolchain)."""
+
+    def walk():
+        return {d: [os.path.join(f, n) for f, _, names in os.walk(d) for n in names] for d in search_dirs(ctx)}
+
+    return ctx.once("files_under", walk)
+
+
+def shared_objects(paths) -> list[str]:
+    return [
+        path
+        for path in paths
+        if (path.endswith(".so") or ".so." in os.path.basename(path))
+        and not os.path.islink(path)
+        and os.path.isfile(path)
+    ]
 
 
 def cuda_major_of(soname: str) -> int | None:
@@ -73,8 +85,9 @@ def dynamic_sections(ctx: Context) -> tuple[list[str], dict[str, tms_preload.Dyn
     read once for every check that needs them."""
 
     def scan():
-        dirs = search_dirs(ctx)
-        files = [path for d in dirs for path in shared_objects(d)]
+        walked = files_under(ctx)
+        dirs = list(walked)
+        files = shared_objects(path for paths in walked.values() for path in paths)
         with ThreadPoolExecutor(max_workers=8) as pool:
             return dirs, dict(zip(files, pool.map(read_dynamic, files), strict=True))
 

@@ -113,6 +113,13 @@ def library_chain(top: str, ctx: Context) -> dict[str, dict[str, str]]:
     return chain
 
 
+def readable_symbols(path: str) -> elf_symbols.Symbols | None:
+    try:
+        return elf_symbols.read(path)
+    except (OSError, ValueError):
+        return None
+
+
 @check(
     "efa-symbols",
     ("W42",),
@@ -130,21 +137,15 @@ def efa_symbols(ctx: Context) -> Result:
     if isinstance(plugin, Result):
         return plugin
     chain = library_chain(plugin, ctx)
+    # every provider is in the chain too: each object's symbol tables are read once
+    symbols = {path: readable_symbols(path) for path in chain}
     missing = []
     for path, providers in chain.items():
-        try:
-            needs = elf_symbols.read(path).needs
-        except (OSError, ValueError):
-            continue
-        for soname, versions in needs.items():
+        for soname, versions in (symbols[path].needs if symbols[path] else {}).items():
             provider = providers.get(soname)
-            if provider is None:
+            if provider is None or symbols[provider] is None:
                 continue
-            try:
-                defined = elf_symbols.read(provider).defines
-            except (OSError, ValueError):
-                continue
-            if lacking := sorted(versions - defined):
+            if lacking := sorted(versions - symbols[provider].defines):
                 missing.append(f"{path} needs {', '.join(lacking)} of {soname}; {provider} does not define it")
     if missing:
         return Result(FAIL, f"the OFI plugin's chain lacks {len(missing)} symbol version(s)", "\n".join(missing))

@@ -39,9 +39,9 @@ def release(tool: str) -> tuple[int, int] | None:
 def installed(ctx: Context) -> list[str]:
     """Every CUDA compiler under the Python folders and the toolkit's bin."""
     found = [str(TOOLKIT / "bin" / t) for t in TOOLS if (TOOLKIT / "bin" / t).is_file()]
+    walked = checks_cuda.files_under(ctx)
     for folder in checks_cuda.python_dirs(ctx):
-        for parent, _, names in os.walk(folder):
-            found += [os.path.join(parent, n) for n in names if n in TOOLS]
+        found += [path for path in walked.get(folder, []) if os.path.basename(path) in TOOLS]
     return sorted(dict.fromkeys(os.path.realpath(p) for p in found))
 
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slime_image import pip_conflicts, standins
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import facts, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
@@ -49,16 +48,6 @@ def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]
     for c in alone:
         rows[c.id] = run_one(c, ctx, stages)
     return [rows[c.id] for c in checks]
-
-
-def write(option: str, path: str, text: str) -> None:
-    if path == "-":
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
-        return
-    try:
-        write_atomically(Path(path), text)
-    except OSError as exc:
-        raise UserError(f"{option} {path}: {exc.strerror}", f"pass {option} a file in a writable folder") from None
 
 
 def parse_args(argv):
@@ -160,7 +149,7 @@ def run_suite(args) -> int:
     if args.json != "-":
         print(report.as_table(rows, args.stage), flush=True)
     if args.json:
-        write("--json", args.json, report.as_json(rows, args.stage))
+        report.write("--json", args.json, report.as_json(rows, args.stage))
     if args.junit:
-        write("--junit", args.junit, report.as_junit(rows, args.stage))
+        report.write("--junit", args.junit, report.as_junit(rows, args.stage))
     return 0 if report.ok(rows) else 1

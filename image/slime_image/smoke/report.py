@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from pathlib import Path
 
+from slime_image.atomic_write import write_atomically
+from slime_image.errors import UserError
 from slime_image.smoke.core import FAIL, SKIP, STANDIN, WARN, Check, Result
 
 
@@ -75,3 +79,14 @@ def as_junit(rows: list[Row], stage: str) -> str:
         elif r.result.status == WARN:
             ET.SubElement(case, "system-out").text = f"warning: {r.result.summary}\n{r.result.detail}"
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+
+def write(option: str, path: str, text: str) -> None:
+    """A report to the file `path` (the option that named it, for the error) or, for -, to stdout."""
+    if path == "-":
+        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+        return
+    try:
+        write_atomically(Path(path), text)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: {exc.strerror}", f"pass {option} a file in a writable folder") from None
