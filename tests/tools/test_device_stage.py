@@ -84,3 +84,37 @@ def test_the_device_view_holds_only_what_the_export_left_out(tmp_path):
     listed.write_text(json.dumps([{"name": "cupy", "version": "1.0"}]))
     proc = subprocess.run([*run[:-1], str(tmp_path / "view2")], capture_output=True, text=True)
     assert proc.returncode == 1 and "the device lacks cupy" in proc.stderr
+
+
+TORCH_PINS = """Metadata-Version: 2.1
+Name: torch
+Version: 2.11.0
+Requires-Dist: filelock
+Requires-Dist: cuda-toolkit[cudart,cublas]==13.0.2; platform_system == "Linux"
+Requires-Dist: nvidia-nccl-cu13==2.28.9; platform_system == "Linux"
+Requires-Dist: triton==3.6.0; platform_system == "Linux"
+"""
+TOOLKIT_PINS = """Metadata-Version: 2.1
+Name: cuda-toolkit
+Version: 13.0.2
+Requires-Dist: nvidia-cuda-runtime==13.0.96.*; (sys_platform == 'linux') and extra == 'cudart'
+Requires-Dist: nvidia-cufft==12.0.0.61.*; (sys_platform == 'linux') and extra == 'cufft'
+"""
+
+
+def test_the_device_holds_torch_and_what_it_pins_at_the_images_versions(rootfs, tmp_path):
+    """torch's and cuda-toolkit's metadata written here in their wheels' form (no torch wheel of several GB in a
+    test); nvidia-cuda-runtime is the real wheel unpacked in the rootfs."""
+    site = rootfs / SITE
+    for name, version, text in (("torch", "2.11.0", TORCH_PINS), ("cuda_toolkit", "13.0.2", TOOLKIT_PINS)):
+        (site / f"{name}-{version}.dist-info").mkdir()
+        (site / f"{name}-{version}.dist-info" / "METADATA").write_text(text)
+    out = tmp_path / "device-pip.json"
+    subprocess.run([sys.executable, str(STAGE / "device_held.py"), str(rootfs), str(out)], check=True)
+    held = json.loads(out.read_text())
+    # nccl and triton are not installed here, cufft is an extra torch does not ask for
+    assert held == [
+        {"name": "torch", "version": "2.11.0"},
+        {"name": "cuda-toolkit", "version": "13.0.2"},
+        {"name": "nvidia-cuda-runtime", "version": "13.0.96"},
+    ]

@@ -9,13 +9,10 @@ the staged venv sees the image's distributions first and the device's only for t
 import csv
 import json
 import os
-import re
 import sys
 from pathlib import Path
 
-
-def norm(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
+from export import norm
 
 
 def name_of(info: Path) -> str:
