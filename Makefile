@@ -117,6 +117,17 @@ preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY 
 	kubectl -n $$ns delete $$job --wait=false >/dev/null; \
 	[ -z "$$failed" ] || [ "$$failed" = 0 ]
 
+.PHONY: preflight-p2p
+preflight-p2p: $(VENV)/.installed ## Two GPU nodes of OVERLAY exchange over NCCL and EFA, GPU by GPU (a Job of 2 pods); exit with its status
+	@$(need_cluster)
+	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only preflight-p2p --out $(RENDERED)
+	@ns=$(KUBECTL_NS); made=$$(kubectl create -f $(RENDERED) -o name) || exit 1; job=$$(echo "$$made" | grep '^job'); \
+	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
+	kubectl -n $$ns logs -l job-name=$${job#*/} --prefix --tail=-1; \
+	failed=$$(kubectl -n $$ns get $$job -o jsonpath='{.status.failed}'); \
+	kubectl -n $$ns delete $$made --wait=false >/dev/null; \
+	[ -z "$$failed" ] || [ "$$failed" = 0 ]
+
 .PHONY: smoke-pod
 smoke-pod: $(VENV)/.installed ## Run the smoke suite (all stages) inside a running Ray GPU worker pod
 	@$(need_cluster)

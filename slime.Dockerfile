@@ -157,6 +157,13 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --no-d
     pip install --no-deps -e /opt/slime && \
     pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
 
+# The loader's view of what a node brings and what the image would hold twice: the folder EKS's AL2023 and Bottlerocket
+# nodes mount the driver into, which a Debian-family image does not list (W45); and no system cuDNN. TransformerEngine's
+# core binds cuDNN's sub-libraries by name, so the loader would give it the base's beside the wheel's that torch loads
+# (W44); without them it loads the wheel's. Its build above compiled against the base's cuDNN headers, which stay.
+RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && \
+    rm -f /usr/lib/"$(uname -m)"-linux-gnu/libcudnn* && ldconfig
+
 # The image's own code: image/ and nothing else of this repository (standard library only, run by the
 # image's Python); its commands (slime-smoke, slime-patch, slime-record, slime-launch) go on PATH.
 COPY image/ /opt/slime-image/

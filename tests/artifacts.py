@@ -195,6 +195,20 @@ def fatbin(name: str, gencode: list[str]) -> Path:
     return library
 
 
+def cubin(arch: str) -> Path:
+    """A standalone cubin of one tiny kernel, compiled by this machine's nvcc for `arch` (sm_100a), as FlashInfer ships
+    its prebuilt kernels."""
+    folder = CACHE / "cubins"
+    path = folder / f"{arch}.cubin"
+    if path.exists():
+        return path
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "kernel.cu"
+    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    subprocess.run(["nvcc", "-cubin", f"-arch={arch}", str(source), "-o", str(path)], check=True)
+    return path
+
+
 def unpacked_wheel_library(wheel_path: Path) -> Path:
     """The one shared object inside a wheel built by library_wheel."""
     folder = wheel_path.with_suffix("")

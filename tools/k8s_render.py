@@ -1,6 +1,6 @@
 """Render the EKS manifests for one instance type: kubernetes/templates/*.yaml with ${NAME} filled in.
 
-    python -m tools.k8s_render --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,data-prep-job]
+    python -m tools.k8s_render --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,...]
                                [--out F | --get NAME]
 
 Values come from three places, each name from exactly one: the overlay (kubernetes/overlays/<name>.yaml:
@@ -30,7 +30,7 @@ from tools.recipe import ROOT, requirement_lines
 K8S = ROOT / "kubernetes"
 DEFAULT_ENV_FILE = K8S / "settings.env"
 EXAMPLE = K8S / "settings.example.env"
-TEMPLATES = ("raycluster", "preflight-job", "data-prep-job")
+TEMPLATES = ("raycluster", "preflight-job", "preflight-p2p", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
 USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime", "PREFLIGHT_CANARY": "1"}
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.

@@ -12,6 +12,7 @@ import argparse
 import sys
 from dataclasses import dataclass
 
+from slime_image import p2p
 from slime_image.errors import UserError, run_command
 from slime_image.patches import PATCHES
 from slime_image.patches.upstream import UPSTREAM
@@ -30,6 +31,7 @@ KINDS = {
     "render": "render refusal",
     "submit": "submit refusal",
     "deploy": "deploy refusal",
+    "preflight": "two-node preflight",
 }
 
 
@@ -56,6 +58,7 @@ def guards() -> list[Guard]:
     found += [Guard("render", name, walls) for name, walls in k8s_render.GUARDS.items()]
     found += [Guard("submit", name, walls) for name, walls in grpo_submit.GUARDS.items()]
     found += [Guard("deploy", name, walls) for name, walls in k8s_nodes.GUARDS.items()]
+    found += [Guard("preflight", name, walls) for name, walls in p2p.GUARDS.items()]
     return found
 
 

@@ -13,6 +13,7 @@ COMMANDS = {
     "slime-record": "slime_image.record",
     "slime-launch": "slime_image.launch",
     "slime-canary": "slime_image.canary.cli",
+    "slime-p2p": "slime_image.p2p",
 }
 
 

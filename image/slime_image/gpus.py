@@ -7,6 +7,8 @@ reads its capability from here) both come from this table, and a test fails when
 
 from __future__ import annotations
 
+import glob
+
 # NVIDIA's published compute capabilities: Hopper 9.0; Blackwell B200 10.0, B300 (Blackwell Ultra) 10.3.
 GPUS: dict[str, tuple[int, int]] = {"H100": (9, 0), "H200": (9, 0), "B200": (10, 0), "B300": (10, 3)}
 
@@ -28,3 +30,11 @@ def capability(gpu: str) -> str:
 def driver_floor() -> tuple[int, int]:
     """The newest CUDA every supported GPU's driver runs: what a JIT compiler in the image may be at most."""
     return min(DRIVER_CUDA.values())
+
+
+DEVICES = "/dev/nvidia[0-9]*"  # what the NVIDIA container runtime gives a container for each GPU
+
+
+def devices() -> list[str]:
+    """This container's GPUs, as device files: no driver call, so it answers on a machine without a driver."""
+    return sorted(glob.glob(DEVICES))

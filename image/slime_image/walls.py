@@ -42,6 +42,8 @@ LOG_SIGNS = {
     "W39": r"Unexpected number of remote rails",
     "W42": r"version .EFA_[\d.]+. not found",
     "W43": r"RolloutManager\.__init__\(\)",
+    "W44": r"cuDNN version incompatibility",
+    "W45": r"ImportError: libcuda\.so\.1",
 }
 
 
@@ -321,6 +323,21 @@ WALLS = (
         "slime's control actors (num_gpus=0) import Megatron and TransformerEngine, which loads libcuda.so.1 at "
         "import, and Ray placed one on the GPU-less head",
         'the head offers Ray no CPUs (`num-cpus: "0"`), so every actor lands on a GPU worker, where the driver is',
+    ),
+    Wall(
+        "W44",
+        "cuDNN errors in TransformerEngine's attention only, or `RuntimeError: cuDNN version incompatibility` from "
+        "`torch.backends.cudnn.version()`",
+        "two cuDNNs in one process: TransformerEngine's core binds cuDNN's sub-libraries by name, and the loader finds "
+        "the base's system cuDNN through the ld cache, beside the cuDNN wheel torch loads",
+        "the base's system cuDNN libraries deleted after TransformerEngine's build, so that it loads the wheel's",
+    ),
+    Wall(
+        "W45",
+        "`ImportError: libcuda.so.1` in a child process (SGLang's scheduler) while `import torch` works",
+        "the node's container runtime mounts the driver where the image's loader does not search: /usr/lib64 on "
+        "EKS's AL2023 and Bottlerocket AMIs, where a Debian-family image has no such folder in its ld.so.conf",
+        "/etc/ld.so.conf.d/host-driver.conf lists every folder the driver is mounted into, on every node OS",
     ),
 )
 

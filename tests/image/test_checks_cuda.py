@@ -149,6 +149,75 @@ def test_transformer_engine_s_real_cu13_core_covers_h200_b200_and_b300(cu13_env)
         assert line in check["detail"]
 
 
+# FlashInfer's standalone cubins (flashinfer-cubin), laid out as its wheel lays them out: <hash>/fmha/trtllm-gen/, one
+# file per kernel and capability (fmhaSm100aKernel_X.cubin, fmhaSm103aKernel_X.cubin).
+FMHA = "flashinfer_cubin/cubins/1d876ee6/fmha/trtllm-gen"
+
+
+@pytest.fixture(scope="module")
+def cubin_files():
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc on this machine: the cubins cannot be compiled")
+    return {arch: artifacts.cubin(arch) for arch in ("sm_90", "sm_100a", "sm_100f", "sm_103a")}
+
+
+@pytest.mark.parametrize("arch", ["sm_90", "sm_100a", "sm_100f", "sm_103a"])
+def test_a_cubins_target_is_read_from_its_header_as_cuobjdump_reads_it(cubin_files, arch):
+    listed = cubins.device_code(str(artifacts.cuobjdump()), str(cubin_files[arch]))
+    assert cubins.cubin_arch(str(cubin_files[arch])) == arch
+    assert listed == [arch if arch != "sm_100f" else "sm_100"]  # cuobjdump names family code by its base
+
+
+def test_arch_specific_code_flagged_in_the_header_is_read_as_such(cubin_files, tmp_path):
+    # STAND-IN for one of FlashInfer's trtllm-gen cubins, which are 1.5 GB of wheel: ptxas 13.0 names sm_100a only on
+    # its command line (.note.nv.tkinfo); trtllm-gen's cubins carry no such note and flag arch-specific code in
+    # e_flags (0x600640a in flashinfer-cubin 0.6.11.post1, against 0x6006402 for sm_100f). The copy keeps the SM,
+    # sets the flag and loses the note.
+    data = bytearray(cubin_files["sm_100f"].read_bytes())
+    data[48] |= 0x8
+    data[:] = data.replace(b"-arch sm_100f", b"-xxxx sm_100f")
+    flagged = tmp_path / "flagged.cubin"
+    flagged.write_bytes(bytes(data))
+    assert cubins.cubin_arch(str(flagged)) == "sm_100a"
+
+
+@pytest.mark.guard_fails("check:arch-coverage")
+def test_a_flashinfer_kernel_built_for_sm_100a_only_does_not_run_on_a_b300(cu13_env, cubin_files, tmp_path):
+    env = site_with(tmp_path, {f"{FMHA}/fmhaSm100aKernel_QkvBfloat16H128Context.cubin": cubin_files["sm_100a"]})
+    check = coverage(cu13_env, env)
+    assert check["status"] == "fail"
+    assert check["summary"] == "no machine code or PTX for 10.3: 1 FlashInfer kernel(s)"
+    assert (
+        "10.3 CANNOT run: FlashInfer fmha/fmhaSm*Kernel_QkvBfloat16H128Context.cubin (has sm_100a)" in check["detail"]
+    )
+    assert "10.0 runs: FlashInfer's cubins: 1 of the 1 kernels for 10.x" in check["detail"]
+
+
+def test_its_sm_103a_build_covers_the_b300_and_int8_kernels_are_named_unselected(cu13_env, cubin_files, tmp_path):
+    env = site_with(
+        tmp_path,
+        {
+            f"{FMHA}/fmhaSm100aKernel_QkvBfloat16H128Context.cubin": cubin_files["sm_100a"],
+            f"{FMHA}/fmhaSm103aKernel_QkvBfloat16H128Context.cubin": cubin_files["sm_103a"],
+            f"{FMHA}/fmhaSm100aKernel_QkInt8VE4m3H128Context.cubin": cubin_files["sm_100a"],
+            "flashinfer_cubin/cubins/31e75d42/gemm-4daf11e-1fddea2/gemmKernel.cubin": cubin_files["sm_100f"],
+            # batched_gemm names the capability at the end of the file name
+            "flashinfer_cubin/cubins/3d9dd08b/batched_gemm-4fc8a68-6743435/Bmm_Bfloat16_sm100f.cubin": cubin_files[
+                "sm_100f"
+            ],
+            "flashinfer_cubin/cubins/3d9dd08b/batched_gemm-4fc8a68-6743435/Bmm_Bfloat16_sm103a.cubin": cubin_files[
+                "sm_103a"
+            ],
+        },
+    )
+    check = coverage(cu13_env, env)
+    assert check["status"] == "pass", check["detail"]
+    assert "10.3 runs: FlashInfer's cubins: 3 of the 4 kernels for 10.x" in check["detail"]
+    assert "10.0 runs: FlashInfer's cubins: 4 of the 4 kernels for 10.x" in check["detail"]
+    assert "10.3 no cubin for 1 FlashInfer kernel(s) no SGLang launch selects (QkInt8: int8 Q and K" in check["detail"]
+    assert "9.0 runs: nothing" in check["detail"]
+
+
 def test_no_cuobjdump_is_a_failure_not_a_pass(cu13_env, fatbins, tmp_path):
     env = site_with(tmp_path, {"sgl_kernel/common_ops.so": fatbins["sm100"]})
     env["CUOBJDUMP"] = str(tmp_path / "absent")

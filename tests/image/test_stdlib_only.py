@@ -23,7 +23,7 @@ OWN = {"slime_image"}
 # slime-canary's probes also make its model (safetensors, tokenizers) and run slime's own entry point (train.py, as
 # the module `train`, and the ray it uses).
 PROBED_STACK = {"torch", "torch_memory_saver", "numpy", "slime", "megatron", "sglang", "sglang_router", "mbridge"}
-PROBED_STACK |= {"safetensors", "tokenizers", "ray", "train"}
+PROBED_STACK |= {"safetensors", "tokenizers", "ray", "train", "transformer_engine"}
 # Copied into slime: may import these, only inside functions (never when the suite imports it).
 SLIME_SIDE = {Path("slime_image/tms_preload.py"): {"torch", "torch_memory_saver"}}
 

@@ -9,19 +9,18 @@ Everything it reads is made under --work, offline; it leaves no process behind. 
 from __future__ import annotations
 
 import argparse
-import glob
 import os
 import shutil
 import sys
 from pathlib import Path
 
+from slime_image import gpus
 from slime_image.atomic_write import check_writable
 from slime_image.canary import job, phases
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
-GPU_DEVICES = "/dev/nvidia[0-9]*"  # what the NVIDIA container runtime gives a container for each GPU
 LAYERS, VOCAB, PROMPTS = 2, 4096, 16
 ASSETS_TIMEOUT = 300.0
 MARK = ".slime-canary"
@@ -47,10 +46,6 @@ SLIME_ARGS = """
 --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32 --attention-softmax-in-fp32
 --attention-backend auto
 """
-
-
-def gpus(pattern: str = GPU_DEVICES) -> list[str]:
-    return sorted(glob.glob(pattern))
 
 
 def job_env(work: Path, megatron: str) -> dict[str, str]:
@@ -84,9 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def run() -> int:
-        if not gpus():
+        if not gpus.devices():
             raise UserError(
-                f"no GPU here (nothing matches {GPU_DEVICES}): the canary runs slime's job on one",
+                f"no GPU here (nothing matches {gpus.DEVICES}): the canary runs slime's job on one",
                 "run it on a GPU host: docker run --gpus 1 IMAGE slime-canary (or make canary)",
             )
         if args.iterations < 1 or args.timeout <= 0:

@@ -279,6 +279,48 @@ ARCH_LIBRARIES = (
 )
 
 
+# FlashInfer's prebuilt kernels outside its libraries: standalone cubins (flashinfer-cubin), which it loads by the GPU's
+# capability at run time. Some are built for one capability only ("a" code: sm_100a runs on 10.0, never on a B300).
+FLASHINFER_CUBINS = "flashinfer_cubin/cubins"
+# FlashInfer kernels no SGLang launch selects, by a token of their name, and why.
+UNREACHABLE = {"QkInt8": "int8 Q and K (SageAttention): SGLang's --kv-cache-dtype offers no int8"}
+
+
+def flashinfer_kernel(root: str, path: str) -> tuple[str, str]:
+    """(family, kernel) of one of FlashInfer's cubins: its folder under the content hash, and its file name with the
+    capability taken out (fmhaSm100aKernel_X and fmhaSm103aKernel_X are one kernel built twice)."""
+    family = re.sub(r"-[0-9a-f]{7}\b.*$", "", Path(path).relative_to(root).parts[1])
+    return family, re.sub(r"[Ss]m_?(?:9\d|1[0-2]\d)[af]?", "Sm*", os.path.basename(path))
+
+
+def flashinfer_cubins(ctx: Context) -> list[tuple[tuple[str, str], str]]:
+    """((family, kernel), path) for each of FlashInfer's standalone cubins in the environment."""
+    found, walked = [], files_under(ctx)
+    for folder in python_dirs(ctx):
+        root = os.path.join(folder, FLASHINFER_CUBINS)
+        found += [
+            (flashinfer_kernel(root, p), p)
+            for p in walked.get(folder, [])
+            if p.startswith(root + os.sep) and p.endswith(".cubin")
+        ]
+    return found
+
+
+def flashinfer_gaps(
+    target: tuple[int, int], kernels: dict[tuple[str, str], list[str]]
+) -> tuple[int, list[str], list[str]]:
+    """(how many kernels are built for the target's major, those with no cubin that runs on the target, those of them
+    no SGLang launch selects): a kernel built only for another major is not meant for this GPU."""
+    meant = {k: archs for k, archs in sorted(kernels.items()) if any(a.startswith(f"sm_{target[0]}") for a in archs)}
+    gaps = [
+        f"{family}/{name} (has {' '.join(sorted(set(archs)))})"
+        for (family, name), archs in meant.items()
+        if not cubins.arch_supported(target, archs)
+    ]
+    unreachable = [g for g in gaps if any(token in g for token in UNREACHABLE)]
+    return len(meant), [g for g in gaps if g not in unreachable], unreachable
+
+
 def arch_libraries(ctx: Context) -> list[tuple[str, str, str, bool]]:
     """(label, path, why, hopper_only) for each library of ARCH_LIBRARIES installed in the environment."""
     found, dirs = [], search_dirs(ctx)
@@ -302,7 +344,8 @@ def arch_coverage(ctx: Context) -> Result:
     --list-elf/--list-ptx`: the toolkit's, the `nvidia-cuda-cuobjdump` wheel's, or `$CUOBJDUMP`); SGLang's FA3
     `flash_ops` is reported Hopper-only by design; the report lists per target what runs and what cannot"""
     libraries = arch_libraries(ctx)
-    if not libraries:
+    standalone = flashinfer_cubins(ctx)
+    if not libraries and not standalone:
         return Result(SKIP, f"none of {', '.join(label for label, *_ in ARCH_LIBRARIES)} is installed")
     cuobjdump = cubins.find_cuobjdump(ctx.env)
     if cuobjdump is None:
@@ -312,6 +355,9 @@ def arch_coverage(ctx: Context) -> Result:
         codes = dict(
             zip(libraries, pool.map(lambda lib: cubins.device_code(cuobjdump, lib[1]), libraries), strict=True)
         )
+        kernels: dict[tuple[str, str], list[str]] = {}
+        for (kernel, _), arch in zip(standalone, pool.map(lambda c: cubins.cubin_arch(c[1]), standalone), strict=True):
+            kernels.setdefault(kernel, []).extend([arch] if arch else [])
     lines, missing = [], []
     for target in ctx.arch_targets:
         shown = f"{target[0]}.{target[1]}"
@@ -328,13 +374,35 @@ def arch_coverage(ctx: Context) -> Result:
             else:
                 cannot.append(f"{name}: has {' '.join(entries)}")
                 missing.append(f"{shown}: {label}")
+        meant, gaps, unreachable = flashinfer_gaps(target, kernels)
+        if meant:
+            runs.append(
+                f"FlashInfer's cubins: {meant - len(gaps) - len(unreachable)} of the {meant} kernels for {target[0]}.x"
+            )
+        missing += [f"{shown}: {len(gaps)} FlashInfer kernel(s)"] if gaps else []
         lines.append(f"{shown} runs: {'; '.join(runs) or 'nothing'}")
         lines += [f"{shown} CANNOT run: {c}" for c in cannot]
+        lines += [f"{shown} CANNOT run: FlashInfer {g}" for g in gaps[:SHOWN]]
+        if len(gaps) > SHOWN:
+            lines.append(f"{shown} ... and {len(gaps) - SHOWN} more FlashInfer kernels")
         lines += [f"{shown} Hopper-only by design: {h}" for h in by_design]
+        if unreachable:
+            why = "; ".join(f"{token}: {reason}" for token, reason in UNREACHABLE.items())
+            lines.append(
+                f"{shown} no cubin for {len(unreachable)} FlashInfer kernel(s) no SGLang launch selects ({why}), "
+                f"e.g. {unreachable[0]}"
+            )
     empty = [f"{label} ({os.path.basename(path)}): no device code" for (label, path, *_), e in codes.items() if not e]
     seconds = time.monotonic() - start
-    detail = "\n".join([f"{len(libraries)} libraries, {cuobjdump}, {seconds:.1f} s", *lines, *empty])
+    detail = "\n".join(
+        [
+            f"{len(libraries)} libraries and {len(standalone)} FlashInfer cubins, {cuobjdump}, {seconds:.1f} s",
+            *lines,
+            *empty,
+        ]
+    )
     targets = ", ".join(f"{a}.{b}" for a, b in ctx.arch_targets)
     if missing:
         return Result(FAIL, f"no machine code or PTX for {'; '.join(missing)}", detail)
-    return Result(PASS, f"{len(libraries)} CUDA libraries run on {targets}", detail)
+    fi = f" and FlashInfer's {len(kernels)} prebuilt kernels" if kernels else ""
+    return Result(PASS, f"{len(libraries)} CUDA libraries{fi} run on {targets}", detail)

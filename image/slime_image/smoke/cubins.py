@@ -6,6 +6,7 @@ import os
 import re
 import shutil
 import site
+import struct
 import subprocess
 
 CUBIN = re.compile(r"\.(sm_\d+[af]?)\.cubin$", re.MULTILINE)
@@ -54,3 +55,22 @@ def device_code(cuobjdump: str, library: str, timeout: float = 120) -> list[str]
     command = [cuobjdump, "--list-elf", "--list-ptx", library]
     out = subprocess.run(command, capture_output=True, text=True, timeout=timeout).stdout
     return sorted({*CUBIN.findall(out), *("compute_" + m for m in PTX.findall(out))})
+
+
+EM_CUDA = 190
+PTXAS_ARCH = re.compile(rb"-arch[ =]sm_\d+([af]?)")
+
+
+def cubin_arch(path: str) -> str | None:
+    """A standalone cubin's target as cuobjdump names it (sm_100a), read from its ELF header without cuobjdump (a
+    FlashInfer wheel holds 12,000 of them): the SM in e_flags, and arch-specific code flagged there (0x8, as
+    trtllm-gen's cubins are) or named on ptxas's command line in the .note.nv.tkinfo note. None: not a CUDA ELF."""
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if len(head) < 52 or head[:4] != b"\x7fELF" or struct.unpack_from("<H", head, 18)[0] != EM_CUDA:
+        return None
+    flags, abi = struct.unpack_from("<I", head, 48)[0], head[8]
+    sm = (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
+    named = PTXAS_ARCH.search(head)
+    variant = "a" if abi >= 8 and flags & 0x8 else named.group(1).decode() if named else ""
+    return f"sm_{sm}{variant}"

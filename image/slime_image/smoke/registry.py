@@ -10,6 +10,7 @@ MODULES = (
     "checks_upstream",
     "checks_cuda",
     "checks_toolchain",
+    "checks_loader",
     "checks_flashinfer",
     "checks_system",
     "checks_gpu",
