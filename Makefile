@@ -140,7 +140,9 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	@$(need_cluster)
 	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-head -o name | head -1); \
 	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
-	$(VPY) -m tools.grpo_submit --recipe kubernetes/launch/qwen3-4b-grpo.yaml --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
+	recipe=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get LAUNCH_RECIPE) && \
+	nodes=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
+	$(VPY) -m tools.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)

@@ -25,6 +25,7 @@ from slime_image import gpus
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
+from tools import cluster_shape, launch_recipe
 from tools.recipe import ROOT, requirement_lines
 
 K8S = ROOT / "kubernetes"
@@ -32,7 +33,12 @@ DEFAULT_ENV_FILE = K8S / "settings.env"
 EXAMPLE = K8S / "settings.example.env"
 TEMPLATES = ("raycluster", "preflight-job", "preflight-p2p", "data-prep-job")
 USER_REQUIRED = ("IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM")
-USER_DEFAULTS = {"HF_TOKEN_SECRET": "hf-token", "CLUSTER_NAME": "slime", "PREFLIGHT_CANARY": "1"}
+USER_DEFAULTS = {
+    "HF_TOKEN_SECRET": "hf-token",
+    "CLUSTER_NAME": "slime",
+    "PREFLIGHT_CANARY": "1",
+    "LAUNCH_RECIPE": str(launch_recipe.DEFAULT.relative_to(ROOT)),  # the job the RayCluster is sized for
+}
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
@@ -133,6 +139,10 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
         )
     if re.search(r"\s|\"", user["IMAGE"]):
         raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
+    cluster_shape.check_image(user["IMAGE"])
+    recipe = launch_recipe.load(ROOT / user["LAUNCH_RECIPE"])
+    launch_recipe.check(recipe["settings"])
+    cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
     return {**fixed, **user, "RAY_VERSION": ray_version()}
 
 

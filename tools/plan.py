@@ -38,7 +38,7 @@ from slime_image import pip_conflicts
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import pairings, platforms, sdist_metadata
+from tools import pairings, plan_env, platforms, sdist_metadata
 from tools.base_manifest import manifest_for
 from tools.lock import layer_lock_text, lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
@@ -329,8 +329,7 @@ class Planner:
         for item in data["install"]:
             if through and "url" in item.get("download_info", {}):
                 item["download_info"]["url"] = self.index.real_url(item["download_info"]["url"])
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        cached.write_text(json.dumps({"install": data["install"]}))
+        write_atomically(cached, json.dumps({"install": data["install"]}))
         return data["install"], "resolved"
 
     def _requirement_files(self, step: PipStep) -> list[Path]:
@@ -504,6 +503,7 @@ class Planner:
     def run(self) -> Plan:
         self._pins = lock_pins(self.lock.read_text()) if self.lock else {}
         with self._open:
+            self._open.enter_context(plan_env.exclusive(self.env.folder.with_suffix(".lock"), self.log))
             if not self.env.ready():
                 self.index  # noqa: B018 -- starts fetching the lock's pages while the planner's venv is made
             manifest = self.start()
@@ -718,8 +718,22 @@ def write_lock(path: Path, text: str, log) -> None:
     log(f"lock: wrote {shown(path)} ({count} pins{moved})")
 
 
+def check_cache(cache: Path) -> None:
+    """Fail before planning when the cache cannot be written: a file where its folder must be, or a read-only one."""
+    existing = next(p for p in (cache, *cache.parents) if p.exists())
+    if not existing.is_dir() or not os.access(existing, os.W_OK):
+        what = "read-only" if existing.is_dir() else "a file"
+        raise UserError(
+            f"the plan's cache {cache} cannot be written ({existing} is {what})",
+            "set PLAN_CACHE to a writable folder, or unset it for .cache/plan",
+            code=2,
+        )
+
+
 def run(args, arch: str) -> int:
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
+    check_cache(CACHE)
+    plan_env.python312()  # a PLAN_PYTHON that is not a 3.12 is refused before any step
     check_writable("--json", args.json)
     check_writable("--lock", args.lock)
     check_cutoff(args.uploaded_prior_to)

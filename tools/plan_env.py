@@ -8,6 +8,8 @@ left broken.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -23,6 +25,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 from slime_image import pip_conflicts
+from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 
 from tools.recipe import ROOT
@@ -48,9 +51,16 @@ class Dist:
 
 @functools.cache
 def python312() -> str:
-    """The image's Python: $PLAN_PYTHON, pyenv's 3.12.x, or python3.12 on PATH."""
+    """The image's Python: $PLAN_PYTHON (refused unless it is a Python 3.12), pyenv's 3.12.x, or python3.12 on PATH."""
     explicit = os.environ.get("PLAN_PYTHON")
     if explicit:
+        if interpreter(explicit)[:4] != "3.12":
+            found = interpreter(explicit) or "not a Python that runs"
+            raise UserError(
+                f"PLAN_PYTHON={explicit} is {found}, and the image's Python is 3.12",
+                "set PLAN_PYTHON to a Python 3.12 (or unset it to use pyenv's or python3.12 on PATH)",
+                code=2,
+            )
         return explicit
     try:
         root = subprocess.run(["pyenv", "root"], capture_output=True, text=True, check=True).stdout.strip()
@@ -63,6 +73,33 @@ def python312() -> str:
     if on_path:
         return on_path
     raise UserError("no Python 3.12 found (the image's Python)", "install Python 3.12 or set PLAN_PYTHON", code=2)
+
+
+@functools.cache
+def interpreter(python: str) -> str:
+    """A Python's version and real path ("3.12.1 /root/.pyenv/versions/3.12.1/bin/python3.12"), or "" when it
+    does not run."""
+    script = "import os, sys; print('%d.%d.%d' % sys.version_info[:3], os.path.realpath(sys.executable))"
+    try:
+        proc = subprocess.run([python, "-c", script], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+@contextlib.contextmanager
+def exclusive(lock: Path, log=print):
+    """Hold `lock` while a plan uses what it guards (the simulated environment, which a plan empties and fills step
+    by step): a second plan waits for the first instead of sharing it. The kernel drops the lock of a process that
+    ends, however it ends."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log(f"plan: waiting for another plan using {lock.with_suffix('')}")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def planner_pip() -> str:
@@ -127,16 +164,23 @@ class FakeEnv:
 
     @property
     def _stamp(self) -> Path:
-        return self.folder / ".planner-pip-beside"  # a venv made before pip lived beside it is made afresh
+        return self.folder / ".made-with"  # written last: a venv without it (interrupted) is made afresh
+
+    @staticmethod
+    def _made_with() -> str:
+        """What the venv is made of: the planner's pip and the interpreter, so that a change of either remakes it."""
+        return f"pip {planner_pip()} beside; python {interpreter(python312())}\n"
 
     def ready(self) -> bool:
         """Whether create() will find the venv and its pip already made (and so take milliseconds)."""
         stamp = self._stamp
-        return stamp.exists() and stamp.read_text() == planner_pip() and pip_folder(self.folder.parent).is_dir()
+        return stamp.exists() and stamp.read_text() == self._made_with() and pip_folder(self.folder.parent).is_dir()
 
     def create(self) -> None:
+        """Make the venv, or take the one made before when it was made with the same pip and Python; remove what an
+        interrupted plan left in it. Call it holding the environment's lock (exclusive)."""
         stamp = self._stamp
-        wanted = planner_pip()
+        wanted = self._made_with()
         self._pip = unpacked_pip(self.folder.parent)
         if not (stamp.exists() and stamp.read_text() == wanted):
             shutil.rmtree(self.folder, ignore_errors=True)
@@ -145,6 +189,8 @@ class FakeEnv:
             )
             (self.site / "_planner_pip.pth").write_text(f"{self._pip}\n")
             stamp.write_text(wanted)
+        for leftover in self.folder.glob("check-*"):
+            shutil.rmtree(leftover, ignore_errors=True)
         self.clear()
 
     @property
@@ -221,7 +267,7 @@ class FakeEnv:
         if cached.exists():
             broken = json.loads(cached.read_text())
             return lambda: broken
-        copy = Path(tempfile.mkdtemp(prefix="check-", dir=self.folder.parent))
+        copy = Path(tempfile.mkdtemp(prefix="check-", dir=self.folder))  # create() removes one an interruption left
         for info in infos:  # what pip check reads, linked: add and remove replace folders, never a file in one
             (copy / info.name).mkdir()
             for name in ("METADATA", "WHEEL"):
@@ -235,8 +281,7 @@ class FakeEnv:
             out, _ = proc.communicate()
             shutil.rmtree(copy, ignore_errors=True)
             broken = [c.line for c in pip_conflicts.conflicts(out)]
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            cached.write_text(json.dumps(broken))
+            write_atomically(cached, json.dumps(broken))
             return broken
 
         return lines

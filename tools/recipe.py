@@ -205,6 +205,10 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
     if not path.is_file():
         raise UserError(f"no Dockerfile at {path}", "pass the path of an existing Dockerfile")
     try:
+        path.read_bytes().decode()
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{path} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
+    try:
         commands = dockerfile.parse_file(str(path))
     except dockerfile.GoIOError as exc:
         raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None

@@ -12,6 +12,8 @@ fails when it differs from the record: the record cannot drift from what a build
 from __future__ import annotations
 
 import hashlib
+import shutil
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -45,8 +47,8 @@ def metadata_wheels(cache: Path, folder: Path | None = None) -> Path | None:
     target = cache / "sdist-metadata" / digest
     if target.is_dir():
         return target
-    partial = target.with_name(digest + ".partial")
-    partial.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{digest}.", suffix=".partial", dir=target.parent))
     for stem, record in found.items():
         tag, metadata = split(record)
         wheel_file = f"Wheel-Version: 1.0\nGenerator: slime-image planner\nRoot-Is-Purelib: false\nTag: {tag}\n"
@@ -56,7 +58,10 @@ def metadata_wheels(cache: Path, folder: Path | None = None) -> Path | None:
                 archive.writestr(name, text)
             listed = [*members, f"{stem}.dist-info/RECORD"]
             archive.writestr(f"{stem}.dist-info/RECORD", "".join(f"{name},,\n" for name in listed))
-    partial.rename(target)
+    try:
+        partial.rename(target)
+    except OSError:  # another plan made it first
+        shutil.rmtree(partial)
     return target
 
 

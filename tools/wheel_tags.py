@@ -19,6 +19,8 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from slime_image.atomic_write import write_atomically
+
 from tools import index_http
 
 BLOCK = 64 * 1024
@@ -112,14 +114,14 @@ def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None 
         cached = cache / f"{hashlib.sha256(url.encode()).hexdigest()[:24]}.json"
         if known and url in known:
             found[url] = known[url]
-            cached.write_text(json.dumps(known[url]))
+            write_atomically(cached, json.dumps(known[url]))
         elif cached.exists():
             found[url] = json.loads(cached.read_text())
         else:
             missing.append((url, cached))
     with ThreadPoolExecutor(max_workers=8) as pool:
         for (url, cached), tags in zip(missing, pool.map(lambda m: read_tags(m[0]), missing), strict=True):
-            cached.write_text(json.dumps(tags))
+            write_atomically(cached, json.dumps(tags))
             found[url] = tags
     return found
 

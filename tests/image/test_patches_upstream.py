@@ -208,3 +208,26 @@ def test_the_record_names_the_patch_files_with_their_sha256(trees, tmp_path):
         f"docker/patch/v0.5.12.post1/{name}": hashlib.sha256((folder / name).read_bytes()).hexdigest()
         for name in ("megatron.patch", "sglang.patch")
     }
+
+
+def test_a_read_only_slime_tree_is_refused_before_any_tree_is_written(trees):
+    # As a user's image layer can be: slime's tree mounted read-only in a private mount namespace (needs root).
+    slime, megatron, site = trees
+    before = snapshot(slime, megatron, site)
+    read_only = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
+    args = [sys.executable, str(PATCHER), "--slime-root", str(slime), "--megatron-root", str(megatron)]
+    command = ["unshare", "-m", "sh", "-c", read_only, "sh", str(slime), *args, "--sglang-root", str(site), "--json"]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0 and not proc.stdout.startswith("{"):
+        pytest.skip(f"no private read-only mount here: {proc.stderr.strip()}")
+    report = json.loads(proc.stdout)
+    statuses = {p["id"]: (p["status"], p["message"]) for p in report["patches"]}
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    status, message = statuses["tms-preload-cuda-aware"]
+    assert (
+        status == "error"
+        and message.startswith(f"cannot write {slime}/slime/ray/")
+        and message.endswith("; nothing written")
+    )
+    assert statuses["slime-megatron-patch"][0] == statuses["slime-sglang-patch"][0] == "would-apply"
+    assert snapshot(slime, megatron, site) == before

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import IMAGE_BIN, ROOT
 
-from tools import grpo_submit
+from tools import grpo_submit, launch_recipe
 
 RECIPE = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
 LAUNCHER = IMAGE_BIN / "slime-launch"
@@ -197,7 +197,7 @@ def test_fp8_passes_where_the_gpu_runs_it(tmp_path, stand_ins, env, settings, ov
 
 
 def test_the_shipped_recipe_passes_its_checks():
-    grpo_submit.check(yaml.safe_load(RECIPE.read_text())["settings"])
+    launch_recipe.check(yaml.safe_load(RECIPE.read_text())["settings"])
 
 
 @pytest.mark.parametrize("argument", ["not-base64!", "bm90IGpzb24="])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -70,6 +71,19 @@ def own_outcome(patch, root: Path | None) -> Outcome:
     return outcome
 
 
+def written(outcome: Outcome) -> list[Path]:
+    """The files writing this outcome changes."""
+    if outcome.patch is not None:
+        series, tree, strip = outcome.patch
+        return [tree / relative for relative in sorted(upstream.touched(series, strip))]
+    return list(outcome.edits)
+
+
+def unwritable(paths: list[Path]) -> list[str]:
+    """Those of `paths` this run could not write: a read-only file system (as an image layer can be) or folder."""
+    return [str(p) for p in paths if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK))]
+
+
 def patch_all(roots: dict[str, Path | None], selected: list[str], check: bool) -> tuple[list[dict], str]:
     """Every selected patch in order: (results, which upstream folder was chosen and why)."""
     version = upstream.sglang_version(roots["sglang_root"]) if roots["sglang_root"] else None
@@ -90,27 +104,43 @@ def patch_all(roots: dict[str, Path | None], selected: list[str], check: bool) -
             planned.append((patch.ID, outcome))
     if any(o.status == ERROR for _, o in planned):
         return [{"id": i, "status": o.status, "message": o.message} for i, o in planned], choice.why
-    transaction = Transaction()
-    for patch_id, outcome in planned:
-        if outcome.status == WOULD_APPLY and not check:
-            transaction.write(outcome)
-            outcome = Outcome(APPLIED, outcome.message)
-        results.append({"id": patch_id, "status": outcome.status, "message": outcome.message})
-    failed = False
-    for patch in PATCHES:
-        if patch.ID not in selected:
-            continue
-        outcome = own_outcome(patch, roots[patch.TARGET])
+    own = [(p.ID, own_outcome(p, roots[p.TARGET])) for p in PATCHES if p.ID in selected]
+    blocked = {i: unwritable(written(o)) for i, o in [*planned, *own] if o.status == WOULD_APPLY and not check}
+    if any(blocked.values()):  # found before anything is written: every tree stays as it was
+        return [
+            {"id": i, "status": ERROR, "message": f"cannot write {', '.join(blocked[i])}; nothing written"}
+            if blocked.get(i)
+            else {
+                "id": i,
+                "status": o.status,
+                "message": o.message if o.status != WOULD_APPLY else f"not applied: {o.message}",
+            }
+            for i, o in [*planned, *own]
+        ], choice.why
+    transaction, failed = Transaction(), False
+
+    def settle(patch_id: str, outcome: Outcome) -> None:
+        """Write a patch that is due, unless one failed before; on a failure, undo everything this run wrote."""
+        nonlocal failed
         if outcome.status == WOULD_APPLY and not (check or failed):
-            transaction.write(outcome)
-            outcome = Outcome(APPLIED, outcome.message)
-        results.append({"id": patch.ID, "status": outcome.status, "message": outcome.message})
+            try:
+                transaction.write(outcome)
+                outcome = Outcome(APPLIED, outcome.message)
+            except OSError as exc:
+                outcome = Outcome(ERROR, f"could not write it: {exc}")
+        results.append({"id": patch_id, "status": outcome.status, "message": outcome.message})
         if outcome.status == ERROR and not failed:
             failed = True  # every later patch is only planned, and what this run wrote is undone
             transaction.roll_back()
             for earlier in results[:-1]:
                 if earlier["status"] == APPLIED:
                     earlier["status"], earlier["message"] = WOULD_APPLY, f"undone: {earlier['message']}"
+
+    for patch_id, outcome in planned:
+        settle(patch_id, outcome)
+    for patch in PATCHES:
+        if patch.ID in selected:
+            settle(patch.ID, own_outcome(patch, roots[patch.TARGET]))  # planned again, on what upstream's wrote
     return results, choice.why
 
 

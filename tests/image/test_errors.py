@@ -1,0 +1,62 @@
+"""run_command, every command's one top-level handler: what no command foresees one by one ends in two lines (cause,
+fix) and a non-zero exit, never a traceback. Each case runs a real child process, as a user's shell would."""
+
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+RAISE = {
+    "not-utf8": "b'\\xff'.decode()",
+    "oserror": "open('/nonexistent/folder/file', 'w')",
+    "interrupt": "(_ for _ in ()).throw(KeyboardInterrupt)",
+}
+
+
+def command(body: str) -> list[str]:
+    script = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'image')!r})\n"
+        "from slime_image.errors import run_command\n"
+        f"def main():\n    {body}\n    return 0\n"
+        "sys.exit(run_command('prog', main))\n"
+    )
+    return [sys.executable, "-c", script]
+
+
+@pytest.mark.parametrize(
+    "case, code, lines",
+    [
+        (
+            "not-utf8",
+            1,
+            ["prog: cannot read text that is not UTF-8 (invalid start byte)", "fix: give it a UTF-8 text file"],
+        ),
+        (
+            "oserror",
+            1,
+            [
+                "prog: No such file or directory: /nonexistent/folder/file",
+                "fix: check that the path exists and may be read or written",
+            ],
+        ),
+        ("interrupt", 130, ["prog: interrupted: nothing it was writing was kept", "fix: run it again"]),
+    ],
+)
+def test_what_no_command_foresees_ends_in_cause_and_fix(case, code, lines):
+    proc = subprocess.run(command(RAISE[case]), capture_output=True, text=True)
+    assert (proc.returncode, proc.stderr.splitlines()) == (code, lines)
+
+
+def test_an_output_pipe_closed_early_ends_in_cause_and_fix():
+    writer = subprocess.Popen(
+        command("[print('line', i) for i in range(10**6)]"), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    writer.stdout.read(10)
+    writer.stdout.close()  # as `| head -1` does once it has its line
+    stderr = writer.stderr.read().decode()
+    assert writer.wait() == 141
+    assert stderr.splitlines() == [
+        "prog: its output was closed before all of it was read",
+        "fix: read the whole output",
+    ]

@@ -1,0 +1,100 @@
+"""The cluster's shape, checked before anything is rendered or submitted (issue 31): an image reference every node pulls
+the same way, as many nodes as the job uses, GPUs per node the instance type has, and an entrypoint that is a list.
+Each case rendered or submitted before; now it ends in two lines (cause, fix), a non-zero exit and nothing written."""
+
+import pytest
+import yaml
+from test_host_bad_input import USER, assert_refused, tool
+
+from tools import cluster_shape, launch_recipe
+
+RENDER = ("tools.k8s_render", "--overlay", "h200")
+
+
+def render(tmp_path, **changes):
+    out = tmp_path / "rendered.yaml"
+    proc = tool(*RENDER, "--out", str(out), env={**USER, **changes})
+    return proc, out
+
+
+@pytest.mark.parametrize(
+    "image, cause",
+    [
+        ("slime-image:v0.3.1", "names no registry: nodes would look for it on Docker Hub"),
+        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image", "has no tag or digest: nodes would pull :latest"),
+    ],
+)
+def test_an_image_without_a_registry_or_a_tag_is_refused(tmp_path, image, cause):
+    proc, out = render(tmp_path, IMAGE=image)
+    assert_refused(proc, "render", f"IMAGE={image!r} {cause}", "set IMAGE to the reference `make push` printed")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:v0.3.1-sgl0.5.15.post1",
+        "localhost:5000/slime-image@sha256:" + "0" * 64,
+        "registry.example.com/team/slime-image:v1@sha256:" + "a" * 64,
+    ],
+)
+def test_a_reference_with_registry_and_tag_or_digest_passes(image):
+    cluster_shape.check_image(image)
+
+
+@pytest.mark.parametrize(
+    "nodes, cause",
+    [
+        ("10000", "NUM_NODES=10000, and the job uses 2 GPU node(s): 9998 would idle, paid for"),
+        ("1", "the job uses 2 GPU node(s) and the RayCluster has NUM_NODES=1: Ray would wait forever"),
+    ],
+)
+def test_a_node_count_other_than_the_jobs_is_refused(tmp_path, nodes, cause):
+    proc, out = render(tmp_path, NUM_NODES=nodes)
+    assert_refused(proc, "render", f"refused: {cause}", "set NUM_NODES=2")
+    assert not out.exists()
+
+
+def recipe_with(tmp_path, **settings):
+    recipe = yaml.safe_load(launch_recipe.DEFAULT.read_text())
+    recipe.update(settings.pop("top", {}))
+    recipe["settings"].update(settings)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    return str(path)
+
+
+def submit(recipe, *args):
+    return tool("tools.grpo_submit", "--recipe", recipe, "--overlay", "h200", "--dry-run", *args)
+
+
+def test_more_gpus_per_node_than_the_instance_type_has_is_refused(tmp_path):
+    proc = submit(recipe_with(tmp_path, actor_num_gpus_per_node=16))
+    assert_refused(
+        proc, "submit", "actor_num_gpus_per_node=16, but a p5en.48xlarge node has 8 GPUs", "actor_num_gpus_per_node: 8"
+    )
+    proc, _ = render(tmp_path, LAUNCH_RECIPE=recipe_with(tmp_path, actor_num_gpus_per_node=16))
+    assert_refused(proc, "render", "actor_num_gpus_per_node=16")
+
+
+def test_the_submitter_compares_the_clusters_nodes_with_the_job(tmp_path):
+    recipe = recipe_with(tmp_path)
+    assert_refused(submit(recipe, "--num-nodes", "3"), "submit", "NUM_NODES=3, and the job uses 2 GPU node(s)")
+    assert submit(recipe, "--num-nodes", "2").returncode == 0
+
+
+def test_rollout_on_nodes_of_its_own_adds_them(tmp_path):
+    recipe = recipe_with(tmp_path, colocate=False, rollout_num_gpus=16)
+    assert submit(recipe, "--num-nodes", "4").returncode == 0
+    assert_refused(submit(recipe, "--num-nodes", "2"), "submit", "the job uses 4 GPU node(s)")
+
+
+def test_a_string_entrypoint_is_refused_not_split_into_letters(tmp_path):
+    proc = submit(recipe_with(tmp_path, top={"entrypoint": "python3 /opt/slime/train.py"}))
+    assert_refused(
+        proc,
+        "submit",
+        "entrypoint 'python3 /opt/slime/train.py' in",
+        "write it as a list: entrypoint: [python3, /opt/slime/train.py]",
+    )
+    assert proc.stdout == ""

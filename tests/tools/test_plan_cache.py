@@ -1,0 +1,112 @@
+"""The planner's cache under two plans at once, an interrupted plan, another interpreter, and a cache it cannot write:
+each ends with the same answer a fresh cache gives, or in two lines (cause, fix), a non-zero exit and no traceback.
+
+The plans are real (the real index, a small Dockerfile of test_plan.py's shape), each on a cache of its own test."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT
+from test_plan import CUTOFF
+
+pytestmark = pytest.mark.slow
+PLAN = [sys.executable, "-m", "tools.plan"]
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nRUN pip install six==1.17.0\nRUN pip install packaging==24.2\n")
+    args = ["--dockerfile", str(tmp_path / "Dockerfile"), "--base-manifest", str(tmp_path / "base.json")]
+    return [*args, "--uploaded-prior-to", CUTOFF, "--json", "-"]
+
+
+def start(args, cache, **env):
+    run_env = {**os.environ, "PLAN_CACHE": str(cache), **env}
+    return subprocess.Popen(
+        [*PLAN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env, cwd=ROOT
+    )
+
+
+def finish(proc, timeout=600):
+    out, err = proc.communicate(timeout=timeout)
+    return proc.returncode, json.loads(out) if out.startswith("{") else None, err
+
+
+def final(report):
+    return report["final"]
+
+
+def test_two_cold_plans_at_once_both_succeed_with_the_same_answer(recipe, tmp_path):
+    cache = tmp_path / "cache"
+    first, second = start(recipe, cache), start(recipe, cache)
+    (code1, report1, err1), (code2, report2, err2) = finish(first), finish(second)
+    assert (code1, code2) == (0, 0), err1 + err2
+    assert final(report1) == final(report2)
+    assert "waiting for another plan using" in err1 + err2  # one waited for the other's simulated environment
+
+
+def test_an_interrupted_plan_leaves_nothing_a_later_plan_trips_over_or_keeps(recipe, tmp_path):
+    cache = tmp_path / "cache"
+    proc = start(recipe, cache)
+    deadline = time.monotonic() + 120
+    while not list(cache.glob("env-*/bin/python")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    code, _, err = finish(proc)
+    assert code == 130, err
+    assert err.splitlines()[-2:] == ["plan: interrupted: nothing it was writing was kept", "fix: run it again"]
+    assert "Traceback" not in err
+    code, again, err = finish(start(recipe, cache))
+    assert code == 0, err
+    code, fresh, err = finish(start(recipe, tmp_path / "fresh"))
+    assert final(again) == final(fresh)
+    assert not list(cache.rglob("check-*")) and not list(cache.rglob("*.partial"))
+
+
+def test_an_environment_made_by_another_interpreter_is_made_afresh(recipe, tmp_path):
+    cache = tmp_path / "cache"
+    assert finish(start(recipe, cache))[0] == 0
+    (stamp,) = cache.glob("env-*/.made-with")
+    made_with = stamp.read_text()
+    stamp.write_text(made_with.replace("python 3.12", "python 3.11"))  # as a venv PLAN_PYTHON=python3.11 made
+    (cache / stamp.parent.name / "marker").write_text("")
+    code, _, err = finish(start(recipe, cache))
+    assert code == 0, err
+    assert stamp.read_text() == made_with and not (stamp.parent / "marker").exists()
+
+
+@pytest.mark.parametrize(
+    "python, found", [("/usr/bin/python3.11", "3.11."), ("/nonexistent/python", "not a Python that runs")]
+)
+def test_a_plan_python_that_is_not_a_3_12_is_refused_before_any_step(recipe, tmp_path, python, found):
+    if found.startswith("3.11") and not os.path.exists(python):
+        pytest.skip(f"no {python} on this machine")
+    code, report, err = finish(start(recipe, tmp_path / "cache", PLAN_PYTHON=python))
+    lines = err.splitlines()
+    assert code == 2 and report is None and len(lines) == 2, err
+    assert lines[0].startswith(f"plan: PLAN_PYTHON={python} is {found}") and lines[0].endswith("image's Python is 3.12")
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_plan_cache_that_is_a_file_is_named(recipe, tmp_path):
+    (tmp_path / "cache").write_text("")
+    code, _, err = finish(start(recipe, tmp_path / "cache"))
+    assert code == 2 and err.splitlines() == [
+        f"plan: the plan's cache {tmp_path / 'cache'} cannot be written ({tmp_path / 'cache'} is a file)",
+        "fix: set PLAN_CACHE to a writable folder, or unset it for .cache/plan",
+    ]
+
+
+def test_a_dockerfile_that_is_not_utf8_is_named(recipe, tmp_path):
+    (tmp_path / "Dockerfile").write_bytes(b"FROM scratch\nRUN pip install six\xff\n")
+    code, _, err = finish(start(recipe, tmp_path / "cache"))
+    assert code == 2 and err.splitlines() == [
+        f"plan: {tmp_path / 'Dockerfile'} is not UTF-8 text (byte 32)",
+        "fix: save the Dockerfile as UTF-8 text",
+    ]

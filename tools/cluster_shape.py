@@ -1,0 +1,65 @@
+"""The cluster's shape against what runs on it, checked before anything is rendered or submitted: an image reference a
+node can pull (a registry, and a tag or a digest), as many nodes as the launch recipe's parallelism uses, and no more
+GPUs per node than the overlay's instance type has. Host side."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from slime_image.errors import UserError
+
+from tools.launch_recipe import refused
+
+# registry/path[:tag][@sha256:digest]; the registry has a dot or a port, or is localhost (as Docker decides it).
+REFERENCE = re.compile(
+    r"(?P<registry>[^/]+\.[^/]+|[^/]+:\d+|localhost)/(?P<path>[a-z0-9]+(?:[._/-][a-z0-9]+)*)"
+    r"(?::(?P<tag>\w[\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
+)
+
+
+def check_image(image: str) -> None:
+    """A reference every node pulls the same image by: a registry (else Docker Hub) and a tag or a digest (else
+    `:latest`, which `make push` never pushes)."""
+    found = REFERENCE.fullmatch(image)
+    fix = "set IMAGE to the reference `make push` printed: REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST)"
+    if not found:
+        raise UserError(f"IMAGE={image!r} names no registry: nodes would look for it on Docker Hub", fix)
+    if not (found["tag"] or found["digest"]):
+        raise UserError(
+            f"IMAGE={image!r} has no tag or digest: nodes would pull :latest, which make push never pushes", fix
+        )
+
+
+def nodes_used(settings: dict, gpus_per_node: int) -> int:
+    """The Ray GPU workers the job places: the training actor's nodes, and, unless rollout is colocated with training,
+    the nodes its rollout GPUs fill."""
+    actor = int(settings["actor_num_nodes"])
+    if settings.get("colocate"):
+        return actor
+    return actor + math.ceil(int(settings.get("rollout_num_gpus") or 0) / gpus_per_node)
+
+
+def check_job(settings: dict, overlay: dict, num_nodes: int | None) -> None:
+    """The recipe's GPUs per node within the overlay's instance type, and the cluster's node count what the job
+    uses (None: not known here)."""
+    per_node, instance = int(overlay["GPUS_PER_NODE"]), overlay["INSTANCE_TYPE"]
+    asked = settings["actor_num_gpus_per_node"]
+    if asked > per_node:
+        raise refused(
+            f"actor_num_gpus_per_node={asked}, but a {instance} node has {per_node} GPUs",
+            f"set actor_num_gpus_per_node: {per_node}",
+        )
+    if num_nodes is None:
+        return
+    used = nodes_used(settings, per_node)
+    if num_nodes < used:
+        raise refused(
+            f"the job uses {used} GPU node(s) and the RayCluster has NUM_NODES={num_nodes}: Ray would wait forever",
+            f"set NUM_NODES={used} and make deploy, or lower actor_num_nodes",
+        )
+    if num_nodes > used:
+        raise refused(
+            f"NUM_NODES={num_nodes}, and the job uses {used} GPU node(s): {num_nodes - used} would idle, paid for",
+            f"set NUM_NODES={used}, or raise actor_num_nodes to use them",
+        )

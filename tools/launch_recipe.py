@@ -1,0 +1,99 @@
+"""A GRPO launch recipe (kubernetes/launch/*.yaml), read once for the submitter and the renderer: the job's settings
+(one slime flag each), the model's, its entrypoint and its runtime_env. Host side (PyYAML)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from slime_image.errors import UserError
+
+from tools.recipe import ROOT
+
+DEFAULT = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
+EXAMPLE = "see kubernetes/launch/qwen3-4b-grpo.yaml"
+
+
+def refused(cause: str, fix: str) -> UserError:
+    return UserError(f"refused: {cause}", fix)
+
+
+def load(path: Path) -> dict:
+    """The recipe, with `settings` a mapping and `entrypoint` a list of words; refused otherwise."""
+    try:
+        recipe = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeError, yaml.YAMLError) as exc:
+        raise refused(f"cannot read the recipe {path}: {exc}", "pass --recipe with a readable YAML file") from None
+    if not isinstance(recipe, dict) or not isinstance(recipe.get("settings"), dict):
+        raise refused(f"{path} has no `settings` mapping", EXAMPLE)
+    entrypoint = recipe.setdefault("entrypoint", ["python3", "/opt/slime/train.py"])
+    if not (isinstance(entrypoint, list) and entrypoint and all(isinstance(w, str) for w in entrypoint)):
+        raise refused(
+            f"entrypoint {entrypoint!r} in {path} is not a list of words (a string would reach Ray letter by letter)",
+            "write it as a list: entrypoint: [python3, /opt/slime/train.py]",
+        )
+    return recipe
+
+
+REQUIRED = (
+    "actor_num_nodes",
+    "actor_num_gpus_per_node",
+    "hf_checkpoint",
+    "prompt_data",
+    "rollout_batch_size",
+    "n_samples_per_prompt",
+    "global_batch_size",
+    "rollout_num_gpus_per_engine",
+    "sglang_log_level",
+)
+INTEGERS = (
+    "actor_num_nodes",
+    "actor_num_gpus_per_node",
+    "rollout_batch_size",
+    "n_samples_per_prompt",
+    "global_batch_size",
+    "num_steps_per_rollout",
+    "rollout_num_gpus_per_engine",
+    "rollout_num_gpus",
+    "tensor_model_parallel_size",
+)
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
+
+
+def check(settings: dict) -> None:
+    """The settings a job needs, as numbers where slime takes numbers, against the walls a setting alone causes."""
+    missing = [k for k in REQUIRED if settings.get(k) in (None, "")]
+    if missing:
+        raise refused(f"required setting(s) missing: {', '.join(missing)}", "add them under `settings:` in the recipe")
+    for key in INTEGERS:
+        if key in settings and not (
+            isinstance(settings[key], int) and not isinstance(settings[key], bool) and settings[key] > 0
+        ):
+            raise refused(f"{key}={settings[key]!r} is not a positive whole number", f"set {key} to a whole number")
+    steps = settings.get("num_steps_per_rollout", 1)
+    produced = settings["rollout_batch_size"] * settings["n_samples_per_prompt"]
+    consumed = settings["global_batch_size"] * steps
+    if produced != consumed:
+        raise refused(
+            f"GRPO batch invariant fails: rollout_batch_size x n_samples_per_prompt = {produced}, "
+            f"but global_batch_size x num_steps_per_rollout = {consumed}",
+            "make rollout_batch_size x n_samples_per_prompt equal global_batch_size x num_steps_per_rollout",
+        )
+    level = str(settings["sglang_log_level"])
+    if level not in LOG_LEVELS:
+        raise refused(
+            f"sglang_log_level={level!r}: uvicorn knows only lower-case levels, the rollout server would never bind",
+            f"use one of {', '.join(LOG_LEVELS)}",
+        )
+    if settings.get("attention_backend") == "flash":
+        raise refused(
+            "attention_backend=flash: TransformerEngine's flash backend needs flash-attn 2 or 3, which the image does "
+            "not carry, so the first train step fails (W37)",
+            "set attention_backend: auto (TransformerEngine picks cuDNN's fused attention)",
+        )
+    gpus = settings["actor_num_gpus_per_node"]
+    for key in ("tensor_model_parallel_size", "rollout_num_gpus_per_engine"):
+        if key in settings and gpus % settings[key]:
+            raise refused(
+                f"{key}={settings[key]} does not divide actor_num_gpus_per_node={gpus}", f"choose a divisor of {gpus}"
+            )
