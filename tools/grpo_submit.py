@@ -112,6 +112,7 @@ def main(argv: list[str] | None = None) -> int:
 def submit(args) -> int:
     recipe = launch_recipe.load(args.recipe)
     launch_recipe.check(recipe["settings"])
+    launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
     cluster_shape.check_job(recipe["settings"], load_overlay(args.overlay), args.num_nodes)
     check_environment(recipe, args.overlay)
     command = submit_command(recipe, args.ray or ["ray"], args.launcher)

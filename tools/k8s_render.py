@@ -142,6 +142,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     cluster_shape.check_image(user["IMAGE"])
     recipe = launch_recipe.load(ROOT / user["LAUNCH_RECIPE"])
     launch_recipe.check(recipe["settings"])
+    launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
     cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
     return {**fixed, **user, "RAY_VERSION": ray_version()}
 

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import yaml
 from slime_image.errors import UserError
 
+from tools import pairings
+from tools.build_check import record
 from tools.recipe import ROOT
 
 DEFAULT = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
@@ -97,3 +100,46 @@ def check(settings: dict) -> None:
             raise refused(
                 f"{key}={settings[key]} does not divide actor_num_gpus_per_node={gpus}", f"choose a divisor of {gpus}"
             )
+
+
+def value_problem(value, spec: dict) -> str | None:
+    """Why slime's parser would refuse `value` for a flag of this kind, or None."""
+    kind, choices = spec["type"], spec.get("choices")
+    if kind == "flag":
+        return None if isinstance(value, bool) else "is a switch: true or false"
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, bool) and kind != "other":
+            return f"takes {kind} values, not true/false"
+        try:
+            {"int": int, "float": float}.get(kind, str)(str(item))
+        except ValueError:
+            return f"takes {'a whole number' if kind == 'int' else 'a number'}, not {item!r}"
+        if choices and str(item) not in choices:
+            return f"takes one of {', '.join(choices)}, not {item!r}"
+    return None
+
+
+def recorded_flags() -> tuple[dict[str, dict] | None, str]:
+    """The flags of the default pairing's slime, as its verification build recorded them, and where they are."""
+    pairing = pairings.default()
+    path = record.folder_for(pairing) / record.SLIME_FLAGS
+    return record.slime_flags(pairing), str(path.relative_to(ROOT))
+
+
+def check_flags(recipe: dict, flags: dict[str, dict] | None, where: str) -> None:
+    """Every key of the recipe's settings and model is a flag slime's train.py accepts, with a value it takes (`flags`
+    as the verification build recorded them; None: no record, nothing to check against)."""
+    if flags is None:
+        return
+    for section in ("settings", "model"):
+        for key, value in (recipe.get(section) or {}).items():
+            flag = "--" + str(key).replace("_", "-")
+            if flag not in flags:
+                near = difflib.get_close_matches(flag, flags, n=1)
+                hint = f" (did you mean {near[0][2:].replace('-', '_')}?)" if near else ""
+                raise refused(
+                    f"{section}.{key}: slime's train.py has no {flag}{hint}",
+                    f"use the flags slime accepts, as {where} lists them",
+                )
+            if value is not None and value is not False and (problem := value_problem(value, flags[flag])):
+                raise refused(f"{section}.{key}={value!r}: {flag} {problem}", f"give {key} a value {flag} takes")

@@ -98,3 +98,32 @@ def test_a_string_entrypoint_is_refused_not_split_into_letters(tmp_path):
         "write it as a list: entrypoint: [python3, /opt/slime/train.py]",
     )
     assert proc.stdout == ""
+
+
+# The recipe's keys and values against the flags slime's train.py accepts, as the verification build recorded them
+# from slime's own parsers in the built image (docs/build/slime-flags.json).
+
+
+@pytest.mark.parametrize(
+    "setting, cause",
+    [
+        ({"colocat": True}, "settings.colocat: slime's train.py has no --colocat (did you mean colocate?)"),
+        ({"lr": "abc"}, "settings.lr='abc': --lr takes a number, not 'abc'"),
+        ({"num_rollout": 2.5}, "settings.num_rollout=2.5: --num-rollout takes a whole number, not 2.5"),
+        ({"attention_backend": "flashy"}, "--attention-backend takes one of flash, fused, unfused, local, auto"),
+        ({"colocate": "yes"}, "settings.colocate='yes': --colocate is a switch: true or false"),
+    ],
+)
+def test_a_key_or_value_slimes_parser_would_refuse_is_refused_before_submitting(tmp_path, setting, cause):
+    proc = submit(recipe_with(tmp_path, **setting))
+    assert_refused(proc, "submit", cause, "docs/build/slime-flags.json" if "has no" in cause else "")
+    proc, out = render(tmp_path, LAUNCH_RECIPE=recipe_with(tmp_path, **setting))
+    assert_refused(proc, "render", cause)
+    assert not out.exists()
+
+
+def test_the_shipped_recipe_uses_only_flags_slime_accepts():
+    recipe = launch_recipe.load(launch_recipe.DEFAULT)
+    flags, where = launch_recipe.recorded_flags()
+    assert flags and len(flags) > 1000, where  # slime's, SGLang's and Megatron's parsers, not one of them
+    launch_recipe.check_flags(recipe, flags, where)

@@ -19,6 +19,9 @@ from tools.recipe import ROOT
 RECORD_DIR = ROOT / "docs" / "build"
 RECORD_JSON = RECORD_DIR / "record.json"
 RECORD_MD = RECORD_DIR / "README.md"
+# Every flag slime's train.py accepts in the built image, with its type (probes/slime_flags.py): what a launch recipe's
+# settings are checked against.
+SLIME_FLAGS = "slime-flags.json"
 
 
 def folder_for(pairing: pairings.Pairing) -> Path:
@@ -155,6 +158,19 @@ def markdown(record: dict) -> str:
 def write(record: dict, directory: Path = RECORD_DIR) -> None:
     write_atomically(directory / RECORD_JSON.name, json.dumps(record, indent=2) + "\n")
     write_atomically(directory / RECORD_MD.name, markdown(record))
+
+
+def write_flags(flags: dict, directory: Path = RECORD_DIR) -> None:
+    write_atomically(directory / SLIME_FLAGS, "".join(f"{json.dumps({k: v})}\n" for k, v in flags.items()))
+
+
+def slime_flags(pairing: pairings.Pairing) -> dict[str, dict] | None:
+    """The flags slime's train.py accepts in the pairing's image, as its verification build recorded them; None when
+    no build recorded them."""
+    path = folder_for(pairing) / SLIME_FLAGS
+    if not path.is_file():
+        return None
+    return {k: v for line in path.read_text().splitlines() for k, v in json.loads(line).items()}
 
 
 if __name__ == "__main__":

@@ -193,7 +193,10 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             if gate_again
             else run("cat", "/opt/slime-image/smoke-build.json")
         )
+        probe = "/opt/slime-image/slime_image/probes/slime_flags.py"
+        flags = run("sh", "-c", f"LD_LIBRARY_PATH=/opt/driver-stub:$LD_LIBRARY_PATH exec python {probe}")
         found = {
+            "slime_flags": _json(flags),
             "gate": _json(gate),
             "versions": _json(run("cat", "/opt/slime-image/versions.json")),
             "installed": _json(run("/opt/venv/bin/python", "-m", "pip", "list", "--format", "json", "-v")) or [],
@@ -307,6 +310,8 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
     record.write(facts, out)
+    if found.get("slime_flags"):
+        record.write_flags(found["slime_flags"], out)
     print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)
     return 0 if code == 0 else 1
 
