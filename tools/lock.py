@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.requirements import Requirement
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
+from slime_image.errors import UserError
 
 CUTOFF_LINE = "# uploaded-prior-to: "
 INPUT_LINE = "# input "
@@ -28,6 +29,29 @@ def lock_cutoff(lock: Path) -> str:
         if line.startswith(CUTOFF_LINE):
             return line[len(CUTOFF_LINE) :].strip()
     return ""
+
+
+def check_lock(path: Path) -> None:
+    """A lock the planner can use, or a UserError that names what is wrong with it as a lock problem: no pins, a line
+    that is no pin, a distribution pinned twice."""
+    fix = f"make lock (it rewrites {path.name} from the plan)"
+    seen: dict[str, int] = {}
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        try:
+            requirement = Requirement(line)
+            (spec,) = requirement.specifier
+        except (InvalidRequirement, ValueError):
+            raise UserError(f"{path}:{number}: {line!r} is not a pin (NAME==VERSION)", fix) from None
+        if spec.operator != "==":
+            raise UserError(f"{path}:{number}: {line!r} is not a pin (NAME==VERSION)", fix)
+        name = canonicalize_name(requirement.name)
+        if name in seen:
+            raise UserError(f"{path} pins {name} twice (lines {seen[name]} and {number})", fix)
+        seen[name] = number
+    if not seen:
+        raise UserError(f"the lock {path} pins nothing", fix)
 
 
 def lock_pins(lock: str) -> dict[str, str]:

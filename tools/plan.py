@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +39,16 @@ from slime_image.errors import UserError, run_command
 
 from tools import pairings, plan_env, platforms, sdist_metadata
 from tools.base_manifest import manifest_for
-from tools.lock import layer_lock_text, lock_cutoff, lock_gaps, lock_pins, lock_text, pin_changes, same_but_cutoff
+from tools.lock import (
+    check_lock,
+    layer_lock_text,
+    lock_cutoff,
+    lock_gaps,
+    lock_pins,
+    lock_text,
+    pin_changes,
+    same_but_cutoff,
+)
 from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
 from tools.plan_findings import TORCH_EXTENSIONS, EndState, Findings
 from tools.plan_index import PlanIndex
@@ -238,6 +246,8 @@ class Planner:
                     "make lock (it writes the lock and its layer locks)",
                     code=2,
                 )
+            for _, path in self.recipe.constraint_files:
+                check_lock(path)
         self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
         # What the verification build found the image's sdist-built distributions to declare (tools/sdist_metadata.py)
         self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
@@ -582,25 +592,14 @@ class Planner:
 
 
 def index_url() -> str:
-    """The index pip will use: PIP_INDEX_URL, else pip's configuration, else PyPI."""
-    if os.environ.get("PIP_INDEX_URL"):
-        return os.environ["PIP_INDEX_URL"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "config", "get", "global.index-url"], capture_output=True, text=True
-    )
-    return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "https://pypi.org/simple"
-
-
-PIP_CONFIG_FILES = ("/etc/xdg/pip/pip.conf", "/etc/pip.conf", "~/.pip/pip.conf", "~/.config/pip/pip.conf")
+    """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
+    pip configuration is not read: the image's build does not see it (plan_env.PASSED)."""
+    return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
 
 
 def index_settings() -> str:
-    """What pip reads its indexes from (its PIP_ variables and configuration files), as one string for cache keys:
-    reading them takes microseconds where asking pip (index_url) takes half a second."""
-    files = [*PIP_CONFIG_FILES, os.environ.get("PIP_CONFIG_FILE", "")]
-    texts = [(f, Path(f).expanduser().read_text()) for f in files if f and Path(f).expanduser().is_file()]
-    variables = sorted((k, v) for k, v in os.environ.items() if k.startswith("PIP_"))
-    return json.dumps([variables, texts])
+    """What the plan's resolutions depend on of pip's settings, as one string for cache keys."""
+    return json.dumps(sorted(plan_env.pip_settings().items()))
 
 
 def index_reachable() -> bool:

@@ -142,13 +142,24 @@ def unpacked_pip(cache: Path) -> Path:
     return folder
 
 
+# What of pip's own settings reaches the planner's pip: the index settings the Dockerfile declares as build arguments
+# (inputs of the build as much as of the plan) and how to reach the network. Never the host's pip configuration files
+# or its other PIP_ variables (a constraint, find-links, an extra index): the image's build sees none of them.
+PASSED = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT", "PIP_PROXY", "PIP_DEFAULT_TIMEOUT")
+
+
+def pip_settings() -> dict[str, str]:
+    """The PIP_ variables the planner passes on (PASSED), as they are set now."""
+    return {k: os.environ[k] for k in PASSED if os.environ.get(k)}
+
+
 def pip_environment(**extra: str) -> dict[str, str]:
-    """The environment of the planner's pip runs. Bytecode is written even where PYTHONDONTWRITEBYTECODE is set:
-    pip lies in the planner's cache, and without it every pip run of a plan compiles pip afresh (1.7 s each)."""
-    env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", **extra}
-    env.pop("PIP_CONSTRAINT", None)
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    return env
+    """The environment of the planner's pip runs: no pip configuration of the host's (PASSED says what passes).
+    Bytecode is written even where PYTHONDONTWRITEBYTECODE is set: pip lies in the planner's cache, and without it
+    every pip run of a plan compiles pip afresh (1.7 s each)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "PYTHONDONTWRITEBYTECODE"}
+    settings = {"PIP_CONFIG_FILE": os.devnull, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1"}
+    return {**env, **pip_settings(), **settings, **extra}
 
 
 class FakeEnv:

@@ -214,6 +214,13 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
         raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None
     except dockerfile.GoParseError as exc:
         raise UserError(f"{path}: not a valid Dockerfile: {exc}", "fix the syntax the parser names") from None
+    for c in commands:
+        if c.cmd.upper() == "RUN" and c.heredocs:
+            raise UserError(
+                f"{path}:{c.start_line}: RUN <<{c.heredocs[0].name} (a heredoc) is not simulated: the plan would skip "
+                "whatever it installs",
+                "write its commands on the RUN line itself, joined with && (as slime.Dockerfile does)",
+            )
     instructions = tuple(
         Instruction(c.start_line, c.cmd.upper(), tuple(c.value), tuple(c.flags), c.original) for c in commands
     )
@@ -247,6 +254,10 @@ class Recipe:
         build_args: dict[str, str] | None = None,
     ) -> Recipe:
         path = Path(path)
+        if context is not None and not Path(context).is_dir():
+            raise UserError(
+                f"--context {context} is not a folder", "pass the build context (the repository, for slime.Dockerfile)"
+            )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
         if build_args:
             undeclared = sorted(set(build_args) - {n.partition("=")[0] for i in recipe.of("ARG") for n in i.value})

@@ -110,3 +110,22 @@ def test_a_dockerfile_that_is_not_utf8_is_named(recipe, tmp_path):
         f"plan: {tmp_path / 'Dockerfile'} is not UTF-8 text (byte 32)",
         "fix: save the Dockerfile as UTF-8 text",
     ]
+
+
+def test_the_hosts_pip_configuration_does_not_change_the_plan(recipe, tmp_path):
+    # This machine's own pip.conf caps torch; here a configuration and a PIP_CONSTRAINT that would refuse the six the
+    # Dockerfile asks for, and an extra index: the image's build sees none of them, so neither does its plan.
+    (tmp_path / "cap.txt").write_text("six<1.17\n")
+    (tmp_path / "pip.conf").write_text(
+        f"[global]\nconstraint = {tmp_path / 'cap.txt'}\nextra-index-url = file:///nope\n"
+    )
+    hostile = {"PIP_CONFIG_FILE": str(tmp_path / "pip.conf"), "PIP_CONSTRAINT": str(tmp_path / "cap.txt")}
+    code, planned, err = finish(start(recipe, tmp_path / "cache", **hostile))
+    assert code == 0, err
+    code, clean, err = finish(start(recipe, tmp_path / "clean", PIP_CONFIG_FILE=os.devnull))
+    assert final(planned) == final(clean) and final(planned)["six"] == "1.17.0"
+
+
+def test_the_index_the_build_declares_is_the_one_the_plan_reads(recipe, tmp_path):
+    code, _, err = finish(start(recipe, tmp_path / "cache", PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_RETRIES="0"))
+    assert code == 2 and "cannot reach the package index http://127.0.0.1:9/simple" in err, err

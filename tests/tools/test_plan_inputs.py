@@ -1,0 +1,43 @@
+"""The plan's inputs are the project's own (issue 31): a heredoc RUN is refused as not simulated, never skipped; lock
+trouble is named as lock trouble, with `make lock` as the fix only where it is one; a build context that is not a
+folder is named. Each ended otherwise before: plan: OK with nothing planned, "Cannot install ray", 283 "NOT LOCKED"
+lines, "fix: make lock"."""
+
+import pytest
+from test_host_bad_input import assert_refused, tool
+
+
+def test_a_heredoc_run_is_refused_as_not_simulated(tmp_path):
+    (tmp_path / "Dockerfile").write_text("FROM scratch\nRUN <<EOF\npip install six\nEOF\n")
+    proc = tool("tools.plan", "--dockerfile", str(tmp_path / "Dockerfile"), "--assume-empty-base")
+    assert_refused(
+        proc,
+        "plan",
+        f"{tmp_path / 'Dockerfile'}:2: RUN <<EOF (a heredoc) is not simulated: the plan would skip whatever it "
+        "installs",
+        "write its commands on the RUN line itself, joined with &&",
+    )
+    assert proc.stdout == ""
+
+
+@pytest.mark.parametrize(
+    "edit, cause",
+    [
+        (lambda lock: lock + [line for line in lock if line.startswith("ray==")], "pins ray twice (lines "),
+        (lambda lock: [line for line in lock if line.startswith("#")], "pins nothing"),
+        (lambda lock: [*lock, "ray>=2"], "'ray>=2' is not a pin (NAME==VERSION)"),
+    ],
+)
+def test_a_broken_lock_is_named_as_a_lock_problem(recipe_copy, edit, cause):
+    dockerfile = recipe_copy()
+    lock = dockerfile.parent / "locks" / "v0.3.1.lock"
+    lock.write_text("\n".join(edit(lock.read_text().splitlines())) + "\n")
+    proc = tool("tools.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
+    assert_refused(proc, "plan", cause, "make lock (it rewrites v0.3.1.lock from the plan)")
+    assert "NOT LOCKED" not in proc.stdout and "Cannot install" not in proc.stdout + proc.stderr
+
+
+def test_a_context_that_is_not_a_folder_is_named_and_make_lock_is_not_the_fix(tmp_path):
+    proc = tool("tools.plan", "--context", str(tmp_path / "nonexistent"))
+    assert_refused(proc, "plan", f"--context {tmp_path / 'nonexistent'} is not a folder", "pass the build context")
+    assert "make lock" not in proc.stderr
