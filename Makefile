@@ -158,12 +158,12 @@ lint: $(VENV)/.installed ## ruff, hadolint and the README version table
 	$(VPY) -m tools.rules
 
 .PHONY: versions
-versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile
-	@$(VPY) -m tools.versions json
+versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
+	@$(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) json
 
 .PHONY: tag
-tag: $(VENV)/.installed ## Print the default image tag
-	@echo $(TAG)
+tag: $(VENV)/.installed ## Print the default image tag (of PAIRING, when given)
+	@$(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) tag
 
 .PHONY: readme
 readme: $(VENV)/.installed ## Regenerate the README's version table from slime.Dockerfile

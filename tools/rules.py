@@ -6,6 +6,7 @@ The tests run every rule on the real recipe and on a broken copy of it; `make li
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import re
 import sys
@@ -327,8 +328,10 @@ def report(dockerfile: Path = DOCKERFILE) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = argv if argv is not None else sys.argv[1:]
-    return run_command("rules", lambda: report(Path(args[0]) if args else DOCKERFILE))
+    parser = argparse.ArgumentParser(prog="tools.rules", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("dockerfile", nargs="?", type=Path, default=DOCKERFILE, help="default: slime.Dockerfile")
+    args = parser.parse_args(argv)
+    return run_command("rules", lambda: report(args.dockerfile))
 
 
 if __name__ == "__main__":

@@ -20,9 +20,22 @@ COMMANDS = {
 DISPATCHER = "slime-image"  # the one name that takes the command as its first word
 
 
+def usage() -> str:
+    def summary(name: str, module: str) -> str:
+        return importlib.import_module(module).__doc__.strip().splitlines()[0].removeprefix(f"{name}: ")
+
+    listed = "\n".join(f"  {name:<14} {summary(name, module)}" for name, module in COMMANDS.items())
+    return (
+        f"usage: {DISPATCHER} COMMAND [ARGS] (or COMMAND [ARGS]: each is on PATH); COMMAND --help for its own\n{listed}"
+    )
+
+
 def main(argv: list[str]) -> int:
     name = os.path.basename(argv[0])
     args = argv[1:]
+    if name == DISPATCHER and args[:1] in (["-h"], ["--help"]):
+        print(usage())
+        return 0
     if name not in COMMANDS and args and args[0] in COMMANDS:
         name, args = args[0], args[1:]
     if name not in COMMANDS:

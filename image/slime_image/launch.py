@@ -32,6 +32,10 @@ def decode(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
+    if argv in (["-h"], ["--help"]):  # no base64 of a JSON list starts with a dash
+        print(__doc__.strip())
+        return 0
+
     def start() -> int:
         command = decode(argv)
         try:

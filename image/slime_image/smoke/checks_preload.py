@@ -46,6 +46,8 @@ def tms_preload_check(ctx: Context) -> Result:
     if major is None:
         return Result(FAIL, f"cannot tell the CUDA runtime of the train workers: {how}")
     choice = facts.preload_choice(ctx)
+    if "error" in choice and "cuda" not in choice:  # slime's statements never ran: what they need is missing
+        return Result(FAIL, f"cannot run slime's preload selection: {choice['error']}")
     if "error" in choice:
         return Result(
             FAIL,

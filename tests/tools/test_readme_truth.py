@@ -1,0 +1,69 @@
+"""What the README and the help texts promise, as a newcomer runs it (issue 31): the smoke example as written, `make
+versions` and `make tag` for a pairing, and --help of the image's dispatcher, slime-launch and tools.rules."""
+
+import re
+import subprocess
+import sys
+
+import artifacts
+import pytest
+import shapes
+from conftest import IMAGE_BIN, ROOT
+from test_host_bad_input import assert_refused, run, tool
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_smoke_example_runs_as_written(tmp_path):
+    # The README's two lines, with the memory saver installed the way they install it (artifacts' venv of the same
+    # pin) and a slime tree of the released shape in place of ~/src/slime.
+    assert "pip install torch_memory_saver==0.0.10" in README
+    example = re.search(r"/tmp/tms/bin/python (image/bin/slime-smoke [^\n]+)", README)[1]
+    python = artifacts.venv("tms-new", [[artifacts.TMS_NEW]])
+    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+    argv = example.replace("~/src/slime", str(slime)).split()
+    proc = subprocess.run([str(python), *argv], capture_output=True, text=True, cwd=ROOT)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert re.search(r"^tms-preload +(pass|fail) ", proc.stdout, re.MULTILINE), proc.stdout
+    assert "cannot run slime's preload selection" not in proc.stdout
+
+
+def test_make_versions_and_make_tag_read_the_pairing_given():
+    assert '"SGLANG_VERSION": "0.5.12.post1"' in run("make", "-s", "versions", "PAIRING=v0.3.0").stdout
+    assert run("make", "-s", "tag", "PAIRING=v0.3.0").stdout.strip() == "v0.3.0-sgl0.5.12.post1"
+    assert run("make", "-s", "tag", "PAIRING=").stdout.strip() == "v0.3.1-sgl0.5.15.post1"
+
+
+@pytest.mark.parametrize("target", ["tag", "versions"])
+def test_an_unknown_pairing_fails_make_tag_and_make_versions(target):
+    proc = run("make", "-s", target, "PAIRING=nope")
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("make:")]
+    assert proc.returncode != 0 and proc.stdout.strip() == ""
+    assert lines == [
+        "versions: no pairing 'nope' (" + str(ROOT / "pairings" / "nope.toml") + " does not exist)",
+        "fix: use one of: v0.3.0, v0.3.1",
+    ]
+
+
+@pytest.mark.parametrize(
+    "argv, first",
+    [
+        ([str(IMAGE_BIN / "slime-image"), "--help"], "usage: slime-image COMMAND"),
+        ([str(IMAGE_BIN / "slime-launch"), "--help"], "slime-launch: start a command"),
+        (["-m", "tools.rules", "--help"], "usage: tools.rules"),
+    ],
+)
+def test_help_is_help(argv, first):
+    proc = run(sys.executable, *argv)
+    assert proc.returncode == 0 and proc.stdout.startswith(first), proc.stdout + proc.stderr
+
+
+def test_the_dispatchers_help_lists_every_command():
+    from slime_image.commands import COMMANDS
+
+    out = run(sys.executable, str(IMAGE_BIN / "slime-image"), "--help").stdout
+    assert all(f"  {name} " in out for name in COMMANDS)
+
+
+def test_tools_rules_on_a_missing_dockerfile_still_says_so(tmp_path):
+    assert_refused(tool("tools.rules", str(tmp_path / "nope")), "rules", "no Dockerfile at", "pass the path")
