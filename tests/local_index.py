@@ -50,11 +50,13 @@ def listed(path: Path) -> dict:
 
 def unbuildable_sdist(folder: Path, name: str, version: str) -> dict:
     """An sdist whose dependencies are known only by building it, and whose build fails, as transformer_engine_torch's
-    would in the planner's environment (it needs torch to build)."""
+    would in the planner's environment (it needs torch to build). Its build backend lies in the sdist itself, so pip
+    needs nothing from an index to reach the failure."""
     stem = f"{name.replace('-', '_')}-{version}"
+    fails = "raise SystemExit('building this needs torch, which this environment does not hold')"
     files = {
-        "pyproject.toml": '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n',
-        "setup.py": "raise SystemExit('building this needs torch, which this environment does not hold')\n",
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": f"def get_requires_for_build_wheel(config_settings=None):\n    {fails}\n",
         "PKG-INFO": f"Metadata-Version: 2.2\nName: {name}\nVersion: {version}\nDynamic: Requires-Dist\n",
     }
     path = folder / f"{stem}.tar.gz"

@@ -129,3 +129,28 @@ def test_the_hosts_pip_configuration_does_not_change_the_plan(recipe, tmp_path):
 def test_the_index_the_build_declares_is_the_one_the_plan_reads(recipe, tmp_path):
     code, _, err = finish(start(recipe, tmp_path / "cache", PIP_INDEX_URL="http://127.0.0.1:9/simple", PIP_RETRIES="0"))
     assert code == 2 and "cannot reach the package index http://127.0.0.1:9/simple" in err, err
+
+
+def test_a_binary_dockerfile_is_named(recipe, tmp_path):
+    (tmp_path / "Dockerfile").write_bytes(bytes(range(256)))
+    code, _, err = finish(start(recipe, tmp_path / "cache"))
+    assert code == 2 and err.splitlines() == [
+        f"plan: {tmp_path / 'Dockerfile'} is not UTF-8 text (byte 128)",
+        "fix: save the Dockerfile as UTF-8 text",
+    ]
+
+
+def test_a_read_only_cache_is_named_before_any_step(recipe, tmp_path):
+    # As a cache on a read-only mount is (root may write any folder, so a mode would not show it).
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    read_only = 'mount --bind "$1" "$1" && mount -o remount,ro,bind "$1" && shift && exec "$@"'
+    env = {**os.environ, "PLAN_CACHE": str(cache)}
+    command = ["unshare", "-m", "sh", "-c", read_only, "sh", str(cache), *PLAN, *recipe]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    if "mount:" in proc.stderr or "unshare:" in proc.stderr:
+        pytest.skip(f"no private read-only mount here: {proc.stderr.strip()}")
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        f"plan: the plan's cache {cache} cannot be written ({cache} is read-only)",
+        "fix: set PLAN_CACHE to a writable folder, or unset it for .cache/plan",
+    ]
