@@ -142,7 +142,11 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
 	recipe=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get LAUNCH_RECIPE) && \
 	nodes=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
-	$(VPY) -m tools.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
+	allow=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get ALLOW_OTHER_IMAGE) && \
+	versions=$$(mktemp) && trap 'rm -f "$$versions"' EXIT && \
+	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && \
+	$(VPY) -m tools.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
+	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
@@ -173,7 +177,7 @@ readme: $(VENV)/.installed ## Regenerate the README's version table from slime.D
 ENGINE       ?= $(firstword $(foreach e,docker podman buildah,$(if $(shell command -v $(e) 2>/dev/null),$(e))))
 # Extra --build-arg NAME=value words for every engine (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=...").
 BUILD_ARGS   ?=
-build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) $(if $(PAIRING),$(foreach a,$(shell $(VPY) -m tools.pairings args $(PAIRING) 2>/dev/null),--build-arg '$(a)')) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
+build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) --build-arg IMAGE_INPUTS=$$($(VPY) -m tools.fingerprint $(if $(PAIRING),--pairing $(PAIRING))) $(if $(PAIRING),$(foreach a,$(shell $(VPY) -m tools.pairings args $(PAIRING) 2>/dev/null),--build-arg '$(a)')) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found)
@@ -198,7 +202,7 @@ build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA 
 	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 
 .PHONY: push
-push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing)
+push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing); print the reference with its digest
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
 	@$(need_engine)
 	@account="$(AWS_ACCOUNT_ID)"; \
@@ -212,7 +216,9 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	  aws ecr create-repository --region $(AWS_REGION) --repository-name $(ECR_REPOSITORY) >/dev/null || exit 1; \
 	aws ecr get-login-password --region $(AWS_REGION) | docker login --username AWS --password-stdin "$$registry" || exit 1; \
 	docker tag $(IMAGE):$(TAG) "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
-	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)"
+	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
+	echo "make push: pushed $$(docker image inspect --format '{{index .RepoDigests 0}}' "$$registry/$(ECR_REPOSITORY):$(TAG)")" \
+	  "as $$registry/$(ECR_REPOSITORY):$(TAG) (fingerprint $$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' $(IMAGE):$(TAG)))"
 
 .PHONY: canary
 canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations on 1 GPU, about 5 min) in the built image; reports in REPORTS/

@@ -176,11 +176,13 @@ ENV PATH=/opt/slime-image/bin:${PATH}
 RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
 
 # What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
-# and the OCI labels below.
+# and the OCI labels below; and the fingerprint of the tree that built it (tools/fingerprint.py: `make build` passes
+# it), which the preflight and `make submit` compare with yours. It changes only when an input does.
+ARG IMAGE_INPUTS=unknown
 RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PAIRING BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
       SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION APEX_COMMIT EFA_INSTALLER_URL SGL_ROUTER_URL \
-      MEGATRON_REPO_URL SLIME_REPO_URL APEX_REPO_URL
+      MEGATRON_REPO_URL SLIME_REPO_URL APEX_REPO_URL IMAGE_INPUTS
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
 # a 16-GPU job. The report stays in the image.
@@ -195,6 +197,7 @@ LABEL org.opencontainers.image.source="${IMAGE_SOURCE}" \
       org.opencontainers.image.version="${SLIME_REF}-sgl${SGLANG_VERSION}" \
       org.opencontainers.image.base.name="${BASE_IMAGE}" \
       org.opencontainers.image.title="slime-image" \
-      org.slime-image.pairing="${PAIRING}"
+      org.slime-image.pairing="${PAIRING}" \
+      org.slime-image.inputs="${IMAGE_INPUTS}"
 
 WORKDIR /opt/slime

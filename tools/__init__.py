@@ -20,6 +20,7 @@ COMMANDS = (
     "tools.kuberay_crds",
     "tools.grpo_submit",
     "tools.build_check.run",
+    "tools.fingerprint",
 )
 
 

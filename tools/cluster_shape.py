@@ -63,3 +63,9 @@ def check_job(settings: dict, overlay: dict, num_nodes: int | None) -> None:
             f"NUM_NODES={num_nodes}, and the job uses {used} GPU node(s): {num_nodes - used} would idle, paid for",
             f"set NUM_NODES={used}, or raise actor_num_nodes to use them",
         )
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

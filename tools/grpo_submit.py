@@ -21,7 +21,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools import cluster_shape, job_env, launch_recipe
+from tools import cluster_shape, fingerprint, job_env, launch_recipe
 from tools.k8s_render import load_overlay
 from tools.launch_recipe import refused
 
@@ -100,6 +100,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overlay", default="h200", help="the instance type's overlay: its GPU decides FP8 rules")
     parser.add_argument("--launcher", default=LAUNCHER, help="the image's launch command")
     parser.add_argument(
+        "--image-versions",
+        type=Path,
+        help="the cluster's image's versions.json (make submit reads it in the head pod): its fingerprint is compared "
+        "with the tree's",
+    )
+    parser.add_argument("--allow-other-image", action="store_true", help="submit even when the fingerprints differ")
+    parser.add_argument(
         "--num-nodes",
         type=int,
         help="the RayCluster's GPU nodes (NUM_NODES; make submit passes it): checked against the job",
@@ -109,7 +116,24 @@ def main(argv: list[str] | None = None) -> int:
     return run_command("submit", lambda: submit(args))
 
 
+def read_image_versions(path: Path) -> dict[str, str]:
+    """The version set in the image's versions.json (slime-record's)."""
+    try:
+        versions = json.loads(path.read_text()).get("versions")
+    except (OSError, ValueError, AttributeError):
+        versions = None
+    if not isinstance(versions, dict):
+        raise UserError(
+            f"{path} is not the image's versions.json: the cluster's image was not built from slime.Dockerfile",
+            "make build push, then make deploy with the IMAGE it printed",
+        )
+    return versions
+
+
 def submit(args) -> int:
+    if args.image_versions and not args.allow_other_image:
+        stamped = read_image_versions(args.image_versions)
+        fingerprint.compare(stamped.get("IMAGE_INPUTS"), stamped.get("PAIRING"), "submit")
     recipe = launch_recipe.load(args.recipe)
     launch_recipe.check(recipe["settings"])
     launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())

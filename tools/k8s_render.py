@@ -25,7 +25,7 @@ from slime_image import gpus
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import cluster_shape, launch_recipe
+from tools import cluster_shape, fingerprint, launch_recipe, pairings
 from tools.recipe import ROOT, requirement_lines
 
 K8S = ROOT / "kubernetes"
@@ -38,6 +38,7 @@ USER_DEFAULTS = {
     "CLUSTER_NAME": "slime",
     "PREFLIGHT_CANARY": "1",
     "LAUNCH_RECIPE": str(launch_recipe.DEFAULT.relative_to(ROOT)),  # the job the RayCluster is sized for
+    fingerprint.ALLOW: "0",  # 1: the preflight and make submit accept an image other inputs built than this tree
 }
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
@@ -132,6 +133,11 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
             raise UserError(
                 f"{name}={user[name]!r} is not a valid Kubernetes name", "use lower-case letters, digits, -"
             )
+    if user[fingerprint.ALLOW] not in ("0", "1"):
+        raise UserError(
+            f"{fingerprint.ALLOW}={user[fingerprint.ALLOW]!r} is neither 1 nor 0",
+            f"set {fingerprint.ALLOW}=0 to check the cluster's image against this tree, 1 to accept another",
+        )
     if user["PREFLIGHT_CANARY"] not in ("0", "1"):
         raise UserError(
             f"PREFLIGHT_CANARY={user['PREFLIGHT_CANARY']!r} is neither 1 nor 0",
@@ -144,7 +150,15 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     launch_recipe.check(recipe["settings"])
     launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
     cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
-    return {**fixed, **user, "RAY_VERSION": ray_version()}
+    return {**fixed, **user, "RAY_VERSION": ray_version(), "EXPECTED_INPUTS": expected_inputs(user[fingerprint.ALLOW])}
+
+
+def expected_inputs(allow_other: str) -> str:
+    """What the preflight compares the image's fingerprint with: the tree's for every pairing (the image knows its
+    own), or nothing when another image is allowed."""
+    if allow_other == "1":
+        return ""
+    return ",".join(f"{name}={fingerprint.of_tree(pairings.load(name))}" for name in pairings.names())
 
 
 def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple[str, ...] = TEMPLATES) -> str:

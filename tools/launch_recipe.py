@@ -143,3 +143,9 @@ def check_flags(recipe: dict, flags: dict[str, dict] | None, where: str) -> None
                 )
             if value is not None and value is not False and (problem := value_problem(value, flags[flag])):
                 raise refused(f"{section}.{key}={value!r}: {flag} {problem}", f"give {key} a value {flag} takes")
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

@@ -22,11 +22,12 @@ from slime_image.errors import UserError, run_command
 from slime_image.patches import upstream
 from slime_image.patches.base import check_root, importable_root
 
-# What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE), the source a download came from (_URL), or
-# the pairing the build was made from. tools/recipe.py reads the same suffixes to find the Dockerfile's version set.
+# What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE), the source a download came from (_URL), the
+# pairing the build was made from, or the fingerprint of the tree that built it (IMAGE_INPUTS). tools/recipe.py reads
+# the same suffixes to find the Dockerfile's version set.
 VERSION_SUFFIXES = ("_VERSION", "_COMMIT", "_REF", "_RELEASE")
 SOURCE_SUFFIX = "_URL"
-NAMED = ("BASE_IMAGE", "PAIRING")
+NAMED = ("BASE_IMAGE", "PAIRING", "IMAGE_INPUTS")
 
 
 def recordable(name: str) -> bool:

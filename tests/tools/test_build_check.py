@@ -85,7 +85,7 @@ def test_no_gate_check_fails_and_only_the_named_stand_ins_are_excused(built):
     for check in gate["checks"]:
         if check["id"] in expected:
             assert check["status"] == "stand-in", check
-        elif check["status"] == "skip":
+        elif check["status"] == "skip" and check["id"] != "image-inputs":  # compares only where the preflight asks
             assert check["summary"].startswith("needs a GPU"), check
         else:  # a warning is a report that fails nothing (left-out-components names what upstream has besides)
             assert check["status"] in ("pass", "warn"), check

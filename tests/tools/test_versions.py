@@ -33,6 +33,7 @@ def test_the_record_step_names_the_pairing_and_every_version_arg():
         "MEGATRON_REPO_URL",
         "SLIME_REPO_URL",
         "APEX_REPO_URL",
+        "IMAGE_INPUTS",
     ]
 
 

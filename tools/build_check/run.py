@@ -29,7 +29,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
-from tools import pairings, sdist_metadata
+from tools import fingerprint, pairings, sdist_metadata
 from tools.build_check import record, standins, weights
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
@@ -273,7 +273,11 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     standin_artifacts(work, recipe.args)
     if pairing.name != pairings.default().name:
         build_args += pairing.build_args
-    build_args += [f"BASE_IMAGE={base}", f"IMAGE_REVISION={_git_head()}"]
+    build_args += [
+        f"BASE_IMAGE={base}",
+        f"IMAGE_REVISION={_git_head()}",
+        f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}",
+    ]
     log = work / "build.log"
     code, steps, seconds = build(build_args, volumes, log)
     stopped = last_layer(log) if code else None
@@ -289,7 +293,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "started": started,
         "seconds": round(seconds, 1),
         "cached_steps": sum(s["cached"] for s in steps),
-        "build_args": sorted(a for a in build_args if not a.startswith("IMAGE_REVISION=")),
+        "build_args": sorted(a for a in build_args if not a.startswith(("IMAGE_REVISION=", "IMAGE_INPUTS="))),
         "inputs": inputs,
         "standins": {
             "base": list(standins.BASE_DIFFERENCES),

@@ -224,6 +224,34 @@ DECLARED_DISTRIBUTIONS = {
 
 
 @check(
+    "image-inputs",
+    (),
+    BUILD,
+    "a job on an image other inputs built than the tree whose recipe, checks and fixes you read",
+    "push the image this tree builds (make build push) and make deploy with it; or render with ALLOW_OTHER_IMAGE=1",
+)
+def image_inputs(ctx: Context) -> Result:
+    """the image's fingerprint (versions.json's IMAGE_INPUTS, stamped by the build) is the tree's for its pairing, as
+    the preflight Job names it (`SLIME_EXPECTED_INPUTS`, PAIRING=FINGERPRINT,...: tools/fingerprint.py)"""
+    expected = dict(item.split("=", 1) for item in ctx.env.get("SLIME_EXPECTED_INPUTS", "").split(",") if "=" in item)
+    if not expected:
+        return Result(SKIP, "no expected fingerprint given (the preflight Job sets SLIME_EXPECTED_INPUTS)")
+    declared = facts.declared_versions(ctx) or {}
+    pairing, stamped = declared.get("PAIRING"), declared.get("IMAGE_INPUTS")
+    if not stamped or stamped == "unknown":
+        return Result(FAIL, f"the image carries no fingerprint ({ctx.versions_file} has no IMAGE_INPUTS)")
+    if pairing not in expected:
+        return Result(FAIL, f"the image is pairing {pairing}, which the tree does not have")
+    if stamped != expected[pairing]:
+        return Result(
+            FAIL,
+            f"the image was built from other inputs than the tree (image {stamped}, tree "
+            f"{expected[pairing]}, pairing {pairing})",
+        )
+    return Result(PASS, f"the image is the tree's build of pairing {pairing} ({stamped})")
+
+
+@check(
     "versions-declared",
     ("W18",),
     BUILD,

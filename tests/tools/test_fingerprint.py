@@ -1,0 +1,57 @@
+"""The image's fingerprint on the host side: one digest per pairing over the build's inputs, what the preflight Job is
+rendered with, and make submit's comparison with the cluster's image (its versions.json, written here in
+slime-record's shape), with its override."""
+
+import json
+
+import yaml
+from test_host_bad_input import USER, assert_refused, tool
+
+from tools import fingerprint, k8s_render, launch_recipe, pairings
+
+
+def tree(name):
+    return fingerprint.of_tree(pairings.load(name))
+
+
+def test_each_pairing_has_its_own_fingerprint_and_a_changed_input_changes_it(tmp_path, monkeypatch):
+    assert len({tree("v0.3.0"), tree("v0.3.1"), tree("default")}) == 2 and tree("default") == tree("v0.3.1")
+    before = tree("v0.3.1")
+    monkeypatch.setattr(fingerprint.record, "input_digests", lambda *locks: {"image": "changed"})
+    assert tree("v0.3.1") != before
+
+
+def preflight_env(**changes):
+    text = k8s_render.render("h200", {**USER, **changes}, None, ("preflight-job",))
+    (job,) = yaml.safe_load_all(text)
+    return {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+
+
+def test_the_preflight_is_rendered_with_the_trees_fingerprint_of_every_pairing():
+    assert preflight_env()["SLIME_EXPECTED_INPUTS"] == f"v0.3.0={tree('v0.3.0')},v0.3.1={tree('v0.3.1')}"
+    assert preflight_env(ALLOW_OTHER_IMAGE="1")["SLIME_EXPECTED_INPUTS"] == ""
+
+
+def submit(tmp_path, inputs, *extra):
+    versions = tmp_path / "versions.json"
+    versions.write_text(json.dumps({"versions": {"PAIRING": "v0.3.1", "IMAGE_INPUTS": inputs}}))
+    recipe = str(launch_recipe.DEFAULT)
+    args = ["--recipe", recipe, "--overlay", "h200", "--dry-run", "--image-versions", str(versions), *extra]
+    return tool("tools.grpo_submit", *args)
+
+
+def test_submit_refuses_an_image_other_inputs_built_unless_allowed(tmp_path):
+    proc = submit(tmp_path, "0123456789abcdef")
+    assert_refused(
+        proc,
+        "submit",
+        "the cluster's image was built from other inputs than this tree "
+        f"(image 0123456789abcdef, tree {tree('v0.3.1')}",
+        "make build push, then make deploy with the IMAGE it printed; or ALLOW_OTHER_IMAGE=1",
+    )
+    assert submit(tmp_path, "0123456789abcdef", "--allow-other-image").returncode == 0
+    assert submit(tmp_path, tree("v0.3.1")).returncode == 0
+
+
+def test_submit_names_an_image_without_a_fingerprint(tmp_path):
+    assert_refused(submit(tmp_path, "unknown"), "submit", "the cluster's image carries no fingerprint")

@@ -1,0 +1,62 @@
+"""The image's fingerprint: one digest over every input of a pairing's build (slime.Dockerfile, requirements.txt,
+image/ and the pairing's locks, as the verification build's record lists them). The build stamps it on the image (the
+`org.slime-image.inputs` label and versions.json's IMAGE_INPUTS); the preflight Job and `make submit` compare the
+cluster's image with the tree, so a job never runs on an image the tree did not build without saying so.
+
+    python -m tools.fingerprint [--pairing NAME]    the tree's fingerprint for a pairing (default: the default)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+
+from slime_image.errors import UserError, run_command
+
+from tools import pairings
+from tools.build_check import record
+from tools.recipe import ROOT, Recipe
+
+ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
+
+
+def of_tree(pairing: pairings.Pairing) -> str:
+    """The fingerprint of this tree's inputs for `pairing`."""
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    digests = record.input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
+    return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def compare(image_inputs: str | None, pairing_name: str | None, prog: str) -> None:
+    """Refuse, with the cause and the fix, when the image's fingerprint is not the tree's for the image's pairing."""
+    if not image_inputs or image_inputs == "unknown":
+        raise UserError(
+            "the cluster's image carries no fingerprint (IMAGE_INPUTS): it was not built by make build from a tree",
+            f"make build push, then make deploy with the IMAGE it printed; or {ALLOW}=1 to run on it anyway",
+        )
+    pairing = pairings.load(pairing_name or pairings.DEFAULT)
+    tree = of_tree(pairing)
+    if image_inputs != tree:
+        raise UserError(
+            f"the cluster's image was built from other inputs than this tree (image {image_inputs}, tree {tree} for "
+            f"pairing {pairing.name}): the checks and the recipe you read are not the image's",
+            f"make build push, then make deploy with the IMAGE it printed; or {ALLOW}=1 to run on it anyway",
+        )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tools.fingerprint", description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
+    args = parser.parse_args(argv)
+
+    def run() -> int:
+        print(of_tree(pairings.load(args.pairing)))
+        return 0
+
+    return run_command("fingerprint", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
