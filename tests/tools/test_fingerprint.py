@@ -15,7 +15,8 @@ def tree(name):
 
 
 def test_each_pairing_has_its_own_fingerprint_and_a_changed_input_changes_it(tmp_path, monkeypatch):
-    assert len({tree("v0.3.0"), tree("v0.3.1"), tree("default")}) == 2 and tree("default") == tree("v0.3.1")
+    assert len({tree(name) for name in pairings.names()}) == len(pairings.names())
+    assert tree("default") == tree(pairings.default().name)
     before = tree("v0.3.1")
     monkeypatch.setattr(fingerprint.record, "input_digests", lambda *locks: {"image": "changed"})
     assert tree("v0.3.1") != before
@@ -28,7 +29,7 @@ def preflight_env(**changes):
 
 
 def test_the_preflight_is_rendered_with_the_trees_fingerprint_of_every_pairing():
-    assert preflight_env()["SLIME_EXPECTED_INPUTS"] == f"v0.3.0={tree('v0.3.0')},v0.3.1={tree('v0.3.1')}"
+    assert preflight_env()["SLIME_EXPECTED_INPUTS"] == ",".join(f"{name}={tree(name)}" for name in pairings.names())
     assert preflight_env(ALLOW_OTHER_IMAGE="1")["SLIME_EXPECTED_INPUTS"] == ""
 
 

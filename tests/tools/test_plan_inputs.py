@@ -6,6 +6,8 @@ lines, "fix: make lock"."""
 import pytest
 from test_host_bad_input import assert_refused, tool
 
+from tools import pairings
+
 
 def test_a_heredoc_run_is_refused_as_not_simulated(tmp_path):
     (tmp_path / "Dockerfile").write_text("FROM scratch\nRUN <<EOF\npip install six\nEOF\n")
@@ -30,10 +32,10 @@ def test_a_heredoc_run_is_refused_as_not_simulated(tmp_path):
 )
 def test_a_broken_lock_is_named_as_a_lock_problem(recipe_copy, edit, cause):
     dockerfile = recipe_copy()
-    lock = dockerfile.parent / "locks" / "v0.3.1.lock"
+    lock = dockerfile.parent / "locks" / f"{pairings.default().name}.lock"
     lock.write_text("\n".join(edit(lock.read_text().splitlines())) + "\n")
     proc = tool("tools.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
-    assert_refused(proc, "plan", cause, "make lock (it rewrites v0.3.1.lock from the plan)")
+    assert_refused(proc, "plan", cause, f"make lock (it rewrites {lock.name} from the plan)")
     assert "NOT LOCKED" not in proc.stdout and "Cannot install" not in proc.stdout + proc.stderr
 
 

@@ -1,4 +1,4 @@
-"""The verification build's record (docs/build/): what a person reads and what the tests check.
+"""The verification build's record (docs/build/<pairing>/): what a person reads and what the tests check.
 
 The record names the digests of the inputs it was built from, so a test can tell when it no longer describes
 the tree (tests/tools/test_build_check.py).
@@ -16,17 +16,17 @@ from slime_image.atomic_write import write_atomically
 from tools import pairings
 from tools.recipe import ROOT
 
-RECORD_DIR = ROOT / "docs" / "build"
-RECORD_JSON = RECORD_DIR / "record.json"
-RECORD_MD = RECORD_DIR / "README.md"
+RECORD_DIR = ROOT / "docs" / "build"  # one folder per pairing (folder_for)
+RECORD_JSON = "record.json"
+RECORD_MD = "README.md"
 # Every flag slime's train.py accepts in the built image, with its type (probes/slime_flags.py): what a launch recipe's
 # settings are checked against.
 SLIME_FLAGS = "slime-flags.json"
 
 
 def folder_for(pairing: pairings.Pairing) -> Path:
-    """Where a pairing's record lies: docs/build/ for the default pairing, docs/build/<pairing>/ for another."""
-    return RECORD_DIR if pairing.name == pairings.default().name else RECORD_DIR / pairing.name
+    """Where a pairing's record lies, whichever pairing is the default: docs/build/<pairing>/."""
+    return RECORD_DIR / pairing.name
 
 
 INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's locks, locks/<pairing>[.stack].lock
@@ -78,7 +78,7 @@ def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[s
 
 
 def markdown(record: dict) -> str:
-    """docs/build/README.md: the record for people."""
+    """docs/build/<pairing>/README.md: the record for people."""
     gate = record.get("gate") or {"checks": []}
     lines = [
         "# The verification build",
@@ -155,12 +155,12 @@ def markdown(record: dict) -> str:
     return "\n".join(lines)
 
 
-def write(record: dict, directory: Path = RECORD_DIR) -> None:
-    write_atomically(directory / RECORD_JSON.name, json.dumps(record, indent=2) + "\n")
-    write_atomically(directory / RECORD_MD.name, markdown(record))
+def write(record: dict, directory: Path) -> None:
+    write_atomically(directory / RECORD_JSON, json.dumps(record, indent=2) + "\n")
+    write_atomically(directory / RECORD_MD, markdown(record))
 
 
-def write_flags(flags: dict, directory: Path = RECORD_DIR) -> None:
+def write_flags(flags: dict, directory: Path) -> None:
     write_atomically(directory / SLIME_FLAGS, "".join(f"{json.dumps({k: v})}\n" for k, v in flags.items()))
 
 

@@ -257,7 +257,7 @@ def plan_final(pairing: str) -> dict[str, str]:
 
 def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
-    check_writable("--out", str(out / record.RECORD_JSON.name))
+    check_writable("--out", str(out / record.RECORD_JSON))
     if not pairing.lock.is_file():
         raise UserError(
             f"pairing {pairing.name} has no lock ({pairing.lock.relative_to(ROOT)})",
