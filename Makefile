@@ -173,24 +173,16 @@ tag: $(VENV)/.installed ## Print the default image tag (of PAIRING, when given)
 readme: $(VENV)/.installed ## Regenerate the README's version table from slime.Dockerfile
 	$(VPY) -m tools.versions readme
 
-# The engine `make build` drives: docker (buildx), podman or buildah, the first found unless ENGINE= names one.
-ENGINE       ?= $(firstword $(foreach e,docker podman buildah,$(if $(shell command -v $(e) 2>/dev/null),$(e))))
-# Extra --build-arg NAME=value words for every engine (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=...").
+# The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
+# --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/build.py
+# works out the rest of the command, as the verification build's.
+ENGINE       ?=
 BUILD_ARGS   ?=
-build_args    = --build-arg IMAGE_REVISION=$$(git rev-parse HEAD 2>/dev/null || echo unknown) --build-arg IMAGE_INPUTS=$$($(VPY) -m tools.fingerprint $(if $(PAIRING),--pairing $(PAIRING))) $(if $(PAIRING),$(foreach a,$(shell $(VPY) -m tools.pairings args $(PAIRING) 2>/dev/null),--build-arg '$(a)')) $(foreach a,$(BUILD_ARGS),--build-arg $(a))
 
 .PHONY: build
-build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found)
-	@$(VPY) -m tools.platforms $(PLATFORM) >/dev/null
-	@$(if $(PAIRING),$(VPY) -m tools.pairings args $(PAIRING) >/dev/null)
-	@[ -n "$(ENGINE)" ] || { echo "make build: no image builder found (docker, podman or buildah)" >&2; echo "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=" >&2; exit 1; }
-	@$(call need,$(ENGINE),install $(ENGINE), or set ENGINE=docker|podman|buildah)
-	@case "$(ENGINE)" in \
-	  docker) timeout 5 docker info >/dev/null 2>&1 || { echo "make build: no Docker engine answers on this machine ('docker info' failed)" >&2; echo "fix: start dockerd, or ENGINE=buildah (no daemon needed)" >&2; exit 1; }; \
-	    set -x; docker buildx build --platform $(PLATFORM) -f slime.Dockerfile $(build_args) -t $(IMAGE):$(TAG) --load . ;; \
-	  podman|buildah) set -x; $(ENGINE) build --format docker --layers --platform $(PLATFORM) -f slime.Dockerfile $(build_args) -t $(IMAGE):$(TAG) . ;; \
-	  *) echo "make build: ENGINE=$(ENGINE) is not one this recipe knows" >&2; echo "fix: ENGINE=docker, podman or buildah" >&2; exit 1 ;; \
-	esac
+build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
+	@$(VPY) -m tools.build $(if $(PAIRING),--pairing $(PAIRING)) $(if $(ENGINE),--engine $(ENGINE)) --platform $(PLATFORM) \
+	  --image $(IMAGE) $(if $(TAG),--tag $(TAG)) $(foreach a,$(BUILD_ARGS),--build-arg '$(a)') $(if $(DRY_RUN),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=

@@ -21,6 +21,7 @@ COMMANDS = (
     "tools.grpo_submit",
     "tools.build_check.run",
     "tools.fingerprint",
+    "tools.build",
 )
 
 

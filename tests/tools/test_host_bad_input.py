@@ -105,7 +105,7 @@ def test_an_output_the_planner_cannot_write_is_refused_before_planning(tmp_path,
 def test_a_platform_the_image_is_not_built_for_is_refused_by_make_and_the_planner(platform, cause):
     for proc, prog in (
         (run("make", "-s", "plan", f"PLATFORM={platform}"), "plan"),
-        (run("make", "-s", "build", f"PLATFORM={platform}", "ENGINE=buildah"), "platform"),
+        (run("make", "-s", "build", f"PLATFORM={platform}", "ENGINE=buildah"), "make build"),
         (tool("tools.plan", "--platform", platform), "plan"),
     ):
         lines = proc.stderr.strip().splitlines()

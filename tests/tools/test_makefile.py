@@ -4,6 +4,7 @@ This machine has the docker client but no engine, which is the case the tests ex
 without docker or aws is made from links to the few tools make's recipes use.
 """
 
+import json
 import os
 import re
 import shutil
@@ -12,6 +13,10 @@ import time
 
 import pytest
 from conftest import ROOT
+
+from tools import build as tools_build
+from tools import fingerprint, pairings
+from tools.build_check import record
 
 
 def _path_without(tmp_path, *missing):
@@ -101,22 +106,19 @@ def test_build_with_an_unknown_engine_says_which_are_known(tmp_path):
 
 @pytest.mark.parametrize("engine", ["buildah", "podman"])
 def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engine):
-    run = subprocess.run(
-        ["make", "-n", "build", f"ENGINE={engine}", "BUILD_ARGS=PIP_INDEX_URL=https://mirror.example/simple"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    run, _ = _make(
+        "-s", "build", "DRY_RUN=1", f"ENGINE={engine}", "BUILD_ARGS=PIP_INDEX_URL=https://mirror.example/simple"
     )
-    assert f"{engine} build --format docker --layers" in run.stdout, run.stdout + run.stderr
+    assert run.stdout.startswith(f"{engine} build --format docker --layers"), run.stdout + run.stderr
     assert "--build-arg PIP_INDEX_URL=https://mirror.example/simple" in run.stdout
     assert "--build-arg IMAGE_REVISION=" in run.stdout
 
 
 def test_build_of_another_pairing_passes_its_whole_set_quoted_and_tags_it():
-    run, _ = _make("-n", "build", "ENGINE=buildah", "PAIRING=v0.3.0")
+    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", "PAIRING=v0.3.0")
     assert run.returncode == 0, run.stderr
-    assert "--build-arg 'PAIRING=v0.3.0'" in run.stdout
-    assert "--build-arg 'SGLANG_VERSION=0.5.12.post1'" in run.stdout
+    assert "--build-arg PAIRING=v0.3.0" in run.stdout
+    assert "--build-arg SGLANG_VERSION=0.5.12.post1" in run.stdout
     assert "--build-arg 'KERNELS_REQUIREMENT=kernels>=0.12,<0.13'" in run.stdout  # quoted: < and > are shell's
     assert "-t slime-image:v0.3.0-sgl0.5.12.post1" in run.stdout
 
@@ -125,7 +127,7 @@ def test_build_of_an_unknown_pairing_names_the_ones_there_are():
     run, _ = _make("build", "ENGINE=buildah", "PAIRING=v9")  # without an enclosing `make test`'s MAKE* variables
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert _own_lines(run.stderr)[-2:] == [
-        "pairings: no pairing 'v9' (" + str(ROOT / "pairings" / "v9.toml") + " does not exist)",
+        "make build: no pairing 'v9' (" + str(ROOT / "pairings" / "v9.toml") + " does not exist)",
         "fix: use one of: v0.3.0, v0.3.1",
     ]
 
@@ -167,3 +169,21 @@ def test_cluster_targets_without_kubectl_name_it(tmp_path):
     assert _own_lines(run.stderr) == [
         "make deploy: 'kubectl' is not installed: install kubectl (https://kubernetes.io/docs/tasks/tools/)"
     ]
+
+
+@pytest.mark.parametrize("name", pairings.names())
+def test_make_build_passes_what_the_verification_build_of_the_pairing_passed(name):
+    # One place works the build arguments out (tools/build.py); the record keeps what the verification build passed,
+    # less the commit and the fingerprint, with its own mirrors and stand-in base on top.
+    pairing = pairings.load(name)
+    recorded = json.loads((record.folder_for(pairing) / record.RECORD_JSON).read_text())["build_args"]
+    own = {a for a in recorded if not a.startswith(("BASE_IMAGE=", "EFA_INSTALLER_URL=", "SGL_ROUTER_URL="))}
+    own = {a for a in own if not a.split("=", 1)[0].endswith("_REPO_URL")}
+    made = {a for a in tools_build.build_args(pairing) if not a.startswith(("IMAGE_REVISION=", "IMAGE_INPUTS="))}
+    assert made == own
+    assert f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}" in tools_build.build_args(pairing)
+
+
+def test_docker_builds_with_buildx_and_loads_the_image():
+    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=docker")
+    assert run.stdout.startswith("docker buildx build --platform linux/amd64 -f ") and " --load " in run.stdout

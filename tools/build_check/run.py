@@ -29,7 +29,8 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
-from tools import fingerprint, pairings, sdist_metadata
+from tools import build as tools_build
+from tools import pairings, sdist_metadata
 from tools.build_check import record, standins, weights
 from tools.lock import lock_pins
 from tools.recipe import ROOT, Recipe
@@ -271,13 +272,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     inputs = record.input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
     base = ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
-    if pairing.name != pairings.default().name:
-        build_args += pairing.build_args
-    build_args += [
-        f"BASE_IMAGE={base}",
-        f"IMAGE_REVISION={_git_head()}",
-        f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}",
-    ]
+    build_args = tools_build.build_args(pairing, [*build_args, f"BASE_IMAGE={base}"])
     log = work / "build.log"
     code, steps, seconds = build(build_args, volumes, log)
     stopped = last_layer(log) if code else None
@@ -318,11 +313,6 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         record.write_flags(found["slime_flags"], out)
     print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)
     return 0 if code == 0 else 1
-
-
-def _git_head() -> str:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
-    return head.stdout.strip() or "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,102 @@
+"""One build entry point: the image builder's command for slime.Dockerfile and a pairing, its build arguments worked out
+once (the pairing's set, the tree's revision and fingerprint, then any extra), shared by `make build` and the
+verification build (tools/build_check/run.py). The Makefile only passes its variables on.
+
+    python -m tools.build [--pairing NAME] [--engine docker|podman|buildah] [--platform P] [--image NAME]
+                          [--tag TAG] [--build-arg NAME=VALUE ...] [--dry-run]
+
+--dry-run prints the command (one shell line, quoted) instead of running it. Without --engine, the first of docker,
+podman and buildah found on PATH builds. podman and buildah build in Docker format with layers: in OCI format they
+ignore the Dockerfile's SHELL, and the RUN steps would lose bash and pipefail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import shutil
+import subprocess
+import sys
+
+from slime_image.errors import UserError, run_command
+from slime_image.record import image_tag
+
+from tools import fingerprint, pairings, platforms
+from tools.recipe import DOCKERFILE, ROOT, Recipe
+
+ENGINES = ("docker", "podman", "buildah")
+
+
+def git_head() -> str:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or "unknown"
+
+
+def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
+    """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
+    the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base)."""
+    own = pairing.build_args if pairing.name != pairings.default().name else []
+    return [*own, f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}", *extra]
+
+
+def chosen_engine(engine: str | None, installed: bool = True) -> str:
+    """The engine named, or the first found; a UserError naming what is missing (for `installed`: the engine too)."""
+    if engine and engine not in ENGINES:
+        raise UserError(f"ENGINE={engine} is not one this recipe knows", "ENGINE=docker, podman or buildah")
+    found = engine or next((e for e in ENGINES if shutil.which(e)), None)
+    if found is None:
+        raise UserError(
+            "no image builder found (docker, podman or buildah)",
+            "install one (apt-get install -y buildah works without a daemon), or set ENGINE=",
+        )
+    if installed and not shutil.which(found):
+        raise UserError(f"'{found}' is not installed", f"install {found}, or set ENGINE=docker|podman|buildah")
+    return found
+
+
+def command(engine: str, platform: str, args: list[str], reference: str) -> list[str]:
+    """The engine's build command for slime.Dockerfile in the repository."""
+    flags = [word for arg in args for word in ("--build-arg", arg)]
+    if engine == "docker":
+        return ["docker", "buildx", "build", "--platform", platform, "-f", str(DOCKERFILE), *flags, "-t", reference]
+    build = [engine, "build", "--format", "docker", "--layers", "--platform", platform, "-f", str(DOCKERFILE)]
+    return [*build, *flags, "-t", reference]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="make build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
+    parser.add_argument("--engine", help="docker, podman or buildah (default: the first found)")
+    parser.add_argument("--platform", default="linux/amd64")
+    parser.add_argument("--image", default="slime-image", help="the local image name")
+    parser.add_argument("--tag", help="default: the pairing's tag (make tag)")
+    parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
+    args = parser.parse_args(argv)
+
+    def run() -> int:
+        platforms.arch(args.platform)
+        pairing = pairings.load(args.pairing)
+        engine = chosen_engine(args.engine, installed=not args.dry_run)
+        tag = args.tag or image_tag(Recipe.load(build_args=pairing.build_arg_values).version_args())
+        line = [*command(engine, args.platform, build_args(pairing, args.build_arg), f"{args.image}:{tag}"), str(ROOT)]
+        if engine == "docker":
+            line.insert(-1, "--load")
+        if args.dry_run:
+            print(shlex.join(line))
+            return 0
+        if engine == "docker" and subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode:
+            raise UserError(
+                "no Docker engine answers on this machine ('docker info' failed)",
+                "start dockerd, or ENGINE=buildah (no daemon needed)",
+            )
+        print(shlex.join(line), file=sys.stderr, flush=True)
+        return subprocess.run(line).returncode
+
+    return run_command("make build", run)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
