@@ -181,32 +181,27 @@ def cuobjdump() -> Path:
     return binary
 
 
+def compiled_kernel(output: Path, *nvcc_flags: str) -> Path:
+    """`output`, compiled once (then cached) by this machine's nvcc from a tiny kernel with `nvcc_flags`."""
+    if output.exists():
+        return output
+    output.parent.mkdir(parents=True, exist_ok=True)
+    source = output.parent / "kernel.cu"
+    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+    subprocess.run(["nvcc", *nvcc_flags, str(source), "-o", str(output)], check=True)
+    return output
+
+
 def fatbin(name: str, gencode: list[str]) -> Path:
     """A shared object with one tiny kernel, compiled by this machine's nvcc for exactly `gencode`."""
-    folder = CACHE / "fatbins"
-    library = folder / f"lib{name}.so"
-    if library.exists():
-        return library
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / "kernel.cu"
-    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
     flags = [a for g in gencode for a in ("-gencode", g)]
-    subprocess.run(["nvcc", "-shared", "-Xcompiler", "-fPIC", *flags, str(source), "-o", str(library)], check=True)
-    return library
+    return compiled_kernel(CACHE / "fatbins" / f"lib{name}.so", "-shared", "-Xcompiler", "-fPIC", *flags)
 
 
 def cubin(arch: str) -> Path:
     """A standalone cubin of one tiny kernel, compiled by this machine's nvcc for `arch` (sm_100a), as FlashInfer ships
     its prebuilt kernels."""
-    folder = CACHE / "cubins"
-    path = folder / f"{arch}.cubin"
-    if path.exists():
-        return path
-    folder.mkdir(parents=True, exist_ok=True)
-    source = folder / "kernel.cu"
-    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
-    subprocess.run(["nvcc", "-cubin", f"-arch={arch}", str(source), "-o", str(path)], check=True)
-    return path
+    return compiled_kernel(CACHE / "cubins" / f"{arch}.cubin", "-cubin", f"-arch={arch}")
 
 
 def unpacked_wheel_library(wheel_path: Path) -> Path:

@@ -17,15 +17,13 @@ from slime_image.errors import UserError, run_command
 
 from tools import pairings
 from tools.build_check import record
-from tools.recipe import ROOT, Recipe
 
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
 
 
 def of_tree(pairing: pairings.Pairing) -> str:
     """The fingerprint of this tree's inputs for `pairing`."""
-    recipe = Recipe.load(build_args=pairing.build_arg_values)
-    digests = record.input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
+    digests = record.pairing_inputs(pairing)
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -150,7 +150,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     launch_recipe.check(recipe["settings"])
     launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
     cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
-    return {**fixed, **user, "RAY_VERSION": ray_version(), "EXPECTED_INPUTS": expected_inputs(user[fingerprint.ALLOW])}
+    return {**fixed, **user, "RAY_VERSION": ray_version()}
 
 
 def expected_inputs(allow_other: str) -> str:
@@ -163,6 +163,7 @@ def expected_inputs(allow_other: str) -> str:
 
 def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple[str, ...] = TEMPLATES) -> str:
     values = values_for(overlay, env, env_file)
+    values["EXPECTED_INPUTS"] = expected_inputs(values[fingerprint.ALLOW])  # digests every input: only to render
     documents = []
     for name in only:
         text = (K8S / "templates" / f"{name}.yaml").read_text()

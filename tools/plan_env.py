@@ -54,10 +54,10 @@ def python312() -> str:
     """The image's Python: $PLAN_PYTHON (refused unless it is a Python 3.12), pyenv's 3.12.x, or python3.12 on PATH."""
     explicit = os.environ.get("PLAN_PYTHON")
     if explicit:
-        if interpreter(explicit)[:4] != "3.12":
-            found = interpreter(explicit) or "not a Python that runs"
+        found = interpreter(explicit)
+        if not found.startswith("3.12."):
             raise UserError(
-                f"PLAN_PYTHON={explicit} is {found}, and the image's Python is 3.12",
+                f"PLAN_PYTHON={explicit} is {found or 'not a Python that runs'}, and the image's Python is 3.12",
                 "set PLAN_PYTHON to a Python 3.12 (or unset it to use pyenv's or python3.12 on PATH)",
                 code=2,
             )

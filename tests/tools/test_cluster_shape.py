@@ -18,19 +18,6 @@ def render(tmp_path, **changes):
 
 
 @pytest.mark.parametrize(
-    "image, cause",
-    [
-        ("slime-image:v0.3.1", "names no registry: nodes would look for it on Docker Hub"),
-        ("123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image", "has no tag or digest: nodes would pull :latest"),
-    ],
-)
-def test_an_image_without_a_registry_or_a_tag_is_refused(tmp_path, image, cause):
-    proc, out = render(tmp_path, IMAGE=image)
-    assert_refused(proc, "render", f"IMAGE={image!r} {cause}", "set IMAGE to the reference `make push` printed")
-    assert not out.exists()
-
-
-@pytest.mark.parametrize(
     "image",
     [
         "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:v0.3.1-sgl0.5.15.post1",
@@ -43,15 +30,34 @@ def test_a_reference_with_registry_and_tag_or_digest_passes(image):
 
 
 @pytest.mark.parametrize(
-    "nodes, cause",
+    "changes, cause, fix",
     [
-        ("10000", "NUM_NODES=10000, and the job uses 2 GPU node(s): 9998 would idle, paid for"),
-        ("1", "the job uses 2 GPU node(s) and the RayCluster has NUM_NODES=1: Ray would wait forever"),
+        (
+            {"IMAGE": "slime-image:v0.3.1"},
+            "IMAGE='slime-image:v0.3.1' names no registry: nodes would look for it on Docker Hub",
+            "set IMAGE to the reference `make push` printed",
+        ),
+        (
+            {"IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image"},
+            "IMAGE='123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image' has no tag or digest: nodes would pull "
+            ":latest",
+            "set IMAGE to the reference `make push` printed",
+        ),
+        (
+            {"NUM_NODES": "10000"},
+            "refused: NUM_NODES=10000, and the job uses 2 GPU node(s): 9998 would idle, paid for",
+            "set NUM_NODES=2",
+        ),
+        (
+            {"NUM_NODES": "1"},
+            "refused: the job uses 2 GPU node(s) and the RayCluster has NUM_NODES=1: Ray would wait forever",
+            "set NUM_NODES=2",
+        ),
     ],
 )
-def test_a_node_count_other_than_the_jobs_is_refused(tmp_path, nodes, cause):
-    proc, out = render(tmp_path, NUM_NODES=nodes)
-    assert_refused(proc, "render", f"refused: {cause}", "set NUM_NODES=2")
+def test_an_image_or_node_count_the_job_cannot_use_is_refused(tmp_path, changes, cause, fix):
+    proc, out = render(tmp_path, **changes)
+    assert_refused(proc, "render", cause, fix)
     assert not out.exists()
 
 

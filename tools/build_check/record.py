@@ -14,7 +14,7 @@ from packaging.utils import canonicalize_name
 from slime_image.atomic_write import write_atomically
 
 from tools import pairings
-from tools.recipe import ROOT
+from tools.recipe import ROOT, Recipe
 
 RECORD_DIR = ROOT / "docs" / "build"  # one folder per pairing (folder_for)
 RECORD_JSON = "record.json"
@@ -46,6 +46,12 @@ def tree_digest(path: Path) -> str:
 def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
     """The digests of what a build of one pairing reads: the recipe's files and that pairing's locks."""
     return {name: tree_digest(root / name) for name in (*INPUTS, *locks)}
+
+
+def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
+    """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them."""
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    return input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
 
 
 def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[str]) -> dict:

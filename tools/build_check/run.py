@@ -269,7 +269,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     work.mkdir(parents=True, exist_ok=True)
     recipe = Recipe.load(build_args=pairing.build_arg_values)
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    inputs = record.input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
+    inputs = record.pairing_inputs(pairing)
     base = ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
     build_args = tools_build.build_args(pairing, [*build_args, f"BASE_IMAGE={base}"])
