@@ -15,6 +15,8 @@ PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
 AWS_REGION   ?= us-west-2
+# How make push compresses the layers: gzip (docker push) or zstd (skopeo; a node unpacks it faster, docs/benchmarks.md).
+COMPRESSION  ?= gzip
 ECR_REPOSITORY ?= $(IMAGE)
 REPORTS      ?= reports
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
@@ -48,7 +50,9 @@ DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
-	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) $(PLAN_ARGS)
+	@mkdir -p $(REPORTS)
+	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) \
+	  --report-json $(REPORTS)/plan.json --report-junit $(REPORTS)/plan.xml $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
@@ -87,7 +91,8 @@ render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
 	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --out $(RENDERED)
 	@image=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
-	$(VPY) -m tools.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image"
+	$(VPY) -m tools.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image" \
+	  --report-json $(REPORTS)/manifests-$(OVERLAY).json --report-junit $(REPORTS)/manifests-$(OVERLAY).xml
 
 .PHONY: crds
 crds: $(VENV)/.installed ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
@@ -153,13 +158,14 @@ test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: $(VENV)/.installed ## ruff, hadolint and the README version table
+lint: $(VENV)/.installed ## ruff, hadolint, the generated tables of docs/, the pairings and the Dockerfile's rules
 	$(VENV)/bin/ruff check image tools tests benchmarks
 	$(VENV)/bin/ruff format --check image tools tests benchmarks
 	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
-	$(VPY) -m tools.versions readme --check
+	$(VPY) -m tools.docs --check
 	$(VPY) -m tools.pairings check
-	$(VPY) -m tools.rules
+	@mkdir -p $(REPORTS)
+	$(VPY) -m tools.rules --report-json $(REPORTS)/rules.json --report-junit $(REPORTS)/rules.xml
 
 .PHONY: versions
 versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
@@ -169,9 +175,9 @@ versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfi
 tag: $(VENV)/.installed ## Print the default image tag (of PAIRING, when given)
 	@$(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) tag
 
-.PHONY: readme
-readme: $(VENV)/.installed ## Regenerate the README's version table from slime.Dockerfile
-	$(VPY) -m tools.versions readme
+.PHONY: docs
+docs: $(VENV)/.installed ## Regenerate the tables of docs/ (versions, pairings, checks, patches, walls) from their sources
+	$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
 # --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/build.py
@@ -194,7 +200,9 @@ build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA 
 	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 
 .PHONY: push
-push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing); print the reference with its digest
+push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest
+	@case "$(COMPRESSION)" in gzip) ;; zstd) $(call need,skopeo,install skopeo (apt-get install skopeo): docker push writes gzip only) ;; \
+	  *) echo "make push: COMPRESSION=$(COMPRESSION) is neither gzip nor zstd" >&2; echo "fix: COMPRESSION=zstd (faster to unpack on a node) or gzip (the default)" >&2; exit 1 ;; esac
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
 	@$(need_engine)
 	@account="$(AWS_ACCOUNT_ID)"; \
@@ -207,10 +215,17 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	aws ecr describe-repositories --region $(AWS_REGION) --repository-names $(ECR_REPOSITORY) >/dev/null 2>&1 || \
 	  aws ecr create-repository --region $(AWS_REGION) --repository-name $(ECR_REPOSITORY) >/dev/null || exit 1; \
 	aws ecr get-login-password --region $(AWS_REGION) | docker login --username AWS --password-stdin "$$registry" || exit 1; \
-	docker tag $(IMAGE):$(TAG) "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
-	docker push "$$registry/$(ECR_REPOSITORY):$(TAG)" && \
-	echo "make push: pushed $$(docker image inspect --format '{{index .RepoDigests 0}}' "$$registry/$(ECR_REPOSITORY):$(TAG)")" \
-	  "as $$registry/$(ECR_REPOSITORY):$(TAG) (fingerprint $$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' $(IMAGE):$(TAG)))"
+	ref="$$registry/$(ECR_REPOSITORY):$(TAG)"; \
+	if [ "$(COMPRESSION)" = zstd ]; then \
+	  skopeo copy -q --dest-compress-format zstd --format oci --dest-creds "AWS:$$(aws ecr get-login-password --region $(AWS_REGION))" \
+	    "docker-daemon:$(IMAGE):$(TAG)" "docker://$$ref" && \
+	  digest=$$(skopeo inspect --creds "AWS:$$(aws ecr get-login-password --region $(AWS_REGION))" --format '{{.Digest}}' "docker://$$ref") || exit 1; \
+	else \
+	  docker tag $(IMAGE):$(TAG) "$$ref" && docker push "$$ref" && \
+	  digest=$$(docker image inspect --format '{{index .RepoDigests 0}}' "$$ref" | cut -d@ -f2) || exit 1; \
+	fi; \
+	echo "make push: pushed $$registry/$(ECR_REPOSITORY)@$$digest as $$ref ($(COMPRESSION) layers; fingerprint" \
+	  "$$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' $(IMAGE):$(TAG)))"
 
 .PHONY: canary
 canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations on 1 GPU, about 5 min) in the built image; reports in REPORTS/

@@ -1,13 +1,14 @@
 # syntax=docker/dockerfile:1
 # SLIME (RL post-training: SGLang rollouts, Megatron-LM training, Ray) for EKS on H200 and B300, CUDA 13.
 # Every ARG below that names a version is the single source of truth for it: the Makefile's tag, the
-# README's version table, /opt/slime-image/versions.json and the tests all read these lines
+# version table of docs/pairings.md, /opt/slime-image/versions.json and the tests all read these lines
 # (tools/versions.py on the host, slime-record in the build). Pin the base by digest in production:
-# --build-arg BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04@sha256:...
+# --build-arg BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04@sha256:...
 
-# Base: CUDA's own devel image (toolkit, cuDNN, nvcc, the driver stub), Ubuntu 24.04. CUDA 13.0 is the
-# runtime the PyPI torch 2.11.0+cu130 is built for; no Python packages come with it.
-ARG BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04
+# Base: CUDA's own devel image (toolkit, nvcc, NCCL, the driver stub), Ubuntu 24.04, no Python packages. 13.0.2 is
+# the release of torch 2.11.0+cu130's CUDA wheels (its cuda-toolkit pin), so the torch step below keeps one copy of
+# each library (W46); no system cuDNN, so torch's wheel is the only one (W44).
+ARG BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
@@ -85,10 +86,13 @@ ENV PIP_CONSTRAINT=/opt/slime-image/stack.lock
 # compile with, besides the system compilers: without them those builds stop at their first import.
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11
 
-# torch and its CUDA wheels, in a layer of their own (3.5 GB): one layer of all sglang brings would weigh 11 GB,
-# and a node pulls a layer as one piece. Named without versions: the lock pins torch and its wheels at what the
-# sglang step below resolves, so that step finds them installed and leaves them.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch
+# torch and its CUDA wheels, in a layer of their own: one layer of all sglang brings would weigh 11 GB, and a node
+# pulls a layer as one piece. Named without versions: the lock pins torch and its wheels at what the sglang step
+# below resolves, so that step finds them installed and leaves them. In the same step, each wheel library the base
+# holds at the same release becomes a link to the base's file, so no layer holds it twice (W46; cuda_once.py).
+COPY image/slime_image/cuda_once.py /opt/slime-image/slime_image/cuda_once.py
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch && \
+    python /opt/slime-image/slime_image/cuda_once.py link /opt/venv/lib/python3.12/site-packages
 
 # sglang's GPU kernels, the next 4 GB (sglang-kernel, FlashInfer and its cubins), versions again from the lock.
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install sglang-kernel flashinfer-python flashinfer-cubin
@@ -102,9 +106,11 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglan
 # TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses. Its GPU kernels come prebuilt
 # in transformer_engine_cu13; its torch extension (C++ only) is compiled here against the torch above, and
 # NVTE_PYTORCH_FORCE_BUILD stops its setup from fetching a prebuilt extension from GitHub instead, unlocked
-# (W32). Imported with the driver stub, so an extension that does not load fails the build (W9, W10). No pip
-# cache here: pip would keep the extension it builds and hand it back to a rebuild against another torch (W9).
-RUN PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
+# (W32). cuDNN's headers are the wheel's, torch's cuDNN (the base has none). Imported with the driver stub, so an
+# extension that does not load fails the build (W9, W10). No pip cache here: pip would keep the extension it builds
+# and hand it back to a rebuild against another torch (W9).
+RUN CPATH=/opt/venv/lib/python3.12/site-packages/nvidia/cudnn/include PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch \
+      NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
@@ -157,12 +163,9 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --no-d
     pip install --no-deps -e /opt/slime && \
     pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
 
-# The loader's view of what a node brings and what the image would hold twice: the folder EKS's AL2023 and Bottlerocket
-# nodes mount the driver into, which a Debian-family image does not list (W45); and no system cuDNN. TransformerEngine's
-# core binds cuDNN's sub-libraries by name, so the loader would give it the base's beside the wheel's that torch loads
-# (W44); without them it loads the wheel's. Its build above compiled against the base's cuDNN headers, which stay.
-RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && \
-    rm -f /usr/lib/"$(uname -m)"-linux-gnu/libcudnn* && ldconfig
+# The folder EKS's AL2023 and Bottlerocket nodes mount the driver into, which a Debian-family image's loader does not
+# search (W45).
+RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && ldconfig
 
 # The image's own code: image/ and nothing else of this repository (standard library only, run by the
 # image's Python); its commands (slime-smoke, slime-patch, slime-record, slime-launch) go on PATH.
@@ -172,8 +175,11 @@ ENV PATH=/opt/slime-image/bin:${PATH}
 # slime's own patches from its tree (docker/patch/<sglang version>/: megatron.patch into Megatron-LM, sglang.patch
 # into the installed sglang), without which slime's arguments reach a Megatron that ignores them (W20); then the
 # image's self-neutralizing ones on top: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
-# A patch that does not apply fails the build here and leaves every tree as it was.
-RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM
+# A patch that does not apply fails the build here and leaves every tree as it was, and so does a patch folder whose
+# files are not the series the pairing declares (file and sha256 prefix, in slime's order): a new upstream patch file
+# fails loudly. Declared here, not above, so that a new series reruns only the steps from here on.
+ARG SLIME_PATCHES="v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@4c1b47f52f7a4fd0 sglang-top_p.patch@fdb070bcf9284916 sglang-release_hicache.patch@e70a3dc140806b0a sglang-pull_weights.patch@bca438816b4a9177"
+RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM --series "${SLIME_PATCHES}"
 
 # What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
 # and the OCI labels below; and the fingerprint of the tree that built it (tools/fingerprint.py: `make build` passes

@@ -14,6 +14,8 @@ from local_index import index  # noqa: F401 (a fixture: a real package index ser
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_BIN = ROOT / "image" / "bin"
 LOCKS = sorted((ROOT / "locks").glob("*.lock"))
+# The fix a tool gives for an unknown pairing: every pairing there is, so adding one changes no test.
+UNKNOWN_PAIRING_FIX = "use one of: " + ", ".join(sorted(p.stem for p in (ROOT / "pairings").glob("*.toml")))
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def recipe_copy(tmp_path):
 
     def make(edit=None):
         (tmp_path / "locks").mkdir(exist_ok=True)
-        for name in ("slime.Dockerfile", "requirements.txt", "README.md", *(f"locks/{p.name}" for p in LOCKS)):
+        for name in ("slime.Dockerfile", "requirements.txt", *(f"locks/{p.name}" for p in LOCKS)):
             (tmp_path / name).write_text((ROOT / name).read_text())
         if not (tmp_path / "image").exists():
             (tmp_path / "image").symlink_to(ROOT / "image")
@@ -38,6 +40,14 @@ def recipe_copy(tmp_path):
 
 
 SMOKE = IMAGE_BIN / "slime-smoke"
+
+
+def default_sigint():
+    """preexec_fn for a child a test interrupts: a run started in the background (`cmd &`, nohup) inherits SIGINT
+    ignored, and Python then installs no KeyboardInterrupt handler, so the child would never see Ctrl-C."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def hide_cuda13(command: list[str], empty_dir) -> list[str]:

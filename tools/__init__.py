@@ -10,6 +10,7 @@ COMMANDS = (
     "tools.plan",
     "tools.rules",
     "tools.versions",
+    "tools.docs",
     "tools.pairings",
     "tools.wall_guards",
     "tools.platforms",

@@ -23,10 +23,11 @@ import jsonschema
 import kubernetes_validate
 import yaml
 from slime_image.errors import UserError, run_command
+from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
 from yamllint import linter
 
-from tools import job_env
+from tools import guard_report, job_env
 from tools.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
 from tools.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
 
@@ -301,6 +302,20 @@ POLICIES = {
 }
 
 
+def guards() -> dict[str, Guard]:
+    """Each validation and policy as a report names it."""
+    fix = "change kubernetes/templates/ or the overlay as the problem says (docs/deploy.md)"
+    found = {
+        "yamllint": Guard("yamllint", (), "YAML a tool reads differently than you wrote it", fix),
+        "kubernetes": Guard("kubernetes", (), "a manifest the API server rejects at apply", fix),
+        "kuberay": Guard("kuberay", (), "a RayCluster the KubeRay CRDs reject (unknown fields included)", fix),
+    }
+    for name, policy in POLICIES.items():
+        protects = guard_report.first_line(policy.run.__doc__, name)
+        found[f"policy {name}"] = Guard(f"policy {name}", policy.walls, protects, fix)
+    return found
+
+
 MANIFEST_FIX = "pass the output of `make render` (python -m tools.k8s_render --out FILE)"
 
 
@@ -348,6 +363,7 @@ def report(args) -> int:
         raise UserError(f"cannot read {args.manifests}: {exc.strerror}", MANIFEST_FIX) from None
     crds = crd_root()
     found = validate(text, overlay, args.image, crds, str(args.manifests))
+    guard_report.write_reports(args, guard_report.rows(found, guards()), "validate-manifests", args.overlay)
     failed = 0
     for name, problems in found.items():
         if problems is None:
@@ -367,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("manifests", type=Path)
     parser.add_argument("--overlay", required=True)
     parser.add_argument("--image", required=True)
+    guard_report.add_options(parser)
     return run_command("validate", lambda: report(parser.parse_args(argv)))
 
 

@@ -8,6 +8,9 @@ pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, 
     python -m tools.pairings check             the Dockerfile's ARG defaults are the default pairing's
     python -m tools.pairings draft --slime-tree DIR [--out FILE]
                                                a draft pairing from a slime checkout at a release tag
+    python -m tools.pairings promote NAME      make NAME the default: the Dockerfile's ARG defaults, the docs tables
+    python -m tools.pairings series --slime-tree DIR
+                                               the patch series of that checkout, as SLIME_PATCHES declares it
 
 The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and
 `check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks.
@@ -17,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -29,7 +34,7 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools import upstream_release
-from tools.recipe import REQUIREMENTS, ROOT, Recipe, requirement_lines
+from tools.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
 # slime's requirement the image meets otherwise: the SLIME-patched router wheel, installed --no-deps after it (W8).
@@ -45,6 +50,9 @@ class Pairing:
     args: dict[str, str]
     upstream: dict
     draft: tuple[str, ...] = ()  # why a pairing is not yet planned clean and locked; empty once it is
+    megatron: dict = field(
+        default_factory=dict
+    )  # what Megatron-LM declares at MEGATRON_COMMIT: name, version, requires
 
     @property
     def lock(self) -> Path:
@@ -76,7 +84,16 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     if not isinstance(data.get("args"), dict) or not data["args"]:
         raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
     args = {k: str(v) for k, v in data["args"].items()}
-    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())))
+    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())), data.get("megatron", {}))
+
+
+def megatron_metadata(commit: str, folder: Path | None = None) -> dict | None:
+    """What Megatron-LM declares at `commit`, from the pairing that pins it (its [megatron] table), or None."""
+    for name in names(folder):
+        pairing = load(name, folder)
+        if pairing.args.get("MEGATRON_COMMIT") == commit and pairing.megatron:
+            return pairing.megatron
+    return None
 
 
 def matches(pairing: Pairing, recipe: Recipe) -> bool:
@@ -132,6 +149,41 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
     )
 
 
+# A build argument's value as an ARG line writes it: bare when the shell and the parser read it as one word.
+BARE = re.compile(r"^[\w.+/:@=,-]+$")
+
+
+def promote(name: str, dockerfile: Path = DOCKERFILE) -> list[str]:
+    """Make `name` the default pairing: its values become slime.Dockerfile's ARG defaults, each line rewritten where
+    it stands. Returns the ARGs that changed. Refuses a draft, and a Dockerfile that declares one of them twice or
+    not at all (the rule version-args-once-and-used holds that)."""
+    pairing = load(name)
+    if pairing.draft:
+        raise UserError(f"{name} is a draft ({pairing.draft[0]})", f"lock and build it first: make lock PAIRING={name}")
+    text = dockerfile.read_text()
+    changed = []
+    for arg, value in pairing.build_arg_values.items():
+        lines = re.findall(rf"^ARG {arg}=.*$", text, re.MULTILINE)
+        if len(lines) != 1:
+            raise UserError(
+                f"{dockerfile.name} gives ARG {arg} a default {len(lines)} times, not once",
+                "declare each pairing value once, with a default",
+            )
+        written = f"ARG {arg}={value if BARE.match(value) else json.dumps(value)}"
+        if lines[0] != written:
+            text = text.replace(lines[0], written)
+            changed.append(arg)
+    staged = dockerfile.with_name(f".{dockerfile.name}.promote")
+    try:
+        staged.write_text(text)
+        if not matches(pairing, Recipe.load(staged, context=dockerfile.parent)):
+            raise UserError(f"{dockerfile.name} would not read back as {name}'s values", "check its ARG lines by hand")
+        os.replace(staged, dockerfile)
+    finally:
+        staged.unlink(missing_ok=True)
+    return changed
+
+
 def _version(name: str) -> Version | None:
     try:
         return Version(name.lstrip("v"))
@@ -159,6 +211,7 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
         "SGL_ROUTER_RELEASE": release.router_release,
         "SGL_ROUTER_VERSION": release.router_version,
         "APEX_COMMIT": release.apex_commit,
+        "SLIME_PATCHES": release.patch_series,
     }
     why = {
         "TRANSFORMER_ENGINE_VERSION": (
@@ -181,8 +234,6 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
             reason = why.get(name, "upstream's docker/Dockerfile does not say")
             carried.append(f"{name}: carried from {last.name}; {reason}")
     found = {
-        "patch_folder": release.patch_folder,
-        "patch_files": release.patch_files,
         "numpy": release.numpy,
         "scipy": release.scipy,
         "transformer_engine_wheel": release.te_wheel,
@@ -230,12 +281,11 @@ def write_draft(tree: Path, out: Path | None) -> tuple[Path, str]:
     return target, release.ref
 
 
-TABLE_BEGIN = "<!-- pairings:begin (generated by `make readme` from pairings/) -->"
-TABLE_END = "<!-- pairings:end -->"
 COLUMNS = ("SLIME_REF", "SGLANG_VERSION", "TRANSFORMER_ENGINE_VERSION", "MEGATRON_COMMIT", "SGL_ROUTER_RELEASE")
 
 
-def readme_table(folder: Path | None = None) -> str:
+def table_rows(folder: Path | None = None) -> list[str]:
+    """The pairings as a table (docs/pairings.md, through tools.docs), the default marked."""
     chosen = default(folder).name
     rows = [
         "| pairing | " + " | ".join(f"`{c}`" for c in COLUMNS) + " | lock | build |",
@@ -249,20 +299,20 @@ def readme_table(folder: Path | None = None) -> str:
             how = f"draft, not locked: {'; '.join(pairing.draft)}"
         label = f"{name} (default)" if name == chosen else name
         rows.append(f"| {label} | {' | '.join(values)} | `{pairing.lock.relative_to(ROOT)}` | {how} |")
-    return "\n".join([TABLE_BEGIN, *rows, TABLE_END])
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft"])
+    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series", "promote"])
     parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
-    parser.add_argument("--slime-tree", type=Path, help="draft: a slime checkout at a release tag")
+    parser.add_argument("--slime-tree", type=Path, help="draft, series: a slime checkout at a release tag")
     parser.add_argument("--out", type=Path, help="draft: where to write it (default pairings/<tag>.toml)")
     args = parser.parse_args(argv)
-    if args.command == "draft" and args.slime_tree is None:
-        parser.error("draft needs --slime-tree DIR")
+    if args.command in ("draft", "series") and args.slime_tree is None:
+        parser.error(f"{args.command} needs --slime-tree DIR")
 
     def run() -> int:
         if args.command == "list":
@@ -273,6 +323,26 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(load(args.name).build_args))
         elif args.command == "lock":
             print(load(args.name).lock.relative_to(ROOT))
+        elif args.command == "promote":
+            if args.name == DEFAULT:
+                raise UserError("promote needs the pairing to make the default", f"use one of: {', '.join(names())}")
+            from tools import docs  # the generated tables name the default pairing and its versions
+
+            changed = promote(args.name)
+            docs.sync(ROOT / "docs", DOCKERFILE, check=False)
+            print(
+                f"pairings: {args.name} is the default; slime.Dockerfile's {', '.join(changed) or 'ARGs were already'} "
+                "and docs/pairings.md rewritten; next: make lint, make test, make build-check for each pairing",
+                file=sys.stderr,
+            )
+        elif args.command == "series":
+            release = upstream_release.read(args.slime_tree)
+            if not release.patch_series:
+                raise UserError(
+                    f"{args.slime_tree} has no docker/patch/v{release.sglang}/ folder",
+                    "pass a slime checkout at a release tag, whose Dockerfile names its SGLang",
+                )
+            print(release.patch_series)
         elif args.command == "draft":
             target, ref = write_draft(args.slime_tree, args.out)
             print(f"pairings: wrote {target}; next: make lock PAIRING={ref}", file=sys.stderr)

@@ -36,8 +36,9 @@ from packaging.version import InvalidVersion, Version
 from slime_image import pip_conflicts
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.smoke.report import Guard
 
-from tools import pairings, plan_env, platforms, sdist_metadata
+from tools import guard_report, pairings, plan_env, plan_findings, platforms, sdist_metadata
 from tools.base_manifest import manifest_for
 from tools.lock import (
     check_lock,
@@ -62,7 +63,7 @@ CHECKS_AT_ONCE = 2  # pip checks left running while later steps resolve; each st
 
 @dataclass(frozen=True)
 class LocalTree:
-    """What a source tree the image builds declares, read from its pyproject at one commit (docs/facts.md)."""
+    """What a source tree the image builds declares, read from its pyproject at one commit (its pairing holds it)."""
 
     name: str
     version: str
@@ -71,16 +72,9 @@ class LocalTree:
     ref: str  # the value of that ARG this metadata was read at
 
 
-# Source trees the Dockerfile installs, which the planner cannot read: their declared metadata instead.
-LOCAL_TREES = {
-    "/opt/Megatron-LM": LocalTree(
-        "megatron-core",
-        "0.16.0rc0",
-        ("torch>=2.6.0", "numpy", "packaging>=24.2"),
-        "MEGATRON_COMMIT",
-        "1dcf0dafa884ad52ffb243625717a3471643e087",
-    ),
-}
+# Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what
+# the tree declares there comes from the pairing that pins that commit (pairings/<name>.toml, [megatron]).
+LOCAL_TREES = {"/opt/Megatron-LM": "MEGATRON_COMMIT"}
 # What pip prints when a step cannot be satisfied, so the real build would stop there.
 UNSATISFIABLE = (
     "No matching distribution found",
@@ -346,15 +340,17 @@ class Planner:
         return [self.recipe.context_file(r, step.line) for r in step.requirements]
 
     def local_tree(self, path: str, step: PipStep) -> LocalTree:
-        tree = LOCAL_TREES[path]
-        if self.args.get(tree.ref_arg) != tree.ref:
+        ref_arg = LOCAL_TREES[path]
+        ref = self.args.get(ref_arg, "")
+        declared = pairings.megatron_metadata(ref)
+        if declared is None:
             raise UserError(
-                f"{self.recipe.path}:{step.line}: the metadata of {path} is recorded for {tree.ref_arg}={tree.ref}, "
-                f"but the recipe checks out {self.args.get(tree.ref_arg)}",
-                f"read name, version and dependencies from that checkout's pyproject into LOCAL_TREES ({__file__})",
+                f"{self.recipe.path}:{step.line}: no pairing records what {path} declares at {ref_arg}={ref}",
+                "read name, version and requires from that checkout's pyproject into the [megatron] table of the "
+                "pairing that pins it (pairings/<name>.toml)",
                 code=2,
             )
-        return tree
+        return LocalTree(declared["name"], declared["version"], tuple(declared["requires"]), ref_arg, ref)
 
     def install_dist(self, dist: Dist, line: int) -> None:
         """Put a distribution into the simulated environment and remember which step's line installed it."""
@@ -377,7 +373,7 @@ class Planner:
             elif canonicalize_name(package) == "pip" or package.startswith("pip=="):
                 notes.append(f"{package}: the installer itself, not simulated (the planner resolves with its own pip)")
             elif package.startswith("/"):
-                if package in LOCAL_TREES and LOCAL_TREES[package].ref_arg in self.args:
+                if package in LOCAL_TREES and LOCAL_TREES[package] in self.args:
                     tree = self.local_tree(package, step)
                     self.install_dist(Dist(tree.name, tree.version, list(tree.requires)), step.line)
                     self.from_source[tree.name] = f"{package} at {tree.ref_arg}={tree.ref}"
@@ -664,6 +660,19 @@ def describe(result: StepResult) -> str:
     return "\n".join(lines)
 
 
+def verdicts(plan: Plan) -> tuple[dict[str, list[str]], dict[str, Guard]]:
+    """The plan's findings (by the wall each names) and invariants, as guards with what each found."""
+    fix = "change the step the plan names (make plan prints every step)"
+    found, guards = {}, {}
+    for name, walls in plan_findings.GUARDS.items():
+        found[name] = [f for f in plan.findings if f.startswith(tuple(f"{w}:" for w in walls))]
+        guards[name] = Guard(name, walls, "a finding at a layer or at the end (docs/planner.md)", fix)
+    for name, held in plan.invariants.items():
+        found[name] = [] if held else [f"{name.replace('_', ' ')} does not hold"]
+        guards[name] = Guard(name, (), "an invariant of the recipe (docs/planner.md)", fix)
+    return found, guards
+
+
 def summary(plan: Plan) -> str:
     lines = ["", f"final environment: {len(plan.final)} distributions ({plan.platform})"]
     for name in ("torch", "numpy", "scipy", "sglang", "sglang-router", "transformer-engine", "megatron-core", "ray"):
@@ -762,6 +771,8 @@ def run(args, arch: str) -> int:
         assume_empty_base=args.assume_empty_base,
     ).run()
     log(summary(plan))
+    found, guards = verdicts(plan)
+    guard_report.write_reports(args, guard_report.rows(found, guards), "plan", recipe.path.name)
     if args.json:
         text = json.dumps(plan.as_json(), indent=2) + "\n"
         if args.json == "-":
@@ -820,6 +831,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/platforms.py)")
     parser.add_argument("--json", metavar="PATH|-")
+    guard_report.add_options(parser)
     parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
     parser.add_argument(
         "--uploaded-prior-to", metavar="ISO-8601", help="resolve as the index stood then (default for --lock: now)"

@@ -16,11 +16,14 @@ from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import run_command
+from slime_image.smoke.report import Guard
 
+from tools import guard_report
+from tools.lock import lock_pins
 from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
-BASE = re.compile(r"^nvidia/cuda:13\.0\.\d+-cudnn-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
+BASE = re.compile(r"^nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
 VENV = "/opt/venv"
 DRIVER_STUB = "/opt/driver-stub"
 
@@ -37,7 +40,7 @@ LOADER_PATH = {
 LAYERS = (
     ("the venv", re.compile(r"\bpython3\.12 -m venv " + VENV)),
     ("the build tools", re.compile(r"pip install setuptools wheel ninja pybind11")),
-    ("torch", re.compile(r"pip install torch$")),
+    ("torch", re.compile(r"pip install torch( &&|$)")),
     ("sglang's kernels", re.compile(r"pip install sglang-kernel flashinfer-python flashinfer-cubin$")),
     ("sglang", re.compile(r"pip install \S*sglang\[")),
     ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
@@ -124,14 +127,20 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
 
 
 def cuda_devel_base(recipe: Recipe) -> list[str]:
-    """The base is CUDA's devel image (CUDA 13.0, cuDNN, Ubuntu 24.04), through ARG BASE_IMAGE."""
-    froms = recipe.of("FROM")
-    problems = (
-        []
-        if BASE.match(recipe.args.get("BASE_IMAGE", ""))
-        else [f"BASE_IMAGE={recipe.args.get('BASE_IMAGE')!r} is not nvidia/cuda:13.0.x-cudnn-devel-ubuntu24.04"]
-    )
-    if [f.value[:1] for f in froms] != [("${BASE_IMAGE}",)]:
+    """The base is CUDA's devel image (CUDA 13.0, no cuDNN, Ubuntu 24.04), through ARG BASE_IMAGE, at the release the
+    lock's cuda-toolkit pin names: torch's CUDA wheels are that release, which lets the torch step keep one copy of
+    each library (W46)."""
+    base = recipe.args.get("BASE_IMAGE", "")
+    match = BASE.match(base)
+    problems = [] if match else [f"BASE_IMAGE={base!r} is not nvidia/cuda:13.0.x-devel-ubuntu24.04"]
+    lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
+    pinned = lock_pins(lock.read_text()).get("cuda-toolkit") if lock.is_file() else None
+    if match and pinned and match.group(1) != pinned:
+        problems.append(
+            f"BASE_IMAGE is CUDA {match.group(1)}, but {lock.name} pins cuda-toolkit {pinned} (torch's CUDA wheels): "
+            "each library would be held twice (W46)"
+        )
+    if [f.value[:1] for f in recipe.of("FROM")] != [("${BASE_IMAGE}",)]:
         problems.append("the one FROM must be `FROM ${BASE_IMAGE}`")
     return problems
 
@@ -203,7 +212,7 @@ def copies_only_the_image_side(recipe: Recipe) -> list[str]:
         for i in recipe.of("COPY", "ADD")
         if not any(f.startswith("--from") for f in i.flags)
         for source in i.value[:-1]
-        if source.rstrip("/") != "image" and i.value[-1].rstrip("/") not in pip_inputs
+        if source.rstrip("/").split("/")[0] != "image" and i.value[-1].rstrip("/") not in pip_inputs
     ]
 
 
@@ -294,7 +303,7 @@ class Rule(NamedTuple):
 
 
 RULES = {
-    "cuda-devel-base": Rule(("W9",), cuda_devel_base),
+    "cuda-devel-base": Rule(("W9", "W46"), cuda_devel_base),
     "one-environment": Rule(("W2",), one_environment),
     "layer-order": Rule(("W1", "W8", "W9"), layer_order),
     "loader-path-has-reasons": Rule(("W5", "W13", "W14"), loader_path_has_reasons),
@@ -318,20 +327,35 @@ def violations(recipe: Recipe) -> dict[str, list[str]]:
     return {name: rule.run(recipe) for name, rule in RULES.items()}
 
 
-def report(dockerfile: Path = DOCKERFILE) -> int:
-    failed = 0
-    for name, problems in violations(Recipe.load(dockerfile)).items():
+def guards() -> dict[str, Guard]:
+    """Each rule as a report names it: what it protects against is its docstring's first line, or its walls'."""
+    return {
+        name: Guard(
+            name,
+            rule.walls,
+            guard_report.first_line(rule.run.__doc__, f"the walls {', '.join(rule.walls) or 'none'}"),
+            "change slime.Dockerfile as the problem says (docs/image.md explains each layer)",
+        )
+        for name, rule in RULES.items()
+    }
+
+
+def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None) -> int:
+    found = violations(Recipe.load(dockerfile))
+    for name, problems in found.items():
         for problem in problems:
             print(f"{name}: {problem}", file=sys.stderr)
-            failed += 1
-    return 1 if failed else 0
+    if args is not None:
+        guard_report.write_reports(args, guard_report.rows(found, guards()), "rules", dockerfile.name)
+    return 1 if any(found.values()) else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools.rules", description=__doc__.strip().splitlines()[0])
     parser.add_argument("dockerfile", nargs="?", type=Path, default=DOCKERFILE, help="default: slime.Dockerfile")
+    guard_report.add_options(parser)
     args = parser.parse_args(argv)
-    return run_command("rules", lambda: report(args.dockerfile))
+    return run_command("rules", lambda: report(args.dockerfile, args))
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slime_image.errors import UserError
+from slime_image.patches.upstream import declaration_of
 
 from tools.recipe import Recipe, substitute
 
@@ -40,8 +41,7 @@ class Release:
     apex_commit: str | None  # the apex commit its image builds Megatron's fused extensions from
     numpy: str | None  # the specifier upstream's last numpy install writes: "==1.26.4", "<2"
     scipy: str | None
-    patch_folder: str | None
-    patch_files: list[str] = field(default_factory=list)
+    patch_series: str | None  # its docker/patch/v<sglang>/ as a SLIME_PATCHES declaration
     slime_requires: list[str] = field(default_factory=list)  # slime's requirements.txt: it is installed --no-deps
 
 
@@ -97,8 +97,7 @@ def read(tree: Path) -> Release:
         apex_commit=_last(APEX_GIT, runs, "ref"),
         numpy=_last(PIN.format(name="numpy"), runs, "spec"),
         scipy=_last(PIN.format(name="scipy"), runs, "spec"),
-        patch_folder=str(folder.relative_to(tree)) if has_folder else None,
-        patch_files=sorted(p.name for p in folder.glob("*.patch")) if has_folder else [],
+        patch_series=declaration_of(folder) if has_folder else None,
         slime_requires=requirements(tree / "requirements.txt"),
     )
 

@@ -2,7 +2,7 @@
 
 Every guard of the project (a smoke check, a structural rule of the Dockerfile, a manifest policy, a patch, a plan
 finding, a refusal of the submitter) names the walls it guards by these ids, and the README's walls table is
-generated from this list (`make readme`). Ids are stable; a new wall takes the next number.
+generated from this list (`make docs`). Ids are stable; a new wall takes the next number.
 """
 
 from __future__ import annotations
@@ -330,7 +330,8 @@ WALLS = (
         "`torch.backends.cudnn.version()`",
         "two cuDNNs in one process: TransformerEngine's core binds cuDNN's sub-libraries by name, and the loader finds "
         "the base's system cuDNN through the ld cache, beside the cuDNN wheel torch loads",
-        "the base's system cuDNN libraries deleted after TransformerEngine's build, so that it loads the wheel's",
+        "a base without a system cuDNN (nvidia/cuda's devel); on any other base the torch step points the base's "
+        "cuDNN at the wheel's (W46's cuda_once.py), so that TransformerEngine loads torch's",
     ),
     Wall(
         "W45",
@@ -338,6 +339,15 @@ WALLS = (
         "the node's container runtime mounts the driver where the image's loader does not search: /usr/lib64 on "
         "EKS's AL2023 and Bottlerocket AMIs, where a Debian-family image has no such folder in its ld.so.conf",
         "/etc/ld.so.conf.d/host-driver.conf lists every folder the driver is mounted into, on every node OS",
+    ),
+    Wall(
+        "W46",
+        "every node pulls 2.4 GB of CUDA libraries twice (cuBLASLt, cuFFT, NCCL ...), and a process under the "
+        "train-actor preload maps two libcudart.so.13",
+        "the CUDA devel base's toolkit and torch's CUDA wheels each carry the same libraries: torch loads the wheels' "
+        "through its RPATH, everything else the toolkit's through the loader",
+        "the base is the devel image of the CUDA release torch's cuda-toolkit pin names, and the step that installs "
+        "torch links each wheel library to the base's file of the same release (cuda_once.py), so no layer holds it",
     ),
 )
 

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import default_sigint
 from slime_image.canary import job, phases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,7 +160,7 @@ def test_ctrl_c_stops_the_job_and_everything_it_started(tmp_path):
         f"sys.exit(run_command('slime-canary', lambda: job.run(argv, dict(os.environ), {str(tmp_path / 'log')!r}, "
         f"60, {str(tmp_path)!r}) and 0))\n"
     )
-    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, str(script)], stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 20
     while not (tmp_path / "log").exists() or "started" not in (tmp_path / "log").read_text():
         assert time.monotonic() < deadline

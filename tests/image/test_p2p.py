@@ -2,7 +2,7 @@
 
 Its ranks need two GPU nodes with EFA, which cannot exist here; the ranks' output below is written in the shape of
 NCCL's INFO log and of the probe's JSON line (FIXTURES, written for these tests), and judged by the real code. What
-the check can only show on a cluster is in the README (make preflight-p2p)."""
+the check can only show on a cluster is in docs/deploy.md (make preflight-p2p)."""
 
 import json
 import subprocess

@@ -231,3 +231,78 @@ def test_a_read_only_slime_tree_is_refused_before_any_tree_is_written(trees):
     )
     assert statuses["slime-megatron-patch"][0] == statuses["slime-sglang-patch"][0] == "would-apply"
     assert snapshot(slime, megatron, site) == before
+
+
+# The series the pairing declares (SLIME_PATCHES, passed as --series): the chosen folder must hold exactly it.
+
+
+def declared(slime, *files):
+    folder = slime / "docker" / "patch" / "v0.5.12.post1"
+    digest = {f: hashlib.sha256((folder / f).read_bytes()).hexdigest()[:16] for f in files}
+    return "v0.5.12.post1: " + " ".join(f"{f}@{digest[f]}" for f in files)
+
+
+def test_the_declared_series_applies(trees):
+    code, _, statuses = patch(
+        *trees, "--only", UPSTREAM, "--series", declared(trees[0], "megatron.patch", "sglang.patch")
+    )
+    assert code == 0 and set(statuses.values()) == {"applied"}
+
+
+@pytest.mark.guard_fails("patch:slime-sglang-patch")
+def test_a_new_upstream_patch_file_the_series_does_not_declare_fails_loudly_and_nothing_is_written(trees):
+    slime, megatron, site = trees
+    series = declared(slime, "megatron.patch", "sglang.patch")
+    folder = slime / "docker" / "patch" / "v0.5.12.post1"
+    (folder / "sglang-new_feature.patch").write_text((folder / "sglang.patch").read_text())
+    before = snapshot(megatron, site)
+    code, report, statuses = patch(*trees, "--only", UPSTREAM, "--series", series)
+    assert code == 1 and set(statuses.values()) == {"error"}
+    message = report["patches"][0]["message"]
+    assert "sglang-new_feature.patch is in v0.5.12.post1/ but not declared, and no series here applies it" in message
+    assert message.endswith("nothing written") and snapshot(megatron, site) == before
+
+
+def test_a_changed_patch_file_and_another_folder_are_named(trees):
+    slime = trees[0]
+    series = declared(slime, "megatron.patch", "sglang.patch")
+    (slime / "docker/patch/v0.5.12.post1/megatron.patch").write_text("diff --git a/x b/x\n")
+    _, report, _ = patch(*trees, "--only", UPSTREAM, "--series", series)
+    assert "megatron.patch is sha256 " in report["patches"][0]["message"]
+    _, report, _ = patch(*trees, "--only", UPSTREAM, "--series", series.replace("v0.5.12.post1:", "v0.5.15.post1:"))
+    assert "slime chose v0.5.12.post1/, but the pairing declares v0.5.15.post1/" in report["patches"][0]["message"]
+
+
+def test_a_series_that_is_not_one_is_bad_usage(trees):
+    args = [sys.executable, str(PATCHER), "--slime-root", str(trees[0]), "--series", "megatron.patch"]
+    proc = subprocess.run(args, capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "--series: 'megatron.patch' is not a series: FOLDER: FILE@SHA256PREFIX" in proc.stderr
+
+
+def test_each_pairing_declares_its_slime_trees_series():
+    """The pairings' SLIME_PATCHES against the real slime trees at their commits (the mirror), where it is here."""
+    mirror = os.environ.get("SLIME_MIRROR", "/work/.mirror/THUDM+slime/repo")
+    if not os.path.isdir(mirror):
+        pytest.skip(f"no slime mirror at {mirror} (SLIME_MIRROR)")
+    from slime_image.patches import upstream
+
+    from tools import pairings
+
+    for name in pairings.names():
+        pairing = pairings.load(name)
+        folder, entries = upstream.parse_series(pairing.args["SLIME_PATCHES"])
+        listed = subprocess.run(
+            ["git", "-C", mirror, "ls-tree", "--name-only", pairing.args["SLIME_COMMIT"], f"docker/patch/{folder}/"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        assert sorted(os.path.basename(p) for p in listed) == sorted(f for f, _ in entries), name
+        for file, digest in entries:
+            blob = subprocess.run(
+                ["git", "-C", mirror, "show", f"{pairing.args['SLIME_COMMIT']}:docker/patch/{folder}/{file}"],
+                capture_output=True,
+                check=True,
+            ).stdout
+            assert hashlib.sha256(blob).hexdigest()[:16] == digest, (name, file)

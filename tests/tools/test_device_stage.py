@@ -68,6 +68,7 @@ def dist(site, name, version, top):
     info = site / f"{name}-{version}.dist-info"
     info.mkdir(parents=True)
     (site / top).mkdir(exist_ok=True)
+    (site / top / "__init__.py").write_text("")
     (info / "RECORD").write_text(f"{top}/__init__.py,,\n{info.name}/METADATA,,\n")
 
 
@@ -84,6 +85,28 @@ def test_the_device_view_holds_only_what_the_export_left_out(tmp_path):
     listed.write_text(json.dumps([{"name": "cupy", "version": "1.0"}]))
     proc = subprocess.run([*run[:-1], str(tmp_path / "view2")], capture_output=True, text=True)
     assert proc.returncode == 1 and "the device lacks cupy" in proc.stderr
+
+
+def test_the_device_view_links_a_shared_namespace_file_by_file(tmp_path):
+    """nvidia/ holds several distributions' files: the view gets its own folders of links, so that cuda_once.py can
+    relink a library in the view without writing to the device's site-packages."""
+    device, venv, view = tmp_path / "device", tmp_path / "venv", tmp_path / "view"
+    for name, lib in (("nvidia_cublas", "libcublas.so.13"), ("nvidia_nccl_cu13", "libnccl.so.2")):
+        info = device / f"{name}-1.0.dist-info"
+        info.mkdir(parents=True)
+        (device / "nvidia/cu13/lib").mkdir(parents=True, exist_ok=True)
+        (device / "nvidia/cu13/lib" / lib).write_bytes(b"\x7fELF")
+        (info / "RECORD").write_text(f"nvidia/cu13/lib/{lib},,\n{info.name}/METADATA,,\n")
+    venv.mkdir()
+    listed = tmp_path / "device-pip.json"
+    listed.write_text(
+        json.dumps([{"name": "nvidia-cublas", "version": "1.0"}, {"name": "nvidia-nccl-cu13", "version": "1.0"}])
+    )
+    run = [sys.executable, str(STAGE / "device_view.py"), str(device), str(venv), str(listed), str(view)]
+    subprocess.run(run, check=True)
+    assert not (view / "nvidia").is_symlink() and not (view / "nvidia/cu13/lib").is_symlink()
+    assert sorted(p.name for p in (view / "nvidia/cu13/lib").iterdir()) == ["libcublas.so.13", "libnccl.so.2"]
+    assert (view / "nvidia/cu13/lib/libnccl.so.2").resolve() == device / "nvidia/cu13/lib/libnccl.so.2"
 
 
 TORCH_PINS = """Metadata-Version: 2.1

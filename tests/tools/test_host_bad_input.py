@@ -229,9 +229,9 @@ def test_a_library_module_run_as_a_command_says_so(module):
     assert_refused(proc, module, "a library module, not a command", "tools.plan")
 
 
-def test_every_host_command_is_in_the_readme():
-    readme = (ROOT / "README.md").read_text()
-    assert [name for name in tools.COMMANDS if f"`{name}`" not in readme] == []
+def test_every_host_command_is_in_the_development_page():
+    page = (ROOT / "docs" / "development.md").read_text()
+    assert [name for name in tools.COMMANDS if f"`{name}`" not in page] == []
 
 
 def test_make_help_expands_what_it_prints_and_aligns_it():
@@ -304,11 +304,11 @@ def test_a_long_step_writes_nothing_into_a_log():
     assert stream.getvalue() == ""
 
 
-# the README's sample plan output is what `make plan` prints
+# the sample plan output of docs/planner.md is what `make plan` prints
 
 
 def readme_sample() -> list[str]:
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "planner.md").read_text()
     start = readme.index("```text\n[3/11] line ") + len("```text\n")
     return readme[start : readme.index("```", start)].splitlines()
 
@@ -324,4 +324,4 @@ def test_the_readme_sample_plan_is_what_make_plan_prints():
         if line == "...":
             continue
         wanted = seconds.sub(" N s ", line)
-        assert any(got == wanted for got in printed), f"README sample line not printed (in order): {line}"
+        assert any(got == wanted for got in printed), f"docs/planner.md sample line not printed (in order): {line}"

@@ -1,4 +1,4 @@
-"""The layout states the boundary: image/ runs in the image, tools/ on the host; the README's tree is the tree;
+"""The layout states the boundary: image/ runs in the image, tools/ on the host; docs/development.md's tree is the tree;
 one error type, printed one way; no internal image path spelled outside the Dockerfile's install step."""
 
 import re
@@ -12,10 +12,10 @@ SKIPPED = {"__pycache__", ".venv", ".cache", "reports", ".git"}
 
 
 def readme_tree() -> list[str]:
-    """Folder paths from the README's Layout section (one line per folder, indented two spaces a level)."""
-    text = (ROOT / "README.md").read_text()
+    """Folder paths from the Layout section of docs/development.md (a line per folder, two spaces a level)."""
+    text = (ROOT / "docs" / "development.md").read_text()
     block = re.search(r"^## Layout\n.*?```text\n(.*?)```", text, re.DOTALL | re.MULTILINE)
-    assert block, "README.md has no Layout section with a text block"
+    assert block, "docs/development.md has no Layout section with a text block"
     folders, stack = [], []
     for line in block.group(1).splitlines():
         match = re.match(r"^( *)(\S+/)\s", line + " ")
@@ -40,10 +40,12 @@ def tree() -> set[str]:
     return found
 
 
-def test_the_readme_layout_matches_the_tree():
+def test_the_documented_layout_matches_the_tree():
     listed = readme_tree()
     assert len(listed) == len(set(listed))
-    assert set(listed) == tree(), f"README lists {sorted(set(listed) - tree())}; missing {sorted(tree() - set(listed))}"
+    assert set(listed) == tree(), (
+        f"docs/development.md lists {sorted(set(listed) - tree())}; missing {sorted(tree() - set(listed))}"
+    )
 
 
 def test_no_file_spells_an_internal_image_path():

@@ -12,7 +12,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, UNKNOWN_PAIRING_FIX
 
 from tools import build as tools_build
 from tools import fingerprint, pairings
@@ -128,7 +128,7 @@ def test_build_of_an_unknown_pairing_names_the_ones_there_are():
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert _own_lines(run.stderr)[-2:] == [
         "make build: no pairing 'v9' (" + str(ROOT / "pairings" / "v9.toml") + " does not exist)",
-        "fix: use one of: v0.3.0, v0.3.1",
+        f"fix: {UNKNOWN_PAIRING_FIX}",
     ]
 
 
@@ -137,6 +137,22 @@ def test_push_without_aws_cli_names_it(tmp_path):
     assert run.returncode != 0 and seconds < 5
     lines = _own_lines(run.stderr)
     assert len(lines) == 1 and lines[0].startswith("make push: 'aws' is not installed"), run.stderr
+
+
+@pytest.mark.parametrize("compression", ["lz4", ""])
+def test_push_with_a_compression_it_does_not_know_names_both(compression):
+    run, seconds = _make("push", f"COMPRESSION={compression}")
+    assert run.returncode != 0 and seconds < 5 and "Traceback" not in run.stderr
+    assert _own_lines(run.stderr) == [
+        f"make push: COMPRESSION={compression} is neither gzip nor zstd",
+        "fix: COMPRESSION=zstd (faster to unpack on a node) or gzip (the default)",
+    ]
+
+
+def test_push_zstd_without_skopeo_names_it(tmp_path):
+    run, _ = _make("push", "COMPRESSION=zstd", path=_path_without(tmp_path, "skopeo"))
+    assert run.returncode != 0
+    assert _own_lines(run.stderr)[0].startswith("make push: 'skopeo' is not installed: install skopeo"), run.stderr
 
 
 def test_push_without_credentials_says_so(tmp_path):

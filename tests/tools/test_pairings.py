@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, UNKNOWN_PAIRING_FIX
 from slime_image.errors import UserError
 
 from tools import pairings, plan, upstream_release
@@ -18,13 +18,14 @@ from tools.recipe import Recipe
 
 def test_the_dockerfile_defaults_are_exactly_one_pairing():
     assert pairings.problems() == []
-    assert pairings.default().name == "v0.3.1"
+    assert pairings.default().name == Recipe.load().defaults[pairings.ARG]
 
 
 def test_a_default_changed_by_hand_in_the_dockerfile_matches_no_pairing(recipe_copy):
-    dockerfile = recipe_copy(lambda t: t.replace("ARG SGLANG_VERSION=0.5.15.post1", "ARG SGLANG_VERSION=0.5.16"))
+    default = pairings.default().args["SGLANG_VERSION"]
+    dockerfile = recipe_copy(lambda t: t.replace(f"ARG SGLANG_VERSION={default}", "ARG SGLANG_VERSION=0.0.1"))
     found = pairings.problems(recipe=Recipe.load(dockerfile))
-    assert found == ["slime.Dockerfile's ARG defaults are no pairing's (none of v0.3.0, v0.3.1)"]
+    assert found == [f"slime.Dockerfile's ARG defaults are no pairing's (none of {', '.join(pairings.names())})"]
 
 
 def pairings_copy(folder, name, old, new):
@@ -54,14 +55,15 @@ def test_a_requirement_of_slime_that_requirements_txt_does_not_install_is_a_prob
 
 
 def test_the_default_pairing_cannot_be_a_draft(tmp_path):
-    folder = pairings_copy(tmp_path, "v0.3.1", "[args]\n", 'draft = ["not planned"]\n\n[args]\n')
-    assert "v0.3.1: the default pairing is a draft (not planned)" in pairings.problems(folder)
+    default = pairings.default().name
+    folder = pairings_copy(tmp_path, default, "[args]\n", 'draft = ["not planned"]\n\n[args]\n')
+    assert f"{default}: the default pairing is a draft (not planned)" in pairings.problems(folder)
 
 
 def test_an_unknown_pairing_names_the_ones_there_are():
     with pytest.raises(UserError) as caught:
         pairings.load("v0.2.9")
-    assert caught.value.fix == "use one of: v0.3.0, v0.3.1"
+    assert caught.value.fix == UNKNOWN_PAIRING_FIX
 
 
 def test_the_check_command_fails_on_a_broken_pairing_folder(tmp_path, monkeypatch):
@@ -96,7 +98,7 @@ def test_a_build_arg_the_dockerfile_does_not_declare_is_refused():
 def test_make_plan_with_an_unknown_pairing_says_which_exist():
     proc = subprocess.run(["make", "-s", "plan", "PAIRING=v9"], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "plan: no pairing 'v9'" in proc.stderr and "fix: use one of: v0.3.0, v0.3.1" in proc.stderr
+    assert "plan: no pairing 'v9'" in proc.stderr and f"fix: {UNKNOWN_PAIRING_FIX}" in proc.stderr
 
 
 def test_the_pairing_args_are_what_make_passes():

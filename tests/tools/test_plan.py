@@ -198,7 +198,7 @@ def test_the_recipe_plans_clean_with_every_invariant(recipe_plan):
     assert proc.returncode == 0 and report["ok"]
     final = report["final"]
     assert final["numpy"].startswith("1.") and final["torch"] == "2.11.0" and final["scipy"] == "1.17.1"
-    assert report["lock"] == "locks/v0.3.1.lock"
+    assert report["lock"] == f"locks/{pairings.default().name}.lock"
 
 
 def test_the_recipe_plans_from_an_exact_base_and_megatron_as_its_checkout_declares(recipe_plan):

@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 from test_plan import CUTOFF
 
 pytestmark = pytest.mark.slow
@@ -29,7 +29,13 @@ def recipe(tmp_path):
 def start(args, cache, **env):
     run_env = {**os.environ, "PLAN_CACHE": str(cache), **env}
     return subprocess.Popen(
-        [*PLAN, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=run_env, cwd=ROOT
+        [*PLAN, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=run_env,
+        cwd=ROOT,
+        preexec_fn=default_sigint,
     )
 
 

@@ -43,3 +43,21 @@ def test_a_context_that_is_not_a_folder_is_named_and_make_lock_is_not_the_fix(tm
     proc = tool("tools.plan", "--context", str(tmp_path / "nonexistent"))
     assert_refused(proc, "plan", f"--context {tmp_path / 'nonexistent'} is not a folder", "pass the build context")
     assert "make lock" not in proc.stderr
+
+
+def test_a_megatron_commit_no_pairing_records_is_named_with_where_its_metadata_goes(recipe_copy):
+    """Megatron's declared metadata lives in the pairing that pins its commit ([megatron]): a new commit without it
+    stops the plan at the Megatron step, before pip is asked anything about it."""
+    commit = "0" * 40
+    dockerfile = recipe_copy(
+        lambda t: t.replace(
+            f"ARG MEGATRON_COMMIT={pairings.default().args['MEGATRON_COMMIT']}", f"ARG MEGATRON_COMMIT={commit}"
+        )
+    )
+    proc = tool("tools.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
+    assert_refused(
+        proc,
+        "plan",
+        f"no pairing records what /opt/Megatron-LM declares at MEGATRON_COMMIT={commit}",
+        "into the [megatron] table of the pairing that pins it (pairings/<name>.toml)",
+    )

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools import rules
+from tools import pairings, rules
 from tools.recipe import Recipe
 
 
@@ -39,7 +39,7 @@ def _build_tools_after_sglang(text):
 
 BROKEN = {
     "cuda-devel-base": lambda t: t.replace(
-        "ARG BASE_IMAGE=nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04", "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3"
+        "ARG BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04", "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3"
     ),
     "one-environment": lambda t: t.replace(
         "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:${PATH}", "ENV VIRTUAL_ENV=/opt/venv"
@@ -53,9 +53,7 @@ BROKEN = {
     "numpy-only-in-requirements": lambda t: t.replace(
         'pip install --no-deps "mbridge==', 'pip install --no-deps "numpy==2.1.0" "mbridge=='
     ),
-    "version-args-once-and-used": lambda t: t.replace(
-        "ARG SLIME_REF=v0.3.1", "ARG SLIME_REF=v0.3.1\nARG RAY_ADDRESS=auto"
-    ),
+    "version-args-once-and-used": lambda t: t.replace("ARG SLIME_REF=", "ARG RAY_ADDRESS=auto\nARG SLIME_REF="),
     "record-names-every-version": lambda t: t.replace(" SLIME_COMMIT MBRIDGE_VERSION", " SLIME_COMMIT"),
     "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
     "copies-only-the-image-side": lambda t: t.replace(
@@ -150,7 +148,7 @@ def test_an_unparsable_dockerfile_names_the_parser_error(tmp_path):
 def test_the_recipe_model_holds_what_its_readers_ask():
     recipe = Recipe.load()
     assert recipe.copies["/opt/slime-image/requirements.txt"] == ROOT / "requirements.txt"
-    assert recipe.constraint_file() == ROOT / "locks" / "v0.3.1.lock"
+    assert recipe.constraint_file() == pairings.default().lock
     assert recipe.requirements_step is not None and recipe.requirements_step.reads_requirements_txt
     assert recipe.env["PIP_CONSTRAINT"] == "/opt/slime-image/constraints.lock"
     assert list(recipe.version_args()) == recipe.version_names and "BASE_IMAGE" in recipe.version_names

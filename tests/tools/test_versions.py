@@ -3,11 +3,13 @@
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 from conftest import IMAGE_BIN, ROOT
 
+from tools import pairings
 from tools.recipe import Recipe, substitute
 
 SCRIPT = [sys.executable, "-m", "tools.versions"]
@@ -37,36 +39,30 @@ def test_the_record_step_names_the_pairing_and_every_version_arg():
     ]
 
 
-def test_default_pairing_is_the_upstream_v0_3_1_release():
-    v = version_args()
-    assert Recipe.load().defaults["PAIRING"] == "v0.3.1"
-    assert v["SLIME_REF"] == "v0.3.1"
-    assert v["SGLANG_VERSION"] == "0.5.15.post1"
-    assert v["MEGATRON_COMMIT"] == "1dcf0dafa884ad52ffb243625717a3471643e087"
-    assert v["SGL_ROUTER_RELEASE"] == "v0.3.2-9daabcd"
+def test_the_dockerfile_defaults_are_the_default_pairings_values():
+    """What the build reads by default is what the default pairing's TOML declares; a pairing is named for its
+    slime release."""
+    defaults = Recipe.load().defaults
+    default = pairings.default()
+    assert {name: defaults[name] for name in default.args} == default.args
+    assert version_args()["SLIME_REF"] == default.name
 
 
-def test_readme_table_matches_the_dockerfile():
-    run = subprocess.run([*SCRIPT, "readme", "--check"], capture_output=True, text=True)
+def test_the_docs_tables_match_their_sources():
+    run = subprocess.run([sys.executable, "-m", "tools.docs", "--check"], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
 
 
-def test_readme_check_fails_when_the_table_is_stale(recipe_copy):
+def test_the_docs_check_fails_when_the_version_table_is_stale(recipe_copy):
     dockerfile = recipe_copy(lambda t: t.replace("ARG MBRIDGE_VERSION=0.15.1", "ARG MBRIDGE_VERSION=0.16.0"))
-    args = [
-        *SCRIPT,
-        "--dockerfile",
-        str(dockerfile),
-        "readme",
-        "--check",
-        "--path",
-        str(dockerfile.parent / "README.md"),
-    ]
-    run = subprocess.run(args, capture_output=True, text=True)
-    assert run.returncode == 1
-    assert "make readme" in run.stderr
-    subprocess.run([*args[:-3], "--path", str(dockerfile.parent / "README.md")], check=True)
-    assert "`0.16.0`" in (dockerfile.parent / "README.md").read_text()
+    docs = dockerfile.parent / "docs"
+    shutil.copytree(ROOT / "docs", docs, ignore=shutil.ignore_patterns("build", "h200", "rebuilds"))
+    args = [sys.executable, "-m", "tools.docs", "--dockerfile", str(dockerfile), "--docs", str(docs)]
+    run = subprocess.run([*args, "--check"], capture_output=True, text=True)
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    assert run.stderr.splitlines()[-1] == "fix: run `make docs`"
+    subprocess.run(args, check=True)
+    assert "`0.16.0`" in (docs / "pairings.md").read_text()
 
 
 def test_makefile_tag_and_dockerfile_label_read_the_same_versions():
@@ -84,8 +80,9 @@ def test_record_writes_what_the_build_used(tmp_path):
     subprocess.run([*RECORD, "--out", str(out), *record_step_names()], env=env, check=True)
     recorded = json.loads(out.read_text())
     assert recorded["versions"]["SGLANG_VERSION"] == "0.5.16"
-    assert recorded["versions"]["PAIRING"] == "v0.3.1"
-    assert recorded["tag"] == "v0.3.1-sgl0.5.16"
+    default = pairings.default().name
+    assert recorded["versions"]["PAIRING"] == default
+    assert recorded["tag"] == f"{default}-sgl0.5.16"
 
 
 def test_record_outside_a_build_fails_cleanly(tmp_path):
@@ -109,7 +106,7 @@ def test_duplicate_default_is_an_error(recipe_copy):
 
 
 def test_no_other_file_writes_a_pinned_version():
-    """The versions appear only in slime.Dockerfile and in the README table generated from it."""
+    """The versions appear only in slime.Dockerfile and in the table of docs/pairings.md generated from it."""
     pins = {v for k, v in version_args().items() if k != "BASE_IMAGE"}
     for path in [ROOT / "Makefile", ROOT / "requirements.txt", ROOT / ".ci" / "run"]:
         text = path.read_text()

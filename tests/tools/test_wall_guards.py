@@ -1,8 +1,9 @@
 """The walls registry (image/slime_image/walls.py) and the guards that name them: every wall guarded, no guard naming
-a wall that does not exist, and the README's walls table generated from both."""
+a wall that does not exist, and the walls table of docs/walls.md generated from both."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -92,13 +93,14 @@ def test_an_unknown_wall_asked_for_is_a_clear_error():
     assert proc.stderr.splitlines() == ["wall_guards: no wall W99", f"fix: use one of W1 to {WALLS[-1].id}"]
 
 
-def test_a_stale_walls_table_fails_the_readme_check(tmp_path):
-    readme = tmp_path / "README.md"
-    text = (ROOT / "README.md").read_text()
+def test_a_stale_walls_table_fails_the_docs_check(tmp_path):
+    shutil.copytree(ROOT / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("build", "h200", "rebuilds"))
+    page = tmp_path / "docs" / "walls.md"
+    text = page.read_text()
     row = next(line for line in text.splitlines() if line.startswith("| W33 |"))
-    readme.write_text(text.replace(row + "\n", ""))
+    page.write_text(text.replace(row + "\n", ""))
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.versions", "readme", "--check", "--path", str(readme)],
+        [sys.executable, "-m", "tools.docs", "--check", "--docs", str(tmp_path / "docs")],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -83,6 +83,59 @@ def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[s
     }
 
 
+# What issue 33 asks of the image a node pulls, against the records before it (2026-12-04: v0.3.1 16.71 GB and v0.3.0
+# 15.40 GB of layers on the 3.11 GB stand-in base): each target's measured value and whether it is met.
+ABOVE_BASE_BEFORE_GB = {"v0.3.1": 13.60, "v0.3.0": 12.29}
+ABOVE_BASE_CUT_GB = 2.5
+ZSTD_LIMIT_GB = 6.5
+
+
+def targets(record: dict) -> dict:
+    """The weight targets, from the record's layers (the first is the base's), the gate's cuda-once and the
+    compressed sizes measured after the build."""
+    layers = record.get("layers") or []
+    above = round(sum(layer["gb"] or 0 for layer in layers[1:]), 2) if layers else None
+    before = ABOVE_BASE_BEFORE_GB.get(record.get("pairing", ""))
+    once = next((c for c in (record.get("gate") or {}).get("checks", []) if c["id"] == "cuda-once"), None)
+    zstd = (record.get("compressed_gb") or {}).get("zstd")
+    largest = record.get("sizes", {}).get("largest_layer_gb")
+    return {
+        "above_base_gb": {
+            "value": above,
+            "target": f"at most {before} - {ABOVE_BASE_CUT_GB} GB" if before else None,
+            "met": above is not None and before is not None and above <= before - ABOVE_BASE_CUT_GB,
+        },
+        "cuda_libraries_twice": {
+            "value": once["summary"] if once else None,
+            "target": "none (the gate's cuda-once passes)",
+            "met": bool(once) and once["status"] == "pass",
+        },
+        "zstd_gb": {
+            "value": zstd,
+            "target": f"at most {ZSTD_LIMIT_GB} GB",
+            "met": zstd is not None and zstd <= ZSTD_LIMIT_GB,
+        },
+        "largest_layer_gb": {"value": largest, "target": "at most 5 GB", "met": largest is not None and largest <= 5},
+    }
+
+
+def weight_lines(record: dict) -> list[str]:
+    """What a node pulls and the targets, for records that measured them (those before issue 33 did not)."""
+    if "targets" not in record:
+        return []
+    base = (record.get("layers") or [{}])[0].get("gb", "?")
+    compressed = ", ".join(f"{c} {gb} GB" for c, gb in (record.get("compressed_gb") or {}).items()) or "not measured"
+    met = "; ".join(
+        f"{name} {t['value']} ({t['target']}): {'met' if t['met'] else 'NOT met'}"
+        for name, t in record["targets"].items()
+    )
+    return [
+        f"- above the base (the stand-in's {base} GB, not the real base's): "
+        f"{record['targets']['above_base_gb']['value']} GB; every layer compressed: {compressed}",
+        f"- targets (issue 33): {met}",
+    ]
+
+
 def markdown(record: dict) -> str:
     """docs/build/<pairing>/README.md: the record for people."""
     gate = record.get("gate") or {"checks": []}
@@ -100,6 +153,7 @@ def markdown(record: dict) -> str:
         f"- image {record['sizes'].get('image_gb', '?')} GB, of which /opt/venv {record['sizes'].get('venv_gb', '?')} "
         f"GB (uncompressed, as `du` counts a mounted image); largest layer "
         f"{record['sizes'].get('largest_layer_gb', '?')} GB",
+        *weight_lines(record),
         f"- pairing {record.get('pairing', '?')}; `pip list` against its lock: {record['lock']['differences']} "
         "differences over "
         f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",

@@ -95,7 +95,11 @@ def ensure_base(work: Path, lock: Path) -> str:
         print(f"stand-in base {tag} is built", flush=True)
         return tag
     env = {**os.environ, "STORAGE_DRIVER": STORAGE[1]}
-    subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(lock), label], check=True, env=env)
+    if subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(lock), label], env=env).returncode:
+        raise UserError(
+            f"the stand-in base script {STANDIN_SCRIPT.name} failed (its last lines above say where)",
+            f"fix what it names, then run make build-check again; its work folder is {work}",
+        )
     return tag
 
 
@@ -230,6 +234,18 @@ def layers_of(image: str) -> list[dict]:
     return weights.layer_table(inspected, weights.read_storage_layers(graph_root))
 
 
+def compressed_gb(image: str, compression: str, work: Path) -> float:
+    """Every layer of the built image as a registry would store it with this compression (buildah push into an OCI
+    layout), in GB."""
+    layout = work / f"oci-{compression}"
+    shutil.rmtree(layout, ignore_errors=True)
+    try:
+        buildah("push", "--compression-format", compression, image, f"oci:{layout}")
+        return round(sum(weights.oci_layer_sizes(layout)) / 1e9, 2)
+    finally:
+        shutil.rmtree(layout, ignore_errors=True)
+
+
 def _gb(size: int | None) -> float | None:
     return None if size is None else round(size / 1e9, 2)
 
@@ -305,9 +321,11 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
+        "compressed_gb": {c: compressed_gb(IMAGE_TAG, c, work) for c in ("zstd",)} if code == 0 else {},
         "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
+    facts["targets"] = record.targets(facts)
     record.write(facts, out)
     if found.get("slime_flags"):
         record.write_flags(found["slime_flags"], out)

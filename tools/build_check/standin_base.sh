@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Assemble a local stand-in for nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04 and commit it with buildah as $1.
+# Assemble a local stand-in for nvidia/cuda:13.0.2-devel-ubuntu24.04 and commit it with buildah as $1.
 # Run as root on a Debian machine with debootstrap, buildah, gcc, the CUDA 13.0 toolkit at /usr/local/cuda-13.0
 # and Python 3.12 under pyenv. Every way this differs from the real base is listed in tools/build_check/standins.py;
 # the verification build copies that list into its record.
@@ -29,24 +29,38 @@ for name in python3.12 python3.12-dev python3.12-venv; do
 done
 chroot "$rootfs" sh -c 'dpkg -i /tmp/python3.12*.deb >/dev/null && rm /tmp/python3.12*.deb'
 
-echo "stand-in base: CUDA 13.0 toolkit, its math libraries, cuDNN and NCCL from PyPI wheels at the lock's versions"
+echo "stand-in base: CUDA 13.0.2 toolkit, its math libraries and NCCL from PyPI wheels at the lock's versions, no cuDNN"
 "$py/bin/python3" -m pip download -q --no-deps --only-binary=:all: -d "$wheels" \
   "$(pin nvidia-cublas)" "$(pin nvidia-cufft)" "$(pin nvidia-curand)" "$(pin nvidia-cusolver)" "$(pin nvidia-cusparse)" \
-  "$(pin nvidia-nvjitlink)" "$(pin nvidia-cuda-nvrtc)" "$(pin nvidia-cudnn-cu13)" "$(pin nvidia-nccl-cu13)" \
-  nvidia-cuda-cuobjdump==13.2.51
-rm -rf "$work/unpacked" && mkdir -p "$work/unpacked"
-for w in "$wheels"/*.whl; do python3 -m zipfile -e "$w" "$work/unpacked"; done
+  "$(pin nvidia-nvjitlink)" "$(pin nvidia-cuda-nvrtc)" "$(pin nvidia-nccl-cu13)" nvidia-cuda-cuobjdump==13.2.51
 cp -a "$cuda" "$rootfs/usr/local/"
 target=$rootfs/usr/local/cuda-13.0/targets/x86_64-linux
-cp -a "$work"/unpacked/nvidia/cu13/lib/. "$target/lib/"
-cp -a "$work"/unpacked/nvidia/cu13/include/. "$target/include/"
-install -m 0755 "$work/unpacked/nvidia/cu13/bin/cuobjdump" "$rootfs/usr/local/cuda-13.0/bin/cuobjdump"
-( cd "$target/lib" && for f in lib*.so.[0-9]*; do ln -sf "$f" "${f%%.so.*}.so"; done )
-cp -a "$work"/unpacked/nvidia/cudnn/lib/. "$rootfs/usr/lib/x86_64-linux-gnu/"
-cp -a "$work"/unpacked/nvidia/cudnn/include/. "$rootfs/usr/include/"
-cp -a "$work"/unpacked/nvidia/nccl/lib/. "$rootfs/usr/lib/x86_64-linux-gnu/"
-cp -a "$work"/unpacked/nvidia/nccl/include/. "$rootfs/usr/include/"
-( cd "$rootfs/usr/lib/x86_64-linux-gnu" && for f in libcudnn*.so.9 libnccl.so.2; do ln -sf "$f" "${f%%.so.*}.so"; done )
+# Each library under its real name, as the toolkit's packages install it (libcublas.so.13.1.0.3, then the soname and
+# the development link): the torch step reads a base library's release from that name (image/slime_image/cuda_once.py).
+place() {  # place FILE FOLDER VERSION
+  local name real; name=$(basename "$1"); real=${name%%.so.*}.so.$3
+  cp -a "$1" "$2/$real" && ln -sfn "$real" "$2/$name" && ln -sfn "$name" "$2/${name%%.so.*}.so"
+}
+shopt -s nullglob
+for w in "$wheels"/*.whl; do
+  version=$(basename "$w" | cut -d- -f2) unpacked=$work/unpacked/$(basename "$w" .whl)
+  rm -rf "$unpacked" && python3 -m zipfile -e "$w" "$unpacked"
+  for f in "$unpacked"/nvidia/cu13/lib/lib*.so.*; do place "$f" "$target/lib" "$version"; done
+  for f in "$unpacked"/nvidia/nccl/lib/lib*.so.*; do place "$f" "$rootfs/usr/lib/x86_64-linux-gnu" "$version"; done
+  [ -d "$unpacked/nvidia/cu13/include" ] && cp -a "$unpacked"/nvidia/cu13/include/. "$target/include/"
+  [ -d "$unpacked/nvidia/nccl/include" ] && cp -a "$unpacked"/nvidia/nccl/include/. "$rootfs/usr/include/"
+  [ -f "$unpacked/nvidia/cu13/bin/cuobjdump" ] && install -m 0755 "$unpacked/nvidia/cu13/bin/cuobjdump" "$rootfs/usr/local/cuda-13.0/bin/cuobjdump"
+done
+shopt -u nullglob
+# This machine's toolkit is its PyPI components, which put libnvvm beside the other libraries; the toolkit's packages
+# install it under nvvm/lib64, where the loader does not look (nvcc finds it there).
+mkdir -p "$rootfs/usr/local/cuda-13.0/nvvm/lib64" && mv "$rootfs"/usr/local/cuda-13.0/lib/libnvvm.so* "$rootfs/usr/local/cuda-13.0/nvvm/lib64/"
+# This machine's toolkit holds its own libraries under their sonames: give them their real names too, from its record.
+for part in cuda_runtime:libcudart.so.13 cuda_cupti:libcupti.so.13; do
+  version=$(basename "$cuda"/dist-info/nvidia_"${part%%:*}"-*.dist-info .dist-info | cut -d- -f2)
+  rm "$target/lib/${part#*:}" && cp -a "$cuda/targets/x86_64-linux/lib/${part#*:}" "$work/${part#*:}" && \
+    place "$work/${part#*:}" "$target/lib" "$version"
+done
 
 echo "stand-in base: the driver stub (every cu* entry point of cuda.h returns CUDA_ERROR_STUB_LIBRARY)"
 mkdir -p "$target/lib/stubs"
@@ -74,7 +88,7 @@ buildah config \
   --env PATH=/usr/local/nvidia/bin:/usr/local/cuda/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   --env LD_LIBRARY_PATH=/usr/local/nvidia/lib:/usr/local/nvidia/lib64 \
   --env LIBRARY_PATH=/usr/local/cuda/lib64/stubs \
-  --env CUDA_VERSION=13.0.1 --env NVIDIA_VISIBLE_DEVICES=all --env NVIDIA_DRIVER_CAPABILITIES=compute,utility \
+  --env CUDA_VERSION=13.0.2 --env NVIDIA_VISIBLE_DEVICES=all --env NVIDIA_DRIVER_CAPABILITIES=compute,utility \
   --env PIP_CERT=/etc/ssl/certs/ca-certificates.crt \
   --label "org.slime-image.standin=$label" "$ctr"
 buildah commit --format docker --rm "$ctr" "$tag" >/dev/null

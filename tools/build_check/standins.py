@@ -15,14 +15,19 @@ from pathlib import Path
 
 from slime_image.standins import STANDIN_FILE
 
-# The stand-in CUDA base (tools/build_check/standin_base.sh) against nvidia/cuda:13.0.1-cudnn-devel-ubuntu24.04.
+# The stand-in CUDA base (tools/build_check/standin_base.sh) against nvidia/cuda:13.0.2-devel-ubuntu24.04.
 BASE_DIFFERENCES = (
     "Debian 12 (bookworm, glibc 2.36, gcc 12) from debootstrap, not Ubuntu 24.04 (glibc 2.39, gcc 13)",
     "Python 3.12.1 (a pyenv build at its own prefix, linked as /usr/bin/python3.12), not Ubuntu's 3.12.3; "
     "python3.12, python3.12-dev and python3.12-venv are empty packages so the recipe's apt line is met",
-    "the CUDA 13.0 toolkit of this machine (nvcc 13.0.88, cudart, cccl, nvtx, nvvm), not the full devel toolkit",
-    "cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NVRTC and nvJitLink from their PyPI wheels at the lock's versions",
-    "cuDNN 9.19 and NCCL 2.28.9 (libraries and headers) from PyPI wheels in /usr/lib/x86_64-linux-gnu, /usr/include",
+    "the CUDA 13.0.2 toolkit of this machine (nvcc 13.0.88, cudart 13.0.96, cupti, cccl, nvtx, nvvm: its PyPI "
+    "components, with libnvvm moved to nvvm/lib64 as the toolkit's packages install it), not the full devel toolkit",
+    "cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NVRTC and nvJitLink from their PyPI wheels at the lock's versions, "
+    "each under its real name with the release (libcublas.so.13.1.0.3), as the toolkit's packages install them; that "
+    "the real 13.0.2 base holds these releases is the stand-in's assumption (they are CUDA 13.0.2's, which torch's "
+    "cuda-toolkit pin names)",
+    "NCCL 2.28.9 (library and headers) from its PyPI wheel in /usr/lib/x86_64-linux-gnu, /usr/include; the real "
+    "base's NCCL release is not known here (a different one is pointed at the wheel's by the torch step)",
     "cuobjdump 13.2.51 from the PyPI wheel (none is published for 13.0)",
     "the driver stub lib64/stubs/libcuda.so compiled here from the cu* names in cuda.h, each returning "
     "CUDA_ERROR_STUB_LIBRARY; the devel image ships NVIDIA's",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import stat
 from pathlib import Path
 
 # The heaviest layer the recipe may commit: a node pulls each layer as one stream, so one of sglang's 11 GB kept every
@@ -39,6 +40,26 @@ def instruction(created_by: str) -> str:
     return " ".join(MOUNTS.sub("", NOP.sub("", BUILD_ARGS.sub("", created_by))).split())[:200]
 
 
+def on_disk(path: Path) -> int:
+    """A regular file's bytes; 0 for a link or a file that is not there."""
+    try:
+        found = path.lstat()
+    except OSError:
+        return 0
+    return found.st_size if stat.S_ISREG(found.st_mode) else 0
+
+
+def oci_layer_sizes(layout: Path) -> list[int]:
+    """The compressed size of each layer of the one image in an OCI layout (what `buildah push oci:` writes)."""
+
+    def blob(digest: str) -> dict:
+        algorithm, hex_digest = digest.split(":", 1)
+        return json.loads((layout / "blobs" / algorithm / hex_digest).read_text())
+
+    index = json.loads((layout / "index.json").read_text())
+    return [layer["size"] for layer in blob(index["manifests"][0]["digest"])["layers"]]
+
+
 def read_storage_layers(graph_root: Path) -> list[dict]:
     return json.loads((graph_root / "overlay-layers" / "layers.json").read_text())
 
@@ -48,11 +69,12 @@ def largest(table: list[dict]) -> dict:
 
 
 def distribution_sizes(site_packages: Path) -> list[dict]:
-    """Each distribution installed there with the bytes its RECORD lists, largest first."""
+    """Each distribution installed there with the bytes of the files its RECORD lists, as they are on disk (a file
+    that is now a link to the base's copy weighs nothing here, W46), largest first."""
     found = []
     for record in site_packages.glob("*.dist-info/RECORD"):
         with record.open(newline="") as rows:
-            size = sum(int(row[2]) for row in csv.reader(rows) if len(row) > 2 and row[2].isdigit())
+            size = sum(on_disk(site_packages / row[0]) for row in csv.reader(rows) if row)
         name, _, version = record.parent.name.removesuffix(".dist-info").partition("-")
         found.append({"name": name, "version": version, "bytes": size})
     return sorted(found, key=lambda d: -d["bytes"])

@@ -13,4 +13,8 @@ cp -a /tmp/ovl/site-packages/. "$site/" && rm -f "$site/distutils-precedence.pth
 python3 "$here/device_view.py" "$device" "$site" "$D/device-pip.json" /tmp/devsite
 echo "import site; site.addsitedir('/tmp/devsite')" > "$site/zz-device-view.pth"
 for tree in Megatron-LM slime slime-image; do ln -sfn "/tmp/ovl/$tree" "/opt/$tree"; done
+# The image's torch step makes each CUDA wheel library a link to the base's file of the same release (cuda_once.py,
+# W46): the same over the device's wheels (the view's links) and the device's toolkit, where the loader finds it.
+LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/nvidia/lib64 /tmp/venv/bin/python3 \
+  /opt/slime-image/slime_image/cuda_once.py link /tmp/devsite
 /tmp/venv/bin/python3 -c 'import sys, torch, numpy; print(sys.version.split()[0], torch.__version__, numpy.__version__, torch.cuda.is_available())'

@@ -19,6 +19,10 @@ def name_of(info: Path) -> str:
     return norm(info.name.removesuffix(".dist-info").rsplit("-", 1)[0])
 
 
+def namespace(folder: Path) -> bool:
+    return folder.is_dir() and not folder.name.endswith(".dist-info") and not (folder / "__init__.py").exists()
+
+
 def main(device: Path, venv: Path, listed: Path, view: Path) -> None:
     wanted = {norm(d["name"]): d["version"] for d in json.loads(listed.read_text())}
     staged = {name_of(info) for info in venv.glob("*.dist-info")}
@@ -29,9 +33,16 @@ def main(device: Path, venv: Path, listed: Path, view: Path) -> None:
         if name not in wanted or name in staged:
             continue
         with open(info / "RECORD", newline="") as handle:
-            tops = {row[0].split("/")[0] for row in csv.reader(handle) if row and not row[0].startswith("..")}
-        for top in tops | {info.name}:
-            if (device / top).exists() and not (view / top).exists():
+            files = [row[0] for row in csv.reader(handle) if row and not row[0].startswith("..")]
+        for top in {f.split("/")[0] for f in files} | {info.name}:
+            if namespace(device / top):
+                # Shared by several distributions (nvidia/): linked file by file, so that the image's cuda_once.py
+                # can make the view's CUDA libraries what the image's are without touching the device's own files.
+                for file in (f for f in files if f.startswith(top + "/") and (device / f).exists()):
+                    (view / file).parent.mkdir(parents=True, exist_ok=True)
+                    if not (view / file).exists():
+                        os.symlink(device / file, view / file)
+            elif (device / top).exists() and not (view / top).exists():
                 os.symlink(device / top, view / top)
         linked[name] = info.name.removesuffix(".dist-info")
     missing = sorted(set(wanted) - set(linked) - staged)

@@ -84,10 +84,19 @@ def unwritable(paths: list[Path]) -> list[str]:
     return [str(p) for p in paths if not os.access(p.parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK))]
 
 
-def patch_all(roots: dict[str, Path | None], selected: list[str], check: bool) -> tuple[list[dict], str]:
-    """Every selected patch in order: (results, which upstream folder was chosen and why)."""
+def patch_all(
+    roots: dict[str, Path | None], selected: list[str], check: bool, series: str | None = None
+) -> tuple[list[dict], str]:
+    """Every selected patch in order: (results, which upstream folder was chosen and why). With a declared series,
+    a chosen folder that differs from it stops every patch before anything is written."""
     version = upstream.sglang_version(roots["sglang_root"]) if roots["sglang_root"] else None
     choice = upstream.choose(roots["slime_root"], version)
+    differences = upstream.series_differences(choice.folder, series) if series and choice.folder else []
+    if differences:
+        why = f"{choice.why}, which is not the series the pairing declares: {'; '.join(differences)}; nothing written"
+        return [{"id": p.ID, "status": ERROR, "message": why} for p in upstream.UPSTREAM if p.ID in selected], (
+            choice.why
+        )
     results: list[dict] = []
     planned = []
     for patch in upstream.UPSTREAM:
@@ -154,12 +163,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
+    parser.add_argument(
+        "--series",
+        help="the series the pairing declares (its SLIME_PATCHES): the chosen folder must hold exactly these files",
+    )
     args = parser.parse_args(argv)
     known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
     selected = args.only.split(",") if args.only else known
     unknown = [i for i in selected if i not in known]
     if unknown:
         parser.error(f"unknown patch id {', '.join(unknown)} (known: {', '.join(known)})")
+    if args.series is not None:
+        try:
+            upstream.parse_series(args.series)
+        except ValueError as exc:
+            parser.error(f"--series: {exc}")
     return run_command("slime-patch", lambda: run(args, selected), code=2)
 
 
@@ -172,7 +190,7 @@ def run(args, selected: list[str]) -> int:
         "megatron_root": args.megatron_root or importable_root("megatron"),
         "sglang_root": args.sglang_root or importable_root("sglang"),
     }
-    results, chosen = patch_all(roots, selected, args.check)
+    results, chosen = patch_all(roots, selected, args.check, args.series)
     ok = all(r["status"] in GOOD for r in results)
     upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
@@ -186,6 +204,12 @@ def run(args, selected: list[str]) -> int:
             if r["status"] == NOT_NEEDED and r["id"] in {p.ID for p in upstream.UPSTREAM}:
                 print(f"WARNING: {r['id']}: {r['message']}", file=sys.stderr)
         if not ok:
-            hint = "run without --check to apply" if args.check else "the patch needs updating for this source shape"
+            hint = (
+                "run without --check to apply"
+                if args.check
+                else "declare the folder's series in the pairing (python -m tools.pairings series <slime tree>)"
+                if args.series and any("not the series the pairing declares" in r["message"] for r in results)
+                else "the patch needs updating for this source shape"
+            )
             print(f"fix: {hint}", file=sys.stderr)
     return 0 if ok else 1

@@ -154,6 +154,55 @@ class UpstreamPatch:
         return Outcome(ERROR, f"{where} does not apply, nothing changed: {problem or forward.stderr.strip()}")
 
 
+# A declared series (the pairing's SLIME_PATCHES build argument): the patch folder's name, then each file in slime's
+# order with the first 16 hex digits of its sha256.
+DIGEST_PREFIX = 16
+
+
+def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
+    """'v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@...' -> (folder, [(file, sha256 prefix)])."""
+    folder, colon, rest = text.partition(":")
+    entries = [word.partition("@") for word in rest.split()]
+    if (
+        not colon
+        or not folder.strip()
+        or not entries
+        or any(not (f and at and len(d) == DIGEST_PREFIX) for f, at, d in entries)
+    ):
+        raise ValueError(f"{text!r} is not a series: FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} hex digits each)")
+    return folder.strip(), [(f, d) for f, _, d in entries]
+
+
+def declaration_of(folder: Path) -> str:
+    """The series a patch folder holds, written as a declaration: its files in slime's order (those no series here
+    knows last, by name, so that they fail the comparison loudly rather than go unapplied)."""
+    present = sorted(p.name for p in folder.glob("*.patch"))
+    known = [f for patch in UPSTREAM for f in patch.files if f in present]
+    ordered = known + [f for f in present if f not in known]
+    return f"{folder.name}: " + " ".join(f"{f}@{sha256(folder / f)[:DIGEST_PREFIX]}" for f in ordered)
+
+
+def series_differences(folder: Path, declared: str) -> list[str]:
+    """How the chosen patch folder differs from the declared series: another folder, a file added or missing, a
+    file changed, another order; empty when they are the same. A file no series here knows is named as such."""
+    name, entries = parse_series(declared)
+    if folder.name != name:
+        return [f"slime chose {folder.name}/, but the pairing declares {name}/"]
+    _, found = parse_series(declaration_of(folder))
+    want, have = dict(entries), dict(found)
+    known = {f for patch in UPSTREAM for f in patch.files}
+    problems = [
+        f"{f} is in {folder.name}/ but not declared" + ("" if f in known else ", and no series here applies it")
+        for f in have
+        if f not in want
+    ]
+    problems += [f"{f} is declared but not in {folder.name}/" for f in want if f not in have]
+    problems += [f"{f} is sha256 {have[f]}..., declared {want[f]}..." for f in want if f in have and have[f] != want[f]]
+    if not problems and [f for f, _ in entries] != [f for f, _ in found]:
+        problems.append(f"declared in another order than slime applies them: {' '.join(f for f, _ in found)}")
+    return problems
+
+
 MEGATRON = UpstreamPatch("slime-megatron-patch", "megatron_root", ("megatron.patch",), 1)
 SGLANG = UpstreamPatch(
     "slime-sglang-patch",

@@ -1,13 +1,14 @@
-"""Which copy of a library the image's processes load: one cuDNN, torch's (W44), and the GPU driver from wherever the
-node's container runtime mounts it (W45)."""
+"""Which copy of a library the image's processes load: each CUDA library from one file (W46), one cuDNN, torch's
+(W44), and the GPU driver from wherever the node's container runtime mounts it (W45)."""
 
 from __future__ import annotations
 
-import glob
 import os
 from pathlib import Path
 
+from slime_image.cuda_once import loader_folders, twins
 from slime_image.smoke import facts
+from slime_image.smoke.checks_cuda import python_dirs
 from slime_image.smoke.core import BUILD, FAIL, GPU, PASS, SKIP, Context, Result, check, run_probe
 
 # Where the NVIDIA container runtime mounts the driver's libcuda.so.1 into a container, by the node's OS (docs/facts.md,
@@ -33,8 +34,9 @@ def cudnn_folders(mapped: list[str]) -> dict[str, list[str]]:
     ("W44",),
     BUILD,
     "cuDNN errors in TransformerEngine's attention only, or torch.backends.cudnn.version() raises",
-    "delete the base's system cuDNN libraries (libcudnn* in /usr/lib/<arch>-linux-gnu) after the builds that compile "
-    "against it; CUDNN_PATH alone is not enough: TransformerEngine's core binds cuDNN's sub-libraries by name",
+    "build on a base without a system cuDNN (nvidia/cuda's devel, not cudnn-devel), or let the torch step's "
+    "cuda_once.py point the base's cuDNN at the wheel's; CUDNN_PATH alone is not enough: TransformerEngine's core "
+    "binds cuDNN's sub-libraries by name",
 )
 def one_cudnn(ctx: Context) -> Result:
     """a process that imports torch and then TransformerEngine, as a train actor does, maps cuDNN from one folder,
@@ -70,39 +72,51 @@ def one_cudnn(ctx: Context) -> Result:
     return Result(PASS, f"one cuDNN ({found['train'].get('version')}), torch's: {', '.join(held)}", detail)
 
 
-def conf_folders(conf: Path, seen: set[Path] | None = None) -> list[str]:
-    """The folders an ld.so.conf lists, following its `include` globs, as ldconfig reads them."""
-    seen = set() if seen is None else seen
-    if conf in seen:
-        return []
-    seen.add(conf)
-    try:
-        lines = conf.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    folders = []
-    for line in lines:
-        line = line.split("#", 1)[0].strip()
-        if line.startswith("include "):
-            pattern = line.split(None, 1)[1]
-            pattern = pattern if os.path.isabs(pattern) else str(conf.parent / pattern)
-            for included in sorted(glob.glob(pattern)):
-                folders += conf_folders(Path(included), seen)
-        elif line:
-            folders.append(line)
-    return folders
-
-
-def loader_folders(env: dict[str, str], conf: Path) -> list[str]:
-    """Where the loader looks for a library a process asks for by name: LD_LIBRARY_PATH, then what ld.so.conf lists
-    (the cache ldconfig builds from it), then the default folders."""
-    listed = [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
-    return list(dict.fromkeys([*listed, *conf_folders(conf), "/lib", "/usr/lib"]))
-
-
 def ld_so_conf(ctx: Context) -> Path:
     """The loader's configuration: /etc/ld.so.conf, or $SLIME_SMOKE_LD_SO_CONF (a test's)."""
     return Path(ctx.env.get("SLIME_SMOKE_LD_SO_CONF", "/etc/ld.so.conf"))
+
+
+def gigabytes(size: int) -> str:
+    return f"{size / 1e9:.2f} GB"
+
+
+@check(
+    "cuda-once",
+    ("W46", "W44"),
+    BUILD,
+    "every node pulls CUDA's libraries twice (2.4 GB), and a process may map two copies of one (cuDNN: W44)",
+    "build on the nvidia/cuda devel image of the CUDA release torch's cuda-toolkit pin names (its libraries are the "
+    "wheels' releases) and run cuda_once.py in the step that installs torch",
+)
+def cuda_once(ctx: Context) -> Result:
+    """no soname is held by two files where the loader (LD_LIBRARY_PATH, ld.so.conf) or torch's RPATH (the wheels'
+    nvidia/<name>/lib) finds it: the torch step links each wheel library to the base's copy of the same release"""
+    wheel_folders = sorted({str(p) for d in python_dirs(ctx) for p in Path(d).glob("nvidia/*/lib")})
+    folders = [*loader_folders(ctx.env, ld_so_conf(ctx)), *wheel_folders]
+    held_twice = twins(folders)
+    linked = [
+        p for folder in wheel_folders for p in Path(folder).iterdir() if p.is_symlink() and p.name.startswith("lib")
+    ]
+    detail = f"searched: {' '.join(folders)}"
+    if held_twice:
+        extra = sum(size for files in held_twice.values() for _, size in files[1:])
+        rows = [
+            f"{name}: {' and '.join(f'{path} ({gigabytes(size)})' for path, size in files)}"
+            for name, files in held_twice.items()
+        ]
+        return Result(
+            FAIL,
+            f"{len(held_twice)} CUDA libraries are held twice ({gigabytes(extra)} more than once): "
+            + ", ".join(list(held_twice)[:4])
+            + ("" if len(held_twice) <= 4 else ", ..."),
+            "\n".join([*rows, detail]),
+        )
+    return Result(
+        PASS,
+        f"each CUDA library is one file; {len(linked)} of the wheels' are links to the base's",
+        "\n".join([*(f"{p} -> {os.path.realpath(p)}" for p in linked), detail]),
+    )
 
 
 @check(

@@ -1,4 +1,7 @@
-"""The suite's three report formats: a table for people, JSON for tools, JUnit XML for CI systems."""
+"""The three report formats every guard of the project shares: a table for people, JSON for tools, JUnit XML for CI
+systems. The smoke suite's checks, and on the host the Dockerfile's rules, the manifest policies and the plan's
+verdicts (tools/guard_report.py), each report as a Row: the guard (its id, walls, what it protects against, its fix),
+its Result and its time."""
 
 from __future__ import annotations
 
@@ -10,12 +13,25 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
-from slime_image.smoke.core import FAIL, SKIP, STANDIN, WARN, Check, Result
+from slime_image.smoke.core import FAIL, PASS, SKIP, STANDIN, WARN, Check, Result
+
+# The JSON report's shape; a change that removes or renames a field takes the next number.
+REPORT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A guard that is not a smoke check (a Dockerfile rule, a manifest policy, a plan verdict), as reports name it."""
+
+    id: str
+    walls: tuple[str, ...]
+    protects: str
+    fix: str
 
 
 @dataclass
 class Row:
-    check: Check
+    check: Check | Guard
     result: Result
     seconds: float
 
@@ -35,8 +51,23 @@ def ok(rows: list[Row]) -> bool:
     return not any(r.result.status == FAIL for r in rows)
 
 
-def as_json(rows: list[Row], stage: str) -> str:
-    return json.dumps({"ok": ok(rows), "stage": stage, "checks": [r.as_dict() for r in rows]}, indent=2)
+def counts(rows: list[Row]) -> dict[str, int]:
+    found = {status: 0 for status in (PASS, FAIL, WARN, SKIP, STANDIN)}
+    for r in rows:
+        found[r.result.status] += 1
+    return found
+
+
+def as_json(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
+    report = {
+        "version": REPORT_VERSION,
+        "tool": tool,
+        "stage": stage,
+        "ok": ok(rows),
+        "counts": counts(rows),
+        "checks": [r.as_dict() for r in rows],
+    }
+    return json.dumps(report, indent=2)
 
 
 def as_table(rows: list[Row], stage: str) -> str:
@@ -60,17 +91,17 @@ def as_table(rows: list[Row], stage: str) -> str:
     return "\n".join(lines)
 
 
-def as_junit(rows: list[Row], stage: str) -> str:
+def as_junit(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
     suite = ET.Element(
         "testsuite",
-        name=f"slime-image smoke ({stage})",
+        name=f"slime-image {tool} ({stage})",
         tests=str(len(rows)),
         failures=str(sum(r.result.status == FAIL for r in rows)),
         skipped=str(sum(r.result.status == SKIP for r in rows)),
         time=f"{sum(r.seconds for r in rows):.3f}",
     )
     for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"smoke.{stage}", name=r.check.id, time=f"{r.seconds:.3f}")
+        case = ET.SubElement(suite, "testcase", classname=f"{tool}.{stage}", name=r.check.id, time=f"{r.seconds:.3f}")
         if r.result.status == FAIL:
             failure = ET.SubElement(case, "failure", message=r.result.summary)
             failure.text = f"{r.result.detail}\nfix: {r.check.fix}"

@@ -1,0 +1,61 @@
+"""Promoting another pairing to the default and back (issue 32): one command each, in a scratch copy of the
+repository, and the files each changes; the tree reads back as it was."""
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, UNKNOWN_PAIRING_FIX
+
+from tools import pairings
+
+IGNORED = shutil.ignore_patterns(".git", ".venv", ".cache", "reports", "build", "h200", "rebuilds", "__pycache__")
+
+
+def git(clone, *args):
+    return subprocess.run(["git", "-C", str(clone), *args], capture_output=True, text=True, check=True).stdout
+
+
+def promote(clone, name):
+    return subprocess.run(
+        [sys.executable, "-m", "tools.pairings", "promote", name], cwd=clone, capture_output=True, text=True
+    )
+
+
+@pytest.fixture
+def clone(tmp_path):
+    """The working tree as it stands (committed or not), without its caches and records, as a git repository."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT, copy, ignore=IGNORED, symlinks=True)
+    git(copy, "init", "-q")
+    git(copy, "add", "-A")
+    git(copy, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "as it stands")
+    return copy
+
+
+def test_promoting_another_pairing_and_back_changes_the_dockerfile_and_the_docs_tables_only(clone):
+    default = pairings.default()
+    other = next(pairings.load(name) for name in pairings.names() if name != default.name)
+    proc = promote(clone, other.name)
+    assert proc.returncode == 0, proc.stderr
+    changed = sorted(line[3:] for line in git(clone, "status", "--porcelain").splitlines())
+    assert changed == ["docs/pairings.md", "slime.Dockerfile"]
+    diff = git(clone, "diff", "slime.Dockerfile")
+    assert f"+ARG SGLANG_VERSION={other.args['SGLANG_VERSION']}" in diff and f"+ARG PAIRING={other.name}" in diff
+    assert f"| {other.name} (default) |" in (clone / "docs" / "pairings.md").read_text()
+    check = subprocess.run([sys.executable, "-m", "tools.pairings", "list"], cwd=clone, capture_output=True, text=True)
+    assert f"{other.name}  (default)" in check.stdout
+    proc = promote(clone, default.name)
+    assert proc.returncode == 0, proc.stderr
+    assert git(clone, "status", "--porcelain") == ""
+
+
+def test_promoting_a_pairing_that_does_not_exist_names_those_that_do(clone):
+    proc = promote(clone, "v9")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines()[-2:] == [
+        f"pairings: no pairing 'v9' ({clone / 'pairings' / 'v9.toml'} does not exist)",
+        f"fix: {UNKNOWN_PAIRING_FIX}",
+    ]
+    assert git(clone, "status", "--porcelain") == ""
