@@ -1,5 +1,5 @@
 # slime-image: build, check and ship the SLIME image. `make` or `make help` lists the targets.
-# Versions are never written here: TAG comes from slime.Dockerfile through tools/versions.py.
+# Versions are never written here: TAG comes from slime.Dockerfile through tools/release/versions.py.
 # Host tools run from the project virtualenv as `python -m tools.<name>`; image commands run in the image.
 
 SHELL := /bin/bash
@@ -10,7 +10,7 @@ PYTHON       ?= python3
 VENV         ?= .venv
 VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
-TAG          ?= $(shell $(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) tag)
+TAG          ?= $(shell $(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) tag)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
@@ -51,13 +51,13 @@ DOCKERFILE   ?= slime.Dockerfile
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
 	@mkdir -p $(REPORTS)
-	$(VPY) -m tools.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) \
+	$(VPY) -m tools.planner.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) \
 	  --report-json $(REPORTS)/plan.json --report-junit $(REPORTS)/plan.xml $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
-	@lock=$$($(VPY) -m tools.pairings lock $(or $(PAIRING),default)) && \
-	$(VPY) -m tools.plan --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) --lock "$$lock"
+	@lock=$$($(VPY) -m tools.inputs.pairings lock $(or $(PAIRING),default)) && \
+	$(VPY) -m tools.planner.plan --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) --lock "$$lock"
 
 .PHONY: walls
 walls: $(VENV)/.installed ## Where each wall is guarded (WALLS="W13 W22" for some)
@@ -65,56 +65,60 @@ walls: $(VENV)/.installed ## Where each wall is guarded (WALLS="W13 W22" for som
 
 .PHONY: pairings
 pairings: $(VENV)/.installed ## List the supported slime releases (pairings/), the default marked
-	@$(VPY) -m tools.pairings list
+	@$(VPY) -m tools.inputs.pairings list
+
+.PHONY: promote
+promote: $(VENV)/.installed ## Make PAIRING the default: slime.Dockerfile's ARG defaults and the docs tables from its TOML
+	@$(VPY) -m tools.promote $(or $(PAIRING),default)
 
 .PHONY: base-manifest
 base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's) from the real image (needs Docker)
-	@$(VPY) -m tools.platforms $(PLATFORM) >/dev/null
+	@$(VPY) -m tools.planner.platforms $(PLATFORM) >/dev/null
 	@$(need_engine)
-	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
+	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.release.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
 	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
-	$(VPY) -m tools.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt; \
+	$(VPY) -m tools.planner.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt; \
 	  status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
 RENDERED     := $(REPORTS)/manifests-$(OVERLAY).yaml
-KUBECTL_NS    = $$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get NAMESPACE)
+KUBECTL_NS    = $$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get NAMESPACE)
 need_cluster = $(call need,kubectl,install kubectl (https://kubernetes.io/docs/tasks/tools/)); \
 	timeout 10 kubectl cluster-info >/dev/null 2>&1 || { echo "make $@: kubectl reaches no cluster (kubectl cluster-info failed): aws eks update-kubeconfig --name <cluster>" >&2; exit 1; }
 
 .PHONY: render
 render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100 (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM required)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY)
 
 .PHONY: validate-manifests
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --out $(RENDERED)
-	@image=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
-	$(VPY) -m tools.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image" \
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --out $(RENDERED)
+	@image=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
+	$(VPY) -m tools.k8s.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image" \
 	  --report-json $(REPORTS)/manifests-$(OVERLAY).json --report-junit $(REPORTS)/manifests-$(OVERLAY).xml
 
 .PHONY: crds
 crds: $(VENV)/.installed ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
-	@$(VPY) -m tools.kuberay_crds
+	@$(VPY) -m tools.k8s.kuberay_crds
 
 .PHONY: deploy
 deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s_nodes --overlay $(OVERLAY)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_nodes --overlay $(OVERLAY)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
 	kubectl apply -f $(RENDERED)
 
 .PHONY: data-prep
 data-prep: $(VENV)/.installed ## Download the model and datasets onto the shared file system (a Job)
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
 	kubectl apply -f $(RENDERED)
 
 .PHONY: preflight
 preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY as a Job; print its report; exit with its status
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
 	@ns=$(KUBECTL_NS); job=$$(kubectl create -f $(RENDERED) -o name) || exit 1; \
 	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
 	kubectl -n $$ns logs $$job; \
@@ -125,7 +129,7 @@ preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY 
 .PHONY: preflight-p2p
 preflight-p2p: $(VENV)/.installed ## Two GPU nodes of OVERLAY exchange over NCCL and EFA, GPU by GPU (a Job of 2 pods); exit with its status
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s_render --overlay $(OVERLAY) --only preflight-p2p --out $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only preflight-p2p --out $(RENDERED)
 	@ns=$(KUBECTL_NS); made=$$(kubectl create -f $(RENDERED) -o name) || exit 1; job=$$(echo "$$made" | grep '^job'); \
 	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
 	kubectl -n $$ns logs -l job-name=$${job#*/} --prefix --tail=-1; \
@@ -145,12 +149,12 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	@$(need_cluster)
 	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-head -o name | head -1); \
 	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
-	recipe=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get LAUNCH_RECIPE) && \
-	nodes=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
-	allow=$$($(VPY) -m tools.k8s_render --overlay $(OVERLAY) --get ALLOW_OTHER_IMAGE) && \
+	recipe=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get LAUNCH_RECIPE) && \
+	nodes=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
+	allow=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get ALLOW_OTHER_IMAGE) && \
 	versions=$$(mktemp) && trap 'rm -f "$$versions"' EXIT && \
 	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && \
-	$(VPY) -m tools.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
+	$(VPY) -m tools.k8s.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
 	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
 
 .PHONY: test
@@ -163,31 +167,31 @@ lint: $(VENV)/.installed ## ruff, hadolint, the generated tables of docs/, the p
 	$(VENV)/bin/ruff format --check image tools tests benchmarks
 	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
 	$(VPY) -m tools.docs --check
-	$(VPY) -m tools.pairings check
+	$(VPY) -m tools.inputs.pairings check
 	@mkdir -p $(REPORTS)
-	$(VPY) -m tools.rules --report-json $(REPORTS)/rules.json --report-junit $(REPORTS)/rules.xml
+	$(VPY) -m tools.inputs.rules --report-json $(REPORTS)/rules.json --report-junit $(REPORTS)/rules.xml
 
 .PHONY: versions
 versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
-	@$(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) json
+	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) json
 
 .PHONY: tag
 tag: $(VENV)/.installed ## Print the default image tag (of PAIRING, when given)
-	@$(VPY) -m tools.versions $(if $(PAIRING),--pairing $(PAIRING)) tag
+	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) tag
 
 .PHONY: docs
 docs: $(VENV)/.installed ## Regenerate the tables of docs/ (versions, pairings, checks, patches, walls) from their sources
 	$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
-# --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/build.py
+# --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py
 # works out the rest of the command, as the verification build's.
 ENGINE       ?=
 BUILD_ARGS   ?=
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
-	@$(VPY) -m tools.build $(if $(PAIRING),--pairing $(PAIRING)) $(if $(ENGINE),--engine $(ENGINE)) --platform $(PLATFORM) \
+	@$(VPY) -m tools.release.build $(if $(PAIRING),--pairing $(PAIRING)) $(if $(ENGINE),--engine $(ENGINE)) --platform $(PLATFORM) \
 	  --image $(IMAGE) $(if $(TAG),--tag $(TAG)) $(foreach a,$(BUILD_ARGS),--build-arg '$(a)') $(if $(DRY_RUN),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
@@ -197,7 +201,7 @@ APEX_REPO     ?=
 
 .PHONY: build-check
 build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
+	$(VPY) -m tools.release.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 
 .PHONY: push
 push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest

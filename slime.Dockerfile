@@ -2,7 +2,7 @@
 # SLIME (RL post-training: SGLang rollouts, Megatron-LM training, Ray) for EKS on H200 and B300, CUDA 13.
 # Every ARG below that names a version is the single source of truth for it: the Makefile's tag, the
 # version table of docs/pairings.md, /opt/slime-image/versions.json and the tests all read these lines
-# (tools/versions.py on the host, slime-record in the build). Pin the base by digest in production:
+# (tools/release/versions.py on the host, slime-record in the build). Pin the base by digest in production:
 # --build-arg BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04@sha256:...
 
 # Base: CUDA's own devel image (toolkit, nvcc, NCCL, the driver stub), Ubuntu 24.04, no Python packages. 13.0.2 is
@@ -182,7 +182,7 @@ ARG SLIME_PATCHES="v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@4
 RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM --series "${SLIME_PATCHES}"
 
 # What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
-# and the OCI labels below; and the fingerprint of the tree that built it (tools/fingerprint.py: `make build` passes
+# and the OCI labels below; and the fingerprint of the tree that built it (tools/inputs/fingerprint.py: `make build` passes
 # it), which the preflight and `make submit` compare with yours. It changes only when an input does.
 ARG IMAGE_INPUTS=unknown
 RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PAIRING BASE_IMAGE EFA_INSTALLER_VERSION PIP_VERSION \

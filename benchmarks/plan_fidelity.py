@@ -29,10 +29,11 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from tools import pairings, plan
-from tools.lock import lock_cutoff
-from tools.plan_env import Dist, FakeEnv, load_manifest
-from tools.recipe import ROOT, Recipe
+from tools.inputs import pairings
+from tools.inputs.lock import lock_cutoff
+from tools.inputs.recipe import ROOT, Recipe
+from tools.planner import plan
+from tools.planner.plan_env import Dist, FakeEnv, load_manifest
 
 
 def variant(workdir: Path) -> tuple[Path, Path]:
@@ -60,7 +61,7 @@ def run_plan(dockerfile: Path, manifest: Path, cache: Path, cutoff: str) -> tupl
         [
             sys.executable,
             "-m",
-            "tools.plan",
+            "tools.planner.plan",
             "--dockerfile",
             str(dockerfile),
             "--base-manifest",

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools import pairings
-from tools.build_check import record
-from tools.lock import lock_cutoff, lock_pins
-from tools.recipe import ROOT, Recipe
+from tools.inputs import pairings
+from tools.inputs.lock import lock_cutoff, lock_pins
+from tools.inputs.recipe import ROOT, Recipe
+from tools.release.build_check import record
 
 UV_VERSION = "0.13.9"
 
@@ -92,7 +92,7 @@ def main() -> int:
     parser.add_argument("--pairing", default=pairings.DEFAULT)
     args = parser.parse_args()
     pairing = pairings.load(args.pairing)
-    plan = [sys.executable, "-m", "tools.plan", "--pairing", pairing.name]
+    plan = [sys.executable, "-m", "tools.planner.plan", "--pairing", pairing.name]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools.build_check.run import layers_of
+from tools.release.build_check.run import layers_of
 
 COMPRESSIONS = ("gzip", "zstd")
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"

@@ -15,7 +15,7 @@ import subprocess
 import zipfile
 from pathlib import Path
 
-from tools.plan_env import python312
+from tools.planner.plan_env import python312
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))

@@ -7,22 +7,23 @@ import sys
 
 # The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
 COMMANDS = (
-    "tools.plan",
-    "tools.rules",
-    "tools.versions",
+    "tools.planner.plan",
+    "tools.inputs.rules",
+    "tools.release.versions",
     "tools.docs",
-    "tools.pairings",
+    "tools.promote",
+    "tools.inputs.pairings",
     "tools.wall_guards",
-    "tools.platforms",
-    "tools.base_manifest",
-    "tools.k8s_render",
-    "tools.k8s_validate",
-    "tools.k8s_nodes",
-    "tools.kuberay_crds",
-    "tools.grpo_submit",
-    "tools.build_check.run",
-    "tools.fingerprint",
-    "tools.build",
+    "tools.planner.platforms",
+    "tools.planner.base_manifest",
+    "tools.k8s.k8s_render",
+    "tools.k8s.k8s_validate",
+    "tools.k8s.k8s_nodes",
+    "tools.k8s.kuberay_crds",
+    "tools.k8s.grpo_submit",
+    "tools.release.build_check.run",
+    "tools.inputs.fingerprint",
+    "tools.release.build",
 )
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import pairings
-from tools.recipe import DOCKERFILE, ROOT, Recipe
+from tools.inputs import pairings
+from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 
 # What each version ARG pins, for people reading the version table.
 COMPONENTS = {

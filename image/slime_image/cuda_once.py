@@ -136,7 +136,11 @@ def twins(folders: list[str]) -> dict[str, list[tuple[str, int]]]:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 3 or argv[1] != "link":
-        print(f"usage: {argv[0]} link SITE_PACKAGES", file=sys.stderr)
+        print(
+            f"cuda-once: {' '.join(argv[1:]) or 'no command'}: not a command it knows\n"
+            f"fix: run {argv[0]} link SITE_PACKAGES",
+            file=sys.stderr,
+        )
         return 2
     site_packages = Path(argv[2])
     if not site_packages.is_dir():

@@ -4,7 +4,7 @@
 
 `ray job submit` joins its entrypoint words with spaces and runs the result under /bin/sh -c, which
 splits arguments that contain spaces and cannot expand bash arrays (wall W16). The submitter
-(tools/grpo_submit.py) encodes the exact argument vector; this replaces itself with it.
+(tools/k8s/grpo_submit.py) encodes the exact argument vector; this replaces itself with it.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 
 from slime_image.errors import UserError, run_command
 
-FIX = "submit the job with tools/grpo_submit.py (make submit), which encodes the argument vector"
+FIX = "submit the job with tools/k8s/grpo_submit.py (make submit), which encodes the argument vector"
 
 
 def decode(argv: list[str]) -> list[str]:

@@ -22,7 +22,7 @@ from slime_image import gpus, walls
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
-from slime_image.smoke.core import FAIL, PASS, PROBES, Check, Result
+from slime_image.smoke.core import FAIL, PASS, PROBES
 
 STAGE = "p2p"
 # What it guards, for tools.wall_guards: the rails two nodes' pods hold (W39), and NCCL on EFA, not sockets (W13).
@@ -32,12 +32,17 @@ SOCKETS = "Socket"  # NCCL's own TCP transport: what it falls back to without a 
 
 
 def row(check_id: str, status: str, summary: str, seconds: float, detail: str = "", seen=()) -> report.Row:
-    fix = "; ".join(f"{w.id}: {w.design}" for w in seen) or "read the ranks' NCCL log in the pod's output"
-    causes = "\n".join(f"{w.id}: {w.sees}; cause: {w.cause}" for w in seen)
-    check = Check(
-        check_id, tuple(w.id for w in seen), STAGE, "a multi-node job whose point-to-point traffic fails", fix, None
+    return report.seen_row(
+        check_id,
+        STAGE,
+        "a multi-node job whose point-to-point traffic fails",
+        "read the ranks' NCCL log in the pod's output",
+        status,
+        summary,
+        seconds,
+        detail,
+        seen,
     )
-    return report.Row(check, Result(status, summary, "\n".join(p for p in (detail, causes) if p)), seconds)
 
 
 def judge(node: int, outcomes: list[tuple[int | None, str, str]], seconds: float) -> list[report.Row]:

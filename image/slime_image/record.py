@@ -5,7 +5,7 @@
 Each NAME is a version ARG of slime.Dockerfile; a RUN step sees its value in the environment (a build arg
 may have overridden the default). With --slime-root, the record also names slime's own patch files the image
 applied (the folder chosen for the installed SGLang) with their sha256. The Dockerfile's record step names
-every version ARG, and a structural rule (tools/rules.py) fails when it leaves one out. The image tag's
+every version ARG, and a structural rule (tools/inputs/rules.py) fails when it leaves one out. The image tag's
 format is defined here, once.
 """
 
@@ -23,7 +23,7 @@ from slime_image.patches import upstream
 from slime_image.patches.base import check_root, importable_root
 
 # What a NAME may be: a version ARG (these suffixes, or BASE_IMAGE), the source a download came from (_URL), the
-# pairing the build was made from, or the fingerprint of the tree that built it (IMAGE_INPUTS). tools/recipe.py reads
+# pairing the build was made from, or the tree's fingerprint (IMAGE_INPUTS). tools/inputs/recipe.py reads
 # the same suffixes to find the Dockerfile's version set.
 VERSION_SUFFIXES = ("_VERSION", "_COMMIT", "_REF", "_RELEASE")
 SOURCE_SUFFIX = "_URL"

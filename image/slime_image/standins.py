@@ -1,8 +1,8 @@
 """How a stand-in declares itself in an image, and reading those declarations (standard library only).
 
-Only the verification build (tools/build_check/) puts stand-ins into an image: a wheel carries the file STANDIN_FILE
-in its .dist-info; anything pip did not install writes <FOLDER>/<component>. A real image has neither, so nothing
-here changes what its gate or its record say.
+Only the verification build (tools/release/build_check/) puts stand-ins in an image: a wheel carries the file
+STANDIN_FILE in its .dist-info; anything pip did not install writes <FOLDER>/<component>. A real image has neither,
+so nothing here changes what its gate or its record say.
 """
 
 from __future__ import annotations

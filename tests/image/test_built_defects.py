@@ -14,9 +14,9 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from slime_image.pip_conflicts import ALLOWLIST
 
-from tools import pairings
-from tools.lock import lock_pins
-from tools.recipe import Recipe
+from tools.inputs import pairings
+from tools.inputs.lock import lock_pins
+from tools.inputs.recipe import Recipe
 
 pytestmark = pytest.mark.slow
 

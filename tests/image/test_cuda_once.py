@@ -115,3 +115,12 @@ def test_a_site_packages_that_is_not_a_folder_is_named(tmp_path):
         f"cuda-once: {tmp_path / 'absent'} is not a folder",
         "fix: name the site-packages of the image's venv",
     ]
+
+
+def test_an_unknown_command_is_named_with_the_one_it_knows():
+    proc = subprocess.run([sys.executable, str(CUDA_ONCE), "lnk", "/x"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        "cuda-once: lnk /x: not a command it knows",
+        f"fix: run {CUDA_ONCE} link SITE_PACKAGES",
+    ]

@@ -10,7 +10,7 @@ import pytest
 from conftest import by_id, run_suite
 from slime_image.smoke import elf_symbols
 
-from tools.plan_env import python312
+from tools.planner.plan_env import python312
 
 pytestmark = pytest.mark.slow
 TE_CORE_CU13_NEWER = "transformer-engine-cu13==2.16.1"

@@ -287,7 +287,7 @@ def test_each_pairing_declares_its_slime_trees_series():
         pytest.skip(f"no slime mirror at {mirror} (SLIME_MIRROR)")
     from slime_image.patches import upstream
 
-    from tools import pairings
+    from tools.inputs import pairings
 
     for name in pairings.names():
         pairing = pairings.load(name)

@@ -11,7 +11,7 @@ import artifacts
 import pytest
 from conftest import IMAGE_BIN, by_id, run_suite
 
-from tools.build_check import standins
+from tools.release.build_check import standins
 
 pytestmark = pytest.mark.slow
 

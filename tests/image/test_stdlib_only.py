@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from tools.plan_env import python312
+from tools.planner.plan_env import python312
 
 IMAGE = ROOT / "image"
 OWN = {"slime_image"}

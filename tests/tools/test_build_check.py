@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
-from tools import pairings, sdist_metadata
-from tools.build_check import record, standins, weights
+from tools.inputs import fingerprint, pairings
+from tools.planner import sdist_metadata
+from tools.release.build_check import record, standins, weights
 
 RECORD = record.RECORD_JSON
 
@@ -34,7 +35,7 @@ def test_the_record_was_made_from_the_inputs_in_this_tree_for_its_pairing(built)
     assert built["pairing"] == expected, (
         f"{built['folder']} records {expected}: run make build-check PAIRING={expected}"
     )
-    current = record.pairing_inputs(pairings.load(expected))
+    current = fingerprint.pairing_inputs(pairings.load(expected))
     stale = {name: digest for name, digest in current.items() if built["inputs"].get(name) != digest}
     assert not stale, f"these inputs changed since the verification build: {sorted(stale)}; run make build-check"
 
@@ -42,17 +43,17 @@ def test_the_record_was_made_from_the_inputs_in_this_tree_for_its_pairing(built)
 def test_a_changed_input_changes_its_digest(tmp_path):
     lock = pairings.default().lock.relative_to(ROOT).as_posix()
     (tmp_path / "locks").mkdir()
-    for name in (*record.INPUTS, lock):
+    for name in (*fingerprint.INPUTS, lock):
         source = ROOT / name
         if source.is_dir():
             (tmp_path / name).mkdir()
             (tmp_path / name / "a.py").write_text("x = 1\n")
         else:
             (tmp_path / name).write_text(source.read_text())
-    before = record.input_digests(lock, root=tmp_path)
+    before = fingerprint.input_digests(lock, root=tmp_path)
     (tmp_path / "image" / "a.py").write_text("x = 2\n")
     (tmp_path / lock).write_text("numpy==1.26.4\n")
-    after = record.input_digests(lock, root=tmp_path)
+    after = fingerprint.input_digests(lock, root=tmp_path)
     assert {n for n in before if before[n] != after[n]} == {"image", lock}
 
 
@@ -196,7 +197,7 @@ def test_the_readable_record_is_the_json_one(built):
 )
 def test_bad_input_stops_before_any_work_with_cause_and_fix(args, cause, tmp_path):
     run = subprocess.run(
-        [sys.executable, "-m", "tools.build_check.run", "--work", str(tmp_path / "work"), *args],
+        [sys.executable, "-m", "tools.release.build_check.run", "--work", str(tmp_path / "work"), *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -6,9 +6,9 @@ import pytest
 import yaml
 from test_host_bad_input import USER, assert_refused, tool
 
-from tools import cluster_shape, launch_recipe
+from tools.k8s import cluster_shape, launch_recipe
 
-RENDER = ("tools.k8s_render", "--overlay", "h200")
+RENDER = ("tools.k8s.k8s_render", "--overlay", "h200")
 
 
 def render(tmp_path, **changes):
@@ -71,7 +71,7 @@ def recipe_with(tmp_path, **settings):
 
 
 def submit(recipe, *args):
-    return tool("tools.grpo_submit", "--recipe", recipe, "--overlay", "h200", "--dry-run", *args)
+    return tool("tools.k8s.grpo_submit", "--recipe", recipe, "--overlay", "h200", "--dry-run", *args)
 
 
 def test_more_gpus_per_node_than_the_instance_type_has_is_refused(tmp_path):

@@ -7,7 +7,8 @@ import json
 import yaml
 from test_host_bad_input import USER, assert_refused, tool
 
-from tools import fingerprint, k8s_render, launch_recipe, pairings
+from tools.inputs import fingerprint, pairings
+from tools.k8s import k8s_render, launch_recipe
 
 
 def tree(name):
@@ -18,7 +19,7 @@ def test_each_pairing_has_its_own_fingerprint_and_a_changed_input_changes_it(tmp
     assert len({tree(name) for name in pairings.names()}) == len(pairings.names())
     assert tree("default") == tree(pairings.default().name)
     before = tree("default")
-    monkeypatch.setattr(fingerprint.record, "input_digests", lambda *locks: {"image": "changed"})
+    monkeypatch.setattr(fingerprint, "input_digests", lambda *locks: {"image": "changed"})
     assert tree("default") != before
 
 
@@ -38,7 +39,7 @@ def submit(tmp_path, inputs, *extra):
     versions.write_text(json.dumps({"versions": {"PAIRING": pairings.default().name, "IMAGE_INPUTS": inputs}}))
     recipe = str(launch_recipe.DEFAULT)
     args = ["--recipe", recipe, "--overlay", "h200", "--dry-run", "--image-versions", str(versions), *extra]
-    return tool("tools.grpo_submit", *args)
+    return tool("tools.k8s.grpo_submit", *args)
 
 
 def test_submit_refuses_an_image_other_inputs_built_unless_allowed(tmp_path):

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import IMAGE_BIN, ROOT
 
-from tools import grpo_submit, launch_recipe
+from tools.k8s import grpo_submit, launch_recipe
 
 RECIPE = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
 LAUNCHER = IMAGE_BIN / "slime-launch"
@@ -57,7 +57,7 @@ def submit(recipe_path, stand_ins, *options):
         [
             sys.executable,
             "-m",
-            "tools.grpo_submit",
+            "tools.k8s.grpo_submit",
             "--recipe",
             str(recipe_path),
             *options,
@@ -213,7 +213,7 @@ def test_missing_ray_command_says_how_to_submit(tmp_path, stand_ins):
         [
             sys.executable,
             "-m",
-            "tools.grpo_submit",
+            "tools.k8s.grpo_submit",
             "--recipe",
             str(path),
             "--",

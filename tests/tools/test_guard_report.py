@@ -11,8 +11,10 @@ from conftest import ROOT, by_id
 from test_k8s import IMAGE, USER, overlay_values
 from test_rules import BROKEN
 
-from tools import guard_report, k8s_render, k8s_validate, plan
-from tools.plan_findings import GUARDS
+from tools import guard_report
+from tools.k8s import k8s_render, k8s_validate
+from tools.planner import plan
+from tools.planner.plan_findings import GUARDS
 
 FIELDS = {"id", "walls", "status", "summary", "detail", "fix", "seconds"}
 
@@ -26,7 +28,7 @@ def shape(report: dict, tool: str) -> None:
 def test_a_broken_rule_reports_its_id_walls_and_problem_in_json_and_junit(recipe_copy, tmp_path):
     dockerfile = recipe_copy(BROKEN["no-cuda-compat-on-loader-path"])
     json_path, junit_path = tmp_path / "rules.json", tmp_path / "rules.xml"
-    command = [sys.executable, "-m", "tools.rules", str(dockerfile), "--report-json", str(json_path)]
+    command = [sys.executable, "-m", "tools.inputs.rules", str(dockerfile), "--report-json", str(json_path)]
     proc = subprocess.run([*command, "--report-junit", str(junit_path)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1
     report = json.loads(json_path.read_text())

@@ -15,10 +15,10 @@ import pytest
 from slime_image.errors import UserError
 
 import tools
-from tools import kuberay_crds
-from tools.lock import CUTOFF_LINE
-from tools.plan import write_lock
-from tools.progress import ticking
+from tools.inputs.lock import CUTOFF_LINE
+from tools.k8s import kuberay_crds
+from tools.planner.plan import write_lock
+from tools.planner.progress import ticking
 
 ROOT = Path(__file__).resolve().parents[2]
 USER = {"IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test", "NAMESPACE": "slime"}
@@ -63,23 +63,23 @@ def dockerfile(tmp_path: Path, text: str) -> str:
     ],
 )
 def test_a_dockerfile_docker_would_refuse_is_refused(tmp_path, text, cause, fix):
-    proc = tool("tools.plan", "--dockerfile", dockerfile(tmp_path, text), "--assume-empty-base")
+    proc = tool("tools.planner.plan", "--dockerfile", dockerfile(tmp_path, text), "--assume-empty-base")
     assert_refused(proc, "plan", cause, fix)
 
 
 def test_an_unknown_target_in_a_dockerfile_without_stage_names_says_to_leave_it_out(tmp_path):
-    proc = tool("tools.plan", "--dockerfile", dockerfile(tmp_path, "FROM ubuntu:24.04\n"), "--target", "build")
+    proc = tool("tools.planner.plan", "--dockerfile", dockerfile(tmp_path, "FROM ubuntu:24.04\n"), "--target", "build")
     assert_refused(proc, "plan", "no stage named 'build'", "leave --target out")
 
 
 def test_an_unknown_target_names_the_stages_there_are(tmp_path):
     text = "FROM ubuntu:24.04 AS base\nFROM base AS final\n"
-    proc = tool("tools.plan", "--dockerfile", dockerfile(tmp_path, text), "--target", "nosuch")
+    proc = tool("tools.planner.plan", "--dockerfile", dockerfile(tmp_path, text), "--target", "nosuch")
     assert_refused(proc, "plan", "no stage named 'nosuch'", "name one of: base, final")
 
 
 def test_a_cutoff_that_is_no_time_is_refused_before_any_step():
-    proc = tool("tools.plan", "--uploaded-prior-to", "yesterday")
+    proc = tool("tools.planner.plan", "--uploaded-prior-to", "yesterday")
     assert_refused(proc, "plan", "--uploaded-prior-to 'yesterday' is not an ISO-8601 time", "2026-12-02T23:01:00Z")
     assert "[1/" not in proc.stdout
 
@@ -89,7 +89,7 @@ def test_a_cutoff_that_is_no_time_is_refused_before_any_step():
 def test_an_output_the_planner_cannot_write_is_refused_before_planning(tmp_path, option, where):
     (tmp_path / "file").write_text("")
     target = tmp_path if where == "folder" else tmp_path / "file" / "plan.json"
-    proc = tool("tools.plan", option, str(target))
+    proc = tool("tools.planner.plan", option, str(target))
     assert_refused(proc, "plan", f"{option} {target}: cannot write a file there", f"pass {option} a file")
     assert proc.stdout == ""
 
@@ -106,7 +106,7 @@ def test_a_platform_the_image_is_not_built_for_is_refused_by_make_and_the_planne
     for proc, prog in (
         (run("make", "-s", "plan", f"PLATFORM={platform}"), "plan"),
         (run("make", "-s", "build", f"PLATFORM={platform}", "ENGINE=buildah"), "make build"),
-        (tool("tools.plan", "--platform", platform), "plan"),
+        (tool("tools.planner.plan", "--platform", platform), "plan"),
     ):
         lines = proc.stderr.strip().splitlines()
         if lines and lines[-1].startswith("make: ***"):  # make's own note after a failed recipe line
@@ -115,7 +115,7 @@ def test_a_platform_the_image_is_not_built_for_is_refused_by_make_and_the_planne
 
 
 def test_the_supported_platform_in_docker_and_machine_spellings():
-    from tools import platforms
+    from tools.planner import platforms
 
     assert {platforms.arch(name) for name in ("linux/amd64", "amd64", "x86_64", "linux/x86_64")} == {"x86_64"}
 
@@ -124,7 +124,7 @@ def test_the_supported_platform_in_docker_and_machine_spellings():
 
 
 def render(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    return tool("tools.k8s_render", "--overlay", "b300", *args, env=env)
+    return tool("tools.k8s.k8s_render", "--overlay", "b300", *args, env=env)
 
 
 def test_an_env_file_that_does_not_exist_is_an_error_not_an_empty_file(tmp_path):
@@ -159,12 +159,14 @@ def test_an_output_the_renderer_cannot_write_is_refused(tmp_path):
 
 
 def test_an_output_the_manifest_writer_cannot_write_is_refused(tmp_path):
-    proc = tool("tools.base_manifest", "--image", "x", "--inspect", str(tmp_path / "i.json"), "--out", str(tmp_path))
+    proc = tool(
+        "tools.planner.base_manifest", "--image", "x", "--inspect", str(tmp_path / "i.json"), "--out", str(tmp_path)
+    )
     assert_refused(proc, "base-manifest", f"--out {tmp_path}: cannot write a file there")
 
 
 def test_base_manifest_names_itself_as_it_is_run():
-    assert tool("tools.base_manifest", "--help").stdout.startswith("usage: tools.base_manifest ")
+    assert tool("tools.planner.base_manifest", "--help").stdout.startswith("usage: tools.planner.base_manifest ")
 
 
 @pytest.mark.parametrize("folder", ["empty", "misspelt"])
@@ -175,7 +177,7 @@ def test_a_kuberay_crd_dir_without_the_crds_is_an_error(tmp_path, folder):
     manifests = tmp_path / "m.yaml"
     manifests.write_text(render(env=USER).stdout)
     proc = tool(
-        "tools.k8s_validate", str(manifests), "--overlay", "b300", "--image", USER["IMAGE"],
+        "tools.k8s.k8s_validate", str(manifests), "--overlay", "b300", "--image", USER["IMAGE"],
         env={"KUBERAY_CRD_DIR": str(crds)},
     )  # fmt: skip
     assert_refused(proc, "validate", f"KUBERAY_CRD_DIR={crds} lacks v1.4.2/ray.io_rayclusters.yaml and 3 more")
@@ -223,10 +225,12 @@ def test_every_host_module_is_a_listed_command_or_says_it_is_a_library():
         assert has_main == (name in tools.COMMANDS), f"{name}: a main() and tools.COMMANDS disagree"
 
 
-@pytest.mark.parametrize("module", ["tools.lock", "tools.job_env", "tools.recipe", "tools.plan_env"])
+@pytest.mark.parametrize(
+    "module", ["tools.inputs.lock", "tools.k8s.job_env", "tools.inputs.recipe", "tools.planner.plan_env"]
+)
 def test_a_library_module_run_as_a_command_says_so(module):
     proc = tool(module, "--help")
-    assert_refused(proc, module, "a library module, not a command", "tools.plan")
+    assert_refused(proc, module, "a library module, not a command", "tools.planner.plan")
 
 
 def test_every_host_command_is_in_the_development_page():

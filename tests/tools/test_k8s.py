@@ -10,7 +10,7 @@ import yaml
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools import k8s_render, k8s_validate
+from tools.k8s import k8s_render, k8s_validate
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test"
 USER = {"IMAGE": IMAGE, "NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx-lustre"}
@@ -98,7 +98,7 @@ def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
     absent = tmp_path / "empty.env"
     absent.write_text("")
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent)],
+        [sys.executable, "-m", "tools.k8s.k8s_render", "--overlay", "b300", "--env-file", str(absent)],
         capture_output=True,
         text=True,
         env=env,
@@ -116,7 +116,17 @@ def test_render_get_prints_one_resolved_setting(tmp_path):
     absent.write_text("")
     for name, expected in (("NAMESPACE", "slime"), ("IMAGE", IMAGE), ("EFA_PER_NODE", "16")):
         proc = subprocess.run(
-            [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(absent), "--get", name],
+            [
+                sys.executable,
+                "-m",
+                "tools.k8s.k8s_render",
+                "--overlay",
+                "b300",
+                "--env-file",
+                str(absent),
+                "--get",
+                name,
+            ],
             capture_output=True,
             text=True,
             env=env,
@@ -297,7 +307,7 @@ def test_without_crds_kuberay_validation_is_skipped_not_passed():
 def test_an_env_file_that_is_a_folder_is_named(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in USER} | USER
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.k8s_render", "--overlay", "b300", "--env-file", str(tmp_path)],
+        [sys.executable, "-m", "tools.k8s.k8s_render", "--overlay", "b300", "--env-file", str(tmp_path)],
         capture_output=True,
         text=True,
         env=env,
@@ -319,7 +329,7 @@ def test_validate_names_a_file_that_is_not_manifests(tmp_path, text, cause):
     path = tmp_path / "manifests.yaml"
     path.write_text(text)
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.k8s_validate", str(path), "--overlay", "b300", "--image", IMAGE],
+        [sys.executable, "-m", "tools.k8s.k8s_validate", str(path), "--overlay", "b300", "--image", IMAGE],
         capture_output=True,
         text=True,
     )

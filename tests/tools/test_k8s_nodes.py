@@ -32,7 +32,7 @@ def node(name, efa, gpus=8):
 
 def deploy_check(env, overlay="h200"):
     return subprocess.run(
-        [sys.executable, "-m", "tools.k8s_nodes", "--overlay", overlay],
+        [sys.executable, "-m", "tools.k8s.k8s_nodes", "--overlay", overlay],
         cwd=ROOT,
         capture_output=True,
         text=True,

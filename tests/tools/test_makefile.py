@@ -14,9 +14,9 @@ import time
 import pytest
 from conftest import ROOT, UNKNOWN_PAIRING_FIX
 
-from tools import build as tools_build
-from tools import fingerprint, pairings
-from tools.build_check import record
+from tools.inputs import fingerprint, pairings
+from tools.release import build as tools_build
+from tools.release.build_check import record
 
 
 def _path_without(tmp_path, *missing):
@@ -189,8 +189,8 @@ def test_cluster_targets_without_kubectl_name_it(tmp_path):
 
 @pytest.mark.parametrize("name", pairings.names())
 def test_make_build_passes_what_the_verification_build_of_the_pairing_passed(name):
-    # One place works the build arguments out (tools/build.py); the record keeps what the verification build passed,
-    # less the commit and the fingerprint, with its own mirrors and stand-in base on top.
+    # One place works the build arguments out (tools/release/build.py); the record keeps what the verification
+    # build gave, less the commit and the fingerprint, with its own mirrors and stand-in base on top.
     pairing = pairings.load(name)
     recorded = json.loads((record.folder_for(pairing) / record.RECORD_JSON).read_text())["build_args"]
     own = {a for a in recorded if not a.startswith(("BASE_IMAGE=", "EFA_INSTALLER_URL=", "SGL_ROUTER_URL="))}

@@ -11,9 +11,10 @@ import pytest
 from conftest import ROOT, UNKNOWN_PAIRING_FIX
 from slime_image.errors import UserError
 
-from tools import pairings, plan, upstream_release
-from tools.lock import lock_inputs
-from tools.recipe import Recipe
+from tools.inputs import pairings, upstream_release
+from tools.inputs.lock import lock_inputs
+from tools.inputs.recipe import Recipe
+from tools.planner import plan
 
 
 def test_the_dockerfile_defaults_are_exactly_one_pairing():
@@ -103,7 +104,7 @@ def test_make_plan_with_an_unknown_pairing_says_which_exist():
 
 def test_the_pairing_args_are_what_make_passes():
     proc = subprocess.run(
-        [sys.executable, "-m", "tools.pairings", "args", "v0.3.1"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "tools.inputs.pairings", "args", "v0.3.1"], cwd=ROOT, capture_output=True, text=True
     )
     assert "SGLANG_VERSION=0.5.15.post1" in proc.stdout.splitlines()
 

@@ -1,4 +1,4 @@
-"""pip lines read as pip reads them (tools/pip_cli.py): the option table is pip's own, values are not packages,
+"""pip lines read as pip reads them (tools/inputs/pip_cli.py): the option table is pip's own, values are not packages,
 index options reach the step's resolution, and -U, -I, --force-reinstall, --no-deps mean in the plan what they
 mean to pip. Small wheels written here are served from a real local index (http.server on 127.0.0.1)."""
 
@@ -10,9 +10,9 @@ import sys
 import pytest
 from conftest import ROOT
 
-from tools import pip_cli
-from tools.plan_env import FakeEnv
-from tools.recipe import Recipe
+from tools.inputs import pip_cli
+from tools.inputs.recipe import Recipe
+from tools.planner.plan_env import FakeEnv
 
 
 def steps_of(tmp_path, run: str):
@@ -95,7 +95,7 @@ def plan(tmp_path, runs: list[str], base: dict[str, str] | None = None):
     env = {**os.environ, "PLAN_CACHE": str(ROOT / ".cache" / "plan-tests")}
     for key in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS"):
         env.pop(key, None)
-    command = [sys.executable, "-m", "tools.plan", "--dockerfile", str(tmp_path / "Dockerfile")]
+    command = [sys.executable, "-m", "tools.planner.plan", "--dockerfile", str(tmp_path / "Dockerfile")]
     command += ["--base-manifest", str(tmp_path / "base.json"), "--json", "-"]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
     report = json.loads(proc.stdout) if proc.stdout.startswith("{") else None

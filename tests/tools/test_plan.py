@@ -14,11 +14,11 @@ import pytest
 from conftest import ROOT
 from packaging.version import Version
 
-from tools import pairings
-from tools.lock import lock_cutoff, lock_gaps, lock_pins
+from tools.inputs import pairings
+from tools.inputs.lock import lock_cutoff, lock_gaps, lock_pins
 
 pytestmark = pytest.mark.slow
-PLAN = [sys.executable, "-m", "tools.plan"]
+PLAN = [sys.executable, "-m", "tools.planner.plan"]
 CUTOFF = "2026-11-01T00:00:00Z"  # small-package tests resolve as the index stood then, so they do not drift
 
 
@@ -242,7 +242,7 @@ def test_the_default_pairing_s_lock_is_what_planning_the_same_inputs_gives(tmp_p
 
 
 def test_base_manifest_from_a_real_pip_inspect(tmp_path):
-    from tools import base_manifest
+    from tools.planner import base_manifest
 
     inspect = subprocess.run(
         [sys.executable, "-m", "pip", "inspect", "--local"], capture_output=True, text=True, check=True
@@ -273,8 +273,8 @@ def test_base_manifest_from_a_real_pip_inspect(tmp_path):
 
 
 def test_the_manifest_file_name_rule_is_spelt_once(tmp_path, monkeypatch):
-    """make base-manifest writes where the planner looks: the rule lives in tools.base_manifest alone."""
-    from tools import base_manifest
+    """make base-manifest writes where the planner looks: the rule lives in tools.planner.base_manifest alone."""
+    from tools.planner import base_manifest
 
     inspect = {"installed": [{"metadata": {"name": "pip", "version": "26.3"}}]}
     (tmp_path / "inspect.json").write_text(json.dumps(inspect))
@@ -285,7 +285,7 @@ def test_the_manifest_file_name_rule_is_spelt_once(tmp_path, monkeypatch):
     assert (tmp_path / "manifests" / "nvcr.io_nvidia_pytorch_26.02-py3.json").is_file()
     assert base_manifest.manifest_for(image) == tmp_path / "manifests" / "nvcr.io_nvidia_pytorch_26.02-py3.json"
     make = (ROOT / "Makefile").read_text()
-    line = next(x for x in make.splitlines() if "tools.base_manifest" in x)
+    line = next(x for x in make.splitlines() if "tools.planner.base_manifest" in x)
     assert "tr '/:@'" not in make and "--out" not in line
 
 

@@ -15,7 +15,7 @@ from conftest import ROOT, default_sigint
 from test_plan import CUTOFF
 
 pytestmark = pytest.mark.slow
-PLAN = [sys.executable, "-m", "tools.plan"]
+PLAN = [sys.executable, "-m", "tools.planner.plan"]
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The planner's index (tools/plan_index.py) in front of a real local index (tests/local_index.py): pip resolves
+"""The planner's index (tools/planner/plan_index.py) in front of a real local index (tests/local_index.py): pip resolves
 through it exactly as it resolves against the index itself, a lock narrows the pages to what pip could take anyway,
 every wheel gets the metadata its own METADATA file holds, and an index that cannot be reached is said to be so."""
 
@@ -13,9 +13,9 @@ import pytest
 from conftest import ROOT
 from packaging.specifiers import SpecifierSet
 
-from tools import index_http
-from tools.plan_env import FakeEnv
-from tools.plan_index import JSON_PAGE, Pin, PlanIndex
+from tools.planner import index_http
+from tools.planner.plan_env import FakeEnv
+from tools.planner.plan_index import JSON_PAGE, Pin, PlanIndex
 
 
 def page(index: PlanIndex, name: str) -> list[str]:
@@ -145,7 +145,7 @@ def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):
 
 
 def test_cached_resolutions_are_keyed_by_the_index_the_build_declares_not_the_hosts_pip_config(tmp_path, monkeypatch):
-    from tools.plan import index_settings
+    from tools.planner.plan import index_settings
 
     config = tmp_path / "pip.conf"
     config.write_text("[global]\nindex-url = http://127.0.0.1:1/simple\n")

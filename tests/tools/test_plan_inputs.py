@@ -6,12 +6,12 @@ lines, "fix: make lock"."""
 import pytest
 from test_host_bad_input import assert_refused, tool
 
-from tools import pairings
+from tools.inputs import pairings
 
 
 def test_a_heredoc_run_is_refused_as_not_simulated(tmp_path):
     (tmp_path / "Dockerfile").write_text("FROM scratch\nRUN <<EOF\npip install six\nEOF\n")
-    proc = tool("tools.plan", "--dockerfile", str(tmp_path / "Dockerfile"), "--assume-empty-base")
+    proc = tool("tools.planner.plan", "--dockerfile", str(tmp_path / "Dockerfile"), "--assume-empty-base")
     assert_refused(
         proc,
         "plan",
@@ -34,13 +34,13 @@ def test_a_broken_lock_is_named_as_a_lock_problem(recipe_copy, edit, cause):
     dockerfile = recipe_copy()
     lock = dockerfile.parent / "locks" / f"{pairings.default().name}.lock"
     lock.write_text("\n".join(edit(lock.read_text().splitlines())) + "\n")
-    proc = tool("tools.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
+    proc = tool("tools.planner.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
     assert_refused(proc, "plan", cause, f"make lock (it rewrites {lock.name} from the plan)")
     assert "NOT LOCKED" not in proc.stdout and "Cannot install" not in proc.stdout + proc.stderr
 
 
 def test_a_context_that_is_not_a_folder_is_named_and_make_lock_is_not_the_fix(tmp_path):
-    proc = tool("tools.plan", "--context", str(tmp_path / "nonexistent"))
+    proc = tool("tools.planner.plan", "--context", str(tmp_path / "nonexistent"))
     assert_refused(proc, "plan", f"--context {tmp_path / 'nonexistent'} is not a folder", "pass the build context")
     assert "make lock" not in proc.stderr
 
@@ -54,7 +54,7 @@ def test_a_megatron_commit_no_pairing_records_is_named_with_where_its_metadata_g
             f"ARG MEGATRON_COMMIT={pairings.default().args['MEGATRON_COMMIT']}", f"ARG MEGATRON_COMMIT={commit}"
         )
     )
-    proc = tool("tools.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
+    proc = tool("tools.planner.plan", "--dockerfile", str(dockerfile), "--context", str(dockerfile.parent))
     assert_refused(
         proc,
         "plan",

@@ -8,7 +8,7 @@ import sys
 import pytest
 from conftest import ROOT, UNKNOWN_PAIRING_FIX
 
-from tools import pairings
+from tools.inputs import pairings
 
 IGNORED = shutil.ignore_patterns(".git", ".venv", ".cache", "reports", "build", "h200", "rebuilds", "__pycache__")
 
@@ -18,9 +18,7 @@ def git(clone, *args):
 
 
 def promote(clone, name):
-    return subprocess.run(
-        [sys.executable, "-m", "tools.pairings", "promote", name], cwd=clone, capture_output=True, text=True
-    )
+    return subprocess.run([sys.executable, "-m", "tools.promote", name], cwd=clone, capture_output=True, text=True)
 
 
 @pytest.fixture
@@ -44,7 +42,9 @@ def test_promoting_another_pairing_and_back_changes_the_dockerfile_and_the_docs_
     diff = git(clone, "diff", "slime.Dockerfile")
     assert f"+ARG SGLANG_VERSION={other.args['SGLANG_VERSION']}" in diff and f"+ARG PAIRING={other.name}" in diff
     assert f"| {other.name} (default) |" in (clone / "docs" / "pairings.md").read_text()
-    check = subprocess.run([sys.executable, "-m", "tools.pairings", "list"], cwd=clone, capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-m", "tools.inputs.pairings", "list"], cwd=clone, capture_output=True, text=True
+    )
     assert f"{other.name}  (default)" in check.stdout
     proc = promote(clone, default.name)
     assert proc.returncode == 0, proc.stderr
@@ -55,7 +55,7 @@ def test_promoting_a_pairing_that_does_not_exist_names_those_that_do(clone):
     proc = promote(clone, "v9")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines()[-2:] == [
-        f"pairings: no pairing 'v9' ({clone / 'pairings' / 'v9.toml'} does not exist)",
+        f"promote: no pairing 'v9' ({clone / 'pairings' / 'v9.toml'} does not exist)",
         f"fix: {UNKNOWN_PAIRING_FIX}",
     ]
     assert git(clone, "status", "--porcelain") == ""

@@ -1,5 +1,5 @@
 """What the docs and the help texts promise, as a newcomer runs it (issue 31): the smoke example as written, `make
-versions` and `make tag` for a pairing, and --help of the image's dispatcher, slime-launch and tools.rules."""
+versions` and `make tag` for a pairing, and --help of the image's dispatcher, slime-launch and tools.inputs.rules."""
 
 import re
 import subprocess
@@ -11,7 +11,7 @@ import shapes
 from conftest import IMAGE_BIN, ROOT, UNKNOWN_PAIRING_FIX
 from test_host_bad_input import assert_refused, run, tool
 
-from tools import pairings
+from tools.inputs import pairings
 
 SMOKE_PAGE = (ROOT / "docs" / "smoke.md").read_text()
 
@@ -53,7 +53,7 @@ def test_an_unknown_pairing_fails_make_tag_and_make_versions(target):
     [
         ([str(IMAGE_BIN / "slime-image"), "--help"], "usage: slime-image COMMAND"),
         ([str(IMAGE_BIN / "slime-launch"), "--help"], "slime-launch: start a command"),
-        (["-m", "tools.rules", "--help"], "usage: tools.rules"),
+        (["-m", "tools.inputs.rules", "--help"], "usage: tools.inputs.rules"),
     ],
 )
 def test_help_is_help(argv, first):
@@ -69,4 +69,4 @@ def test_the_dispatchers_help_lists_every_command():
 
 
 def test_tools_rules_on_a_missing_dockerfile_still_says_so(tmp_path):
-    assert_refused(tool("tools.rules", str(tmp_path / "nope")), "rules", "no Dockerfile at", "pass the path")
+    assert_refused(tool("tools.inputs.rules", str(tmp_path / "nope")), "rules", "no Dockerfile at", "pass the path")

@@ -11,8 +11,8 @@ import pytest
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools import pairings, rules
-from tools.recipe import Recipe
+from tools.inputs import pairings, rules
+from tools.inputs.recipe import Recipe
 
 
 def test_every_rule_holds_on_the_recipe():
@@ -156,7 +156,7 @@ def test_the_recipe_model_holds_what_its_readers_ask():
 
 def test_rules_command_reports_and_exits_nonzero_on_breakage(recipe_copy):
     dockerfile = recipe_copy(BROKEN["no-build-time-ssh-keys"])
-    run = subprocess.run([sys.executable, "-m", "tools.rules", str(dockerfile)], capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "tools.inputs.rules", str(dockerfile)], capture_output=True, text=True)
     assert run.returncode == 1
     assert "no-build-time-ssh-keys" in run.stderr
     assert "Traceback" not in run.stderr
@@ -243,6 +243,6 @@ def test_build_time_imports_need_the_driver_stub(recipe_copy):
 
 def test_the_image_resolves_with_the_pip_the_planner_uses():
     """The plan is exact only if the planner's pip is the image's pip (the image's is PIP_VERSION)."""
-    from tools.plan_env import planner_pip
+    from tools.planner.plan_env import planner_pip
 
     assert Recipe.load().args["PIP_VERSION"] == planner_pip()

@@ -1,4 +1,4 @@
-"""The metadata of sdist-built distributions as the verification build recorded it (tools/sdist_metadata.py): the
+"""The metadata of sdist-built distributions as the verification build recorded it (planner/sdist_metadata.py): the
 planner resolves a step with it instead of building the sdist, and a record that differs from the image is named."""
 
 import json
@@ -7,8 +7,8 @@ import platform
 import pytest
 from conftest import ROOT
 
-from tools import plan, sdist_metadata
-from tools.recipe import Recipe
+from tools.inputs.recipe import Recipe
+from tools.planner import plan, sdist_metadata
 
 pytestmark = pytest.mark.slow
 

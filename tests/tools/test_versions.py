@@ -9,10 +9,10 @@ import sys
 
 from conftest import IMAGE_BIN, ROOT
 
-from tools import pairings
-from tools.recipe import Recipe, substitute
+from tools.inputs import pairings
+from tools.inputs.recipe import Recipe, substitute
 
-SCRIPT = [sys.executable, "-m", "tools.versions"]
+SCRIPT = [sys.executable, "-m", "tools.release.versions"]
 RECORD = [sys.executable, str(IMAGE_BIN / "slime-record")]
 
 

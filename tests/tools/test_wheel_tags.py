@@ -12,8 +12,8 @@ import artifacts
 import pytest
 from test_plan_any import plan
 
-from tools import wheel_tags
-from tools.plan_env import python312
+from tools.planner import wheel_tags
+from tools.planner.plan_env import python312
 
 pytestmark = pytest.mark.slow
 

@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 
 from slime_image import walls
-from slime_image.smoke.core import FAIL, PASS, Check, Result
-from slime_image.smoke.report import Row
+from slime_image.smoke.core import FAIL, PASS
+from slime_image.smoke.report import Row, seen_row
 
 MARKER = re.compile(r"CANARY (\{.*\})\s*$")
 # slime's own line after each train step (slime/backends/megatron_utils/model.py): "step N: {'train/loss': ...}"
@@ -115,11 +115,8 @@ def failure_text(lines: list[str]) -> str:
 
 
 def row(phase_id: str, name: str, status: str, summary: str, seconds: float, detail: str = "", seen=()) -> Row:
-    wall_ids = tuple(w.id for w in seen)
-    fix = "; ".join(f"{w.id}: {w.design}" for w in seen) or "read the job's log (canary.log in the work folder)"
-    check = Check(phase_id, wall_ids, STAGE, WHAT.get(name, name), fix, None)
-    causes = "\n".join(f"{w.id}: {w.sees}; cause: {w.cause}" for w in seen)
-    return Row(check, Result(status, summary, "\n".join(p for p in (detail, causes) if p)), seconds)
+    fallback = "read the job's log (canary.log in the work folder)"
+    return seen_row(phase_id, STAGE, WHAT.get(name, name), fallback, status, summary, seconds, detail, seen)
 
 
 def rows(lines: list[str], iterations: int, returncode: int | None, timeout: float) -> list[Row]:

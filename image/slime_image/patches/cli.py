@@ -207,7 +207,7 @@ def run(args, selected: list[str]) -> int:
             hint = (
                 "run without --check to apply"
                 if args.check
-                else "declare the folder's series in the pairing (python -m tools.pairings series <slime tree>)"
+                else "declare the folder's series in the pairing (python -m tools.inputs.pairings series <slime tree>)"
                 if args.series and any("not the series the pairing declares" in r["message"] for r in results)
                 else "the patch needs updating for this source shape"
             )

@@ -232,7 +232,7 @@ DECLARED_DISTRIBUTIONS = {
 )
 def image_inputs(ctx: Context) -> Result:
     """the image's fingerprint (versions.json's IMAGE_INPUTS, stamped by the build) is the tree's for its pairing, as
-    the preflight Job names it (`SLIME_EXPECTED_INPUTS`, PAIRING=FINGERPRINT,...: tools/fingerprint.py)"""
+    the preflight Job names it (`SLIME_EXPECTED_INPUTS`, PAIRING=FINGERPRINT,...: tools/inputs/fingerprint.py)"""
     expected = dict(item.split("=", 1) for item in ctx.env.get("SLIME_EXPECTED_INPUTS", "").split(",") if "=" in item)
     if not expected:
         return Result(SKIP, "no expected fingerprint given (the preflight Job sets SLIME_EXPECTED_INPUTS)")

@@ -47,6 +47,25 @@ class Row:
         }
 
 
+def seen_row(
+    check_id: str,
+    stage: str,
+    protects: str,
+    fallback_fix: str,
+    status: str,
+    summary: str,
+    seconds: float,
+    detail: str = "",
+    seen=(),
+) -> Row:
+    """A row for a run whose failure is read from its log (the canary's phases, the point-to-point preflight): the
+    walls seen there name the fix and add their causes to the detail; `fallback_fix` where none is seen."""
+    fix = "; ".join(f"{w.id}: {w.design}" for w in seen) or fallback_fix
+    causes = "\n".join(f"{w.id}: {w.sees}; cause: {w.cause}" for w in seen)
+    check = Check(check_id, tuple(w.id for w in seen), stage, protects, fix, None)
+    return Row(check, Result(status, summary, "\n".join(p for p in (detail, causes) if p)), seconds)
+
+
 def ok(rows: list[Row]) -> bool:
     return not any(r.result.status == FAIL for r in rows)
 

@@ -1,6 +1,6 @@
 """Write the base-image manifest the layer planner starts from, from `pip inspect` run in the base image.
 
-    python -m tools.base_manifest --image IMAGE --inspect INSPECT.json [--constraint FILE] [--out MANIFEST.json]
+    python -m tools.planner.base_manifest --image IMAGE --inspect INSPECT.json [--constraint FILE] [--out MANIFEST.json]
 
 Without --out it writes base-manifests/<image>.json, the file the planner looks for (manifest_for).
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-FOLDER = Path(__file__).resolve().parent.parent / "base-manifests"
+FOLDER = Path(__file__).resolve().parents[2] / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
 
 
@@ -63,7 +63,7 @@ def manifest(image: str, inspect: dict, constraint: str) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.planner.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--image", required=True)
     parser.add_argument("--inspect", type=Path, required=True)

@@ -20,9 +20,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError
 from slime_image.record import VERSION_SUFFIXES
 
-from tools import pip_cli
+from tools.inputs import pip_cli
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "slime.Dockerfile"
 REQUIREMENTS = "requirements.txt"
 

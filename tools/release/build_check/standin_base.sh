@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Assemble a local stand-in for nvidia/cuda:13.0.2-devel-ubuntu24.04 and commit it with buildah as $1.
 # Run as root on a Debian machine with debootstrap, buildah, gcc, the CUDA 13.0 toolkit at /usr/local/cuda-13.0
-# and Python 3.12 under pyenv. Every way this differs from the real base is listed in tools/build_check/standins.py;
+# and Python 3.12 under pyenv. Every way this differs from the real base is listed in tools/release/build_check/standins.py;
 # the verification build copies that list into its record.
 set -euo pipefail
 tag=$1 work=$2 lock=$3 label=$4

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from slime_image.standins import STANDIN_FILE
 
-# The stand-in CUDA base (tools/build_check/standin_base.sh) against nvidia/cuda:13.0.2-devel-ubuntu24.04.
+# The stand-in CUDA base (tools/release/build_check/standin_base.sh) against nvidia/cuda:13.0.2-devel-ubuntu24.04.
 BASE_DIFFERENCES = (
     "Debian 12 (bookworm, glibc 2.36, gcc 12) from debootstrap, not Ubuntu 24.04 (glibc 2.39, gcc 13)",
     "Python 3.12.1 (a pyenv build at its own prefix, linked as /usr/bin/python3.12), not Ubuntu's 3.12.3; "

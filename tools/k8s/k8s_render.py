@@ -1,6 +1,6 @@
 """Render the EKS manifests for one instance type: kubernetes/templates/*.yaml with ${NAME} filled in.
 
-    python -m tools.k8s_render --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,...]
+    python -m tools.k8s.k8s_render --overlay h200|b300|h100 [--env-file F] [--only raycluster,preflight-job,...]
                                [--out F | --get NAME]
 
 Values come from three places, each name from exactly one: the overlay (kubernetes/overlays/<name>.yaml:
@@ -25,8 +25,9 @@ from slime_image import gpus
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import cluster_shape, fingerprint, launch_recipe, pairings
-from tools.recipe import ROOT, requirement_lines
+from tools.inputs import fingerprint, pairings
+from tools.inputs.recipe import ROOT, requirement_lines
+from tools.k8s import cluster_shape, launch_recipe
 
 K8S = ROOT / "kubernetes"
 DEFAULT_ENV_FILE = K8S / "settings.env"
@@ -202,7 +203,7 @@ def run(args, only: tuple[str, ...]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.k8s.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--overlay", required=True)
     parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")

@@ -1,6 +1,6 @@
 """The KubeRay CRDs the manifests are validated against: where they are, and `make crds` to fetch them.
 
-    python -m tools.kuberay_crds      download them into .cache/kuberay-crds (all or nothing)
+    python -m tools.k8s.kuberay_crds      download them into .cache/kuberay-crds (all or nothing)
 
 A folder counts only when it holds every file (KUBERAY_VERSIONS x KINDS): $KUBERAY_CRD_DIR, which must,
 then ../shared/kuberay-crds, then .cache/kuberay-crds. Host side.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools.recipe import ROOT
+from tools.inputs.recipe import ROOT
 
 KUBERAY_VERSIONS = ("v1.4.2", "v1.7.0")
 KINDS = ("RayCluster", "RayJob")
@@ -79,7 +79,7 @@ def fetch(target: Path = CACHE) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.kuberay_crds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.k8s.kuberay_crds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.parse_args(argv)
     return run_command("crds", lambda: fetch() or 0)

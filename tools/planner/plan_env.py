@@ -28,7 +28,7 @@ from slime_image import pip_conflicts
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 
-from tools.recipe import ROOT
+from tools.inputs.recipe import ROOT
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Dist:
     requires: list[str] = field(default_factory=list)
     requires_python: str | None = None
     extras: list[str] = field(default_factory=list)
-    wheel_tags: list[str] = field(default_factory=list)  # what its .dist-info/WHEEL says (tools/wheel_tags.py)
+    wheel_tags: list[str] = field(default_factory=list)  # what its .dist-info/WHEEL says (tools/planner/wheel_tags.py)
 
     def metadata(self) -> str:
         lines = ["Metadata-Version: 2.1", f"Name: {self.name}", f"Version: {self.version}"]

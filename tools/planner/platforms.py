@@ -1,6 +1,6 @@
 """The platforms the image is built for, in one place: the planner, the Makefile and the README read it.
 
-    python -m tools.platforms PLATFORM     prints the machine name pip's wheel tags use (x86_64), or fails
+    python -m tools.planner.platforms PLATFORM     prints the machine name pip's wheel tags use (x86_64), or fails
 
 Only linux/amd64 is claimed. The nodes the image is for (EKS p5en with H200, p6-b300 with B300) are x86_64, and
 the verification build and the GPU-stage record exist for x86_64 only. linux/arm64 is refused, not guessed at.
@@ -39,7 +39,7 @@ def arch(platform: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.platforms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.planner.platforms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("platform", help="as Docker writes it: linux/amd64")
     args = parser.parse_args(argv)

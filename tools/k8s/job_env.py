@@ -1,5 +1,5 @@
-"""Environment settings that break SLIME jobs, judged the same way in the launch recipe (tools/grpo_submit.py)
-and in the rendered manifests (tools/k8s_validate.py). Each finding: (wall, cause, fix)."""
+"""Environment settings that break SLIME jobs, judged the same way in the launch recipe (tools/k8s/grpo_submit.py)
+and in the rendered manifests (tools/k8s/k8s_validate.py). Each finding: (wall, cause, fix)."""
 
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
 
-from tools import index_http
+from tools.planner import index_http
 
 BLOCK = 64 * 1024
 

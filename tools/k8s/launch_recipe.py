@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 from slime_image.errors import UserError
 
-from tools import pairings
-from tools.build_check import record
-from tools.recipe import ROOT
+from tools.inputs import pairings
+from tools.inputs.recipe import ROOT
+from tools.release.build_check import record
 
 DEFAULT = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
 EXAMPLE = "see kubernetes/launch/qwen3-4b-grpo.yaml"

@@ -9,7 +9,7 @@ import re
 
 from slime_image.errors import UserError
 
-from tools.launch_recipe import refused
+from tools.k8s.launch_recipe import refused
 
 # registry/path[:tag][@sha256:digest]; the registry has a dot or a port, or is localhost (as Docker decides it).
 REFERENCE = re.compile(

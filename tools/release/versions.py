@@ -1,8 +1,8 @@
 """The image's version set, read from the ARG defaults in slime.Dockerfile (their one source).
 
-    python -m tools.versions get NAME          one declared default
-    python -m tools.versions tag               the default image tag
-    python -m tools.versions json              every declared default, as JSON
+    python -m tools.release.versions get NAME          one declared default
+    python -m tools.release.versions tag               the default image tag
+    python -m tools.release.versions json              every declared default, as JSON
 
 Inside the image, slime-record writes the values the build actually used (image/slime_image/record.py).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
-from tools import pairings
-from tools.recipe import DOCKERFILE, Recipe
+from tools.inputs import pairings
+from tools.inputs.recipe import DOCKERFILE, Recipe
 
 
 def run(args) -> int:
@@ -37,7 +37,7 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.release.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
     parser.add_argument("--pairing", help="the versions of this pairing (pairings/NAME.toml), not the defaults")

@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from tools.recipe import ROOT
+from tools.inputs.recipe import ROOT
 
 FOLDER = ROOT / "locks" / "sdist-metadata"
 TAG = "# Tag: "  # the first line of a record: the built wheel's tag, which pip check reads (W29)

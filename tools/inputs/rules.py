@@ -1,7 +1,7 @@
 """Structural rules for slime.Dockerfile. Each takes the parsed Recipe and returns its violations (empty = holds).
 
 The tests run every rule on the real recipe and on a broken copy of it; `make lint` runs them too
-(`python -m tools.rules`).
+(`python -m tools.inputs.rules`).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from slime_image.errors import run_command
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.lock import lock_pins
-from tools.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
+from tools.inputs.lock import lock_pins
+from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
 BASE = re.compile(r"^nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
@@ -180,7 +180,7 @@ def layer_order(recipe: Recipe) -> list[str]:
 def loader_path_has_reasons(recipe: Recipe) -> list[str]:
     entries = [e for e in recipe.env.get("LD_LIBRARY_PATH", "").split(":") if e]
     problems = [
-        f"LD_LIBRARY_PATH lists {e} with no reason in tools/rules.py LOADER_PATH"
+        f"LD_LIBRARY_PATH lists {e} with no reason in tools/inputs/rules.py LOADER_PATH"
         for e in entries
         if e not in LOADER_PATH
     ]
@@ -351,7 +351,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.rules", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
     parser.add_argument("dockerfile", nargs="?", type=Path, default=DOCKERFILE, help="default: slime.Dockerfile")
     guard_report.add_options(parser)
     args = parser.parse_args(argv)

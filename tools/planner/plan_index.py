@@ -35,8 +35,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
-from tools import index_http
-from tools.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
+from tools.planner import index_http
+from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar")

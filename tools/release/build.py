@@ -1,8 +1,8 @@
 """One build entry point: the image builder's command for slime.Dockerfile and a pairing, its build arguments worked out
 once (the pairing's set, the tree's revision and fingerprint, then any extra), shared by `make build` and the
-verification build (tools/build_check/run.py). The Makefile only passes its variables on.
+verification build (tools/release/build_check/run.py). The Makefile only passes its variables on.
 
-    python -m tools.build [--pairing NAME] [--engine docker|podman|buildah] [--platform P] [--image NAME]
+    python -m tools.release.build [--pairing NAME] [--engine docker|podman|buildah] [--platform P] [--image NAME]
                           [--tag TAG] [--build-arg NAME=VALUE ...] [--dry-run]
 
 --dry-run prints the command (one shell line, quoted) instead of running it. Without --engine, the first of docker,
@@ -21,8 +21,9 @@ import sys
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
-from tools import fingerprint, pairings, platforms
-from tools.recipe import DOCKERFILE, ROOT, Recipe
+from tools.inputs import fingerprint, pairings
+from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
+from tools.planner import platforms
 
 ENGINES = ("docker", "podman", "buildah")
 

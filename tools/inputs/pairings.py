@@ -2,18 +2,18 @@
 pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, and its lock, locks/<name>.lock
 (the build argument PAIRING=<name> picks both in the Dockerfile).
 
-    python -m tools.pairings list              the pairings, the default marked
-    python -m tools.pairings args NAME         NAME's build arguments, one NAME=value a line
-    python -m tools.pairings lock NAME         NAME's lock file
-    python -m tools.pairings check             the Dockerfile's ARG defaults are the default pairing's
-    python -m tools.pairings draft --slime-tree DIR [--out FILE]
+    python -m tools.inputs.pairings list              the pairings, the default marked
+    python -m tools.inputs.pairings args NAME         NAME's build arguments, one NAME=value a line
+    python -m tools.inputs.pairings lock NAME         NAME's lock file
+    python -m tools.inputs.pairings check             the Dockerfile's ARG defaults are the default pairing's
+    python -m tools.inputs.pairings draft --slime-tree DIR [--out FILE]
                                                a draft pairing from a slime checkout at a release tag
-    python -m tools.pairings promote NAME      make NAME the default: the Dockerfile's ARG defaults, the docs tables
-    python -m tools.pairings series --slime-tree DIR
+    python -m tools.inputs.pairings series --slime-tree DIR
                                                the patch series of that checkout, as SLIME_PATCHES declares it
 
 The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and
-`check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks.
+`check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
+`python -m tools.promote NAME` makes another pairing the default.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools import upstream_release
-from tools.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
+from tools.inputs import upstream_release
+from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
 # slime's requirement the image meets otherwise: the SLIME-patched router wheel, installed --no-deps after it (W8).
@@ -145,7 +145,7 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
         if matches(pairing, recipe):
             return pairing
     raise UserError(
-        f"{recipe.path.name}'s ARG defaults are no pairing's", "run `python -m tools.pairings check` to see why"
+        f"{recipe.path.name}'s ARG defaults are no pairing's", "run `python -m tools.inputs.pairings check` to see why"
     )
 
 
@@ -251,7 +251,7 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
         return json.dumps(v) if isinstance(v, str) else "[" + ", ".join(json.dumps(i) for i in v) + "]"
 
     lines = [
-        f"# slime {release.ref}: drafted by `tools.pairings draft` from {tree}, commit {release.commit[:12]}.",
+        f"# slime {release.ref}: drafted by `tools.inputs.pairings draft` from {tree}, commit {release.commit[:12]}.",
         "# [upstream] is what slime's own image at the tag installs; `carried` names each value not read from it.",
         f'draft = ["drafted, not yet planned: make lock PAIRING={release.ref}, then make build-check '
         f'PAIRING={release.ref}, then drop this line"]',
@@ -304,9 +304,9 @@ def table_rows(folder: Path | None = None) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.inputs.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series", "promote"])
+    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series"])
     parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
     parser.add_argument("--slime-tree", type=Path, help="draft, series: a slime checkout at a release tag")
     parser.add_argument("--out", type=Path, help="draft: where to write it (default pairings/<tag>.toml)")
@@ -323,18 +323,6 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(load(args.name).build_args))
         elif args.command == "lock":
             print(load(args.name).lock.relative_to(ROOT))
-        elif args.command == "promote":
-            if args.name == DEFAULT:
-                raise UserError("promote needs the pairing to make the default", f"use one of: {', '.join(names())}")
-            from tools import docs  # the generated tables name the default pairing and its versions
-
-            changed = promote(args.name)
-            docs.sync(ROOT / "docs", DOCKERFILE, check=False)
-            print(
-                f"pairings: {args.name} is the default; slime.Dockerfile's {', '.join(changed) or 'ARGs were already'} "
-                "and docs/pairings.md rewritten; next: make lint, make test, make build-check for each pairing",
-                file=sys.stderr,
-            )
         elif args.command == "series":
             release = upstream_release.read(args.slime_tree)
             if not release.patch_series:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The layer planner: what each pip step of slime.Dockerfile does to the image's Python environment.
 
-    python -m tools.plan [--dockerfile F] [--base-manifest F] [--platform linux/amd64] [--json PATH|-] [--lock PATH]
+    python -m tools.planner.plan [--dockerfile F] [--base-manifest F] [--platform linux/amd64] [--json PATH|-]
+                                 [--lock PATH]
 
 It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files followed through the
 COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
@@ -38,9 +39,9 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.smoke.report import Guard
 
-from tools import guard_report, pairings, plan_env, plan_findings, platforms, sdist_metadata
-from tools.base_manifest import manifest_for
-from tools.lock import (
+from tools import guard_report
+from tools.inputs import pairings
+from tools.inputs.lock import (
     check_lock,
     layer_lock_text,
     lock_cutoff,
@@ -50,12 +51,14 @@ from tools.lock import (
     pin_changes,
     same_but_cutoff,
 )
-from tools.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
-from tools.plan_findings import TORCH_EXTENSIONS, EndState, Findings
-from tools.plan_index import PlanIndex
-from tools.progress import ticking
-from tools.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
-from tools.wheel_tags import wheel_tags
+from tools.inputs.recipe import DOCKERFILE, ROOT, UNAME, PipStep, Recipe, Unsimulated
+from tools.planner import plan_env, plan_findings, platforms, sdist_metadata
+from tools.planner.base_manifest import manifest_for
+from tools.planner.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
+from tools.planner.plan_findings import TORCH_EXTENSIONS, EndState, Findings
+from tools.planner.plan_index import PlanIndex
+from tools.planner.progress import ticking
+from tools.planner.wheel_tags import wheel_tags
 
 CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
 CHECKS_AT_ONCE = 2  # pip checks left running while later steps resolve; each step is reported once its check is in
@@ -243,7 +246,7 @@ class Planner:
             for _, path in self.recipe.constraint_files:
                 check_lock(path)
         self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
-        # What the verification build found the image's sdist-built distributions to declare (tools/sdist_metadata.py)
+        # What the verification build found the image's sdist-built distributions to declare (sdist_metadata.py)
         self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
@@ -817,7 +820,7 @@ def run(args, arch: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.planner.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
     parser.add_argument(
@@ -829,7 +832,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )
-    parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/platforms.py)")
+    parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/planner/platforms.py)")
     parser.add_argument("--json", metavar="PATH|-")
     guard_report.add_options(parser)
     parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")

@@ -1,9 +1,9 @@
 """Validate rendered EKS manifests offline: core kinds against the Kubernetes schemas, ray.io kinds against
 the KubeRay CRDs (unknown fields rejected, every error reported), yamllint, and the project's policies.
 
-    python -m tools.k8s_validate MANIFESTS.yaml --overlay h200 --image IMAGE
+    python -m tools.k8s.k8s_validate MANIFESTS.yaml --overlay h200 --image IMAGE
 
-CRDs: tools/kuberay_crds.py says where they are found (`make crds` fetches them).
+CRDs: tools/k8s/kuberay_crds.py says where they are found (`make crds` fetches them).
 Host side (PyYAML, jsonschema, kubernetes-validate, yamllint).
 """
 
@@ -27,9 +27,10 @@ from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
 from yamllint import linter
 
-from tools import guard_report, job_env
-from tools.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
-from tools.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
+from tools import guard_report
+from tools.k8s import job_env
+from tools.k8s.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
+from tools.k8s.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
 
 # The EKS Kubernetes versions the manifests are validated against (EKS standard support in 2026-12).
 KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35")
@@ -316,7 +317,7 @@ def guards() -> dict[str, Guard]:
     return found
 
 
-MANIFEST_FIX = "pass the output of `make render` (python -m tools.k8s_render --out FILE)"
+MANIFEST_FIX = "pass the output of `make render` (python -m tools.k8s.k8s_render --out FILE)"
 
 
 def manifests(text: str, source: str) -> list[dict]:
@@ -378,7 +379,7 @@ def report(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.k8s.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("manifests", type=Path)
     parser.add_argument("--overlay", required=True)

@@ -3,7 +3,7 @@ image/ and the pairing's locks, as the verification build's record lists them). 
 `org.slime-image.inputs` label and versions.json's IMAGE_INPUTS); the preflight Job and `make submit` compare the
 cluster's image with the tree, so a job never runs on an image the tree did not build without saying so.
 
-    python -m tools.fingerprint [--pairing NAME]    the tree's fingerprint for a pairing (default: the default)
+    python -m tools.inputs.fingerprint [--pairing NAME]    the tree's fingerprint for a pairing (default: the default)
 """
 
 from __future__ import annotations
@@ -12,18 +12,43 @@ import argparse
 import hashlib
 import json
 import sys
+from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools import pairings
-from tools.build_check import record
+from tools.inputs import pairings
+from tools.inputs.recipe import ROOT, Recipe
 
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
+
+INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's locks, locks/<pairing>[.stack].lock
+
+
+def tree_digest(path: Path) -> str:
+    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out)."""
+    digest = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for file in files:
+        if "__pycache__" in file.parts or file.suffix == ".pyc":
+            continue
+        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
+    """The digests of what a build of one pairing reads: the recipe's files and that pairing's locks."""
+    return {name: tree_digest(root / name) for name in (*INPUTS, *locks)}
+
+
+def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
+    """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them."""
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    return input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
 
 
 def of_tree(pairing: pairings.Pairing) -> str:
     """The fingerprint of this tree's inputs for `pairing`."""
-    digests = record.pairing_inputs(pairing)
+    digests = pairing_inputs(pairing)
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -45,7 +70,7 @@ def compare(image_inputs: str | None, pairing_name: str | None, prog: str) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.fingerprint", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(prog="tools.inputs.fingerprint", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
     args = parser.parse_args(argv)
 

@@ -1,12 +1,12 @@
 """The verification build: the unmodified slime.Dockerfile built with buildah on this kind of machine
 (no Docker, no GPU, no GitHub), through its smoke gate, and its record written to docs/build/.
 
-    python -m tools.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL]
+    python -m tools.release.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL]
         [--apex-repo PATH|URL] [--work DIR]
 
 The default pairing (the Dockerfile's defaults) records into docs/build/; another into docs/build/<pairing>/.
 
-What cannot exist here is stood in for, and named (tools/build_check/standins.py): the CUDA base, the SLIME router
+What cannot exist here is stood in for, and named (build_check/standins.py): the CUDA base, the SLIME router
 wheel, the EFA installer. Sources come from git mirrors given as a path (mounted read-only into the build) or a URL.
 Run as root; buildah and debootstrap come from Debian's packages.
 """
@@ -29,11 +29,12 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 
-from tools import build as tools_build
-from tools import pairings, sdist_metadata
-from tools.build_check import record, standins, weights
-from tools.lock import lock_pins
-from tools.recipe import ROOT, Recipe
+from tools.inputs import fingerprint, pairings
+from tools.inputs.lock import lock_pins
+from tools.inputs.recipe import ROOT, Recipe
+from tools.planner import sdist_metadata
+from tools.release import build as tools_build
+from tools.release.build_check import record, standins, weights
 
 BASE_TAG = "localhost/cuda-standin:13.0"
 IMAGE_TAG = "localhost/slime-image:build-check"
@@ -264,7 +265,7 @@ def _json(text: str):
 
 def plan_final(pairing: str) -> dict[str, str]:
     """The planner's final environment for the pairing under its lock (`make plan`, cached under .cache/plan)."""
-    command = [sys.executable, "-m", "tools.plan", "--pairing", pairing, "--json", "-"]
+    command = [sys.executable, "-m", "tools.planner.plan", "--pairing", pairing, "--json", "-"]
     plan = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     found = _json(plan.stdout)
     if not found:
@@ -285,7 +286,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     work.mkdir(parents=True, exist_ok=True)
     recipe = Recipe.load(build_args=pairing.build_arg_values)
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-    inputs = record.pairing_inputs(pairing)
+    inputs = fingerprint.pairing_inputs(pairing)
     base = ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
     build_args = tools_build.build_args(pairing, [*build_args, f"BASE_IMAGE={base}"])

@@ -3,7 +3,7 @@ instance type must offer exactly the GPUs and EFA interfaces the manifests reque
 EFA devices than its node has gets whichever the device plugin picks, different cards on different nodes, and
 point-to-point NCCL traffic then fails while all-reduce passes.
 
-    python -m tools.k8s_nodes --overlay h200|b300|h100
+    python -m tools.k8s.k8s_nodes --overlay h200|b300|h100
 
 Reads `kubectl get nodes -l node.kubernetes.io/instance-type=<type> -o json` (the current kubectl context).
 Host side.
@@ -18,7 +18,7 @@ import sys
 
 from slime_image.errors import UserError, run_command
 
-from tools.k8s_render import NODE_RESOURCES, load_overlay
+from tools.k8s.k8s_render import NODE_RESOURCES, load_overlay
 
 # What `make deploy` refuses, and the walls each refusal guards (slime_image/walls.py).
 GUARDS = {"nodes-match-overlay": ("W17", "W39")}

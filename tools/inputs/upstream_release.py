@@ -1,7 +1,7 @@
 """What a slime release's own image pairs it with, read from the slime tree at its tag: its docker/Dockerfile
 (SGLang base image tag, Megatron-LM commit, TransformerEngine, apex, the router wheel's URL, the numpy/scipy pins), its
 docker/patch/ folders, and slime's own requirements.txt (the image installs slime --no-deps, so it must install
-each of them itself). The first step of turning a new upstream release into a pairing (tools.pairings draft).
+each of them itself). The first step of turning a new upstream release into a pairing (tools.inputs.pairings draft).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 from slime_image.errors import UserError
 from slime_image.patches.upstream import declaration_of
 
-from tools.recipe import Recipe, substitute
+from tools.inputs.recipe import Recipe, substitute
 
 SGLANG_TAG = re.compile(r"^v?(?P<version>\d[\w.]*?)(?:-cu\d+)?$")  # v0.5.15.post1-cu129: the image's CUDA 12.9 build
 ROUTER_URL = re.compile(r"/releases/download/(?P<release>[^/\s]+)/sglang_router-(?P<version>[^-\s]+)-\S+\.whl")

@@ -6,15 +6,14 @@ the tree (tests/tools/test_build_check.py).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 from slime_image.atomic_write import write_atomically
 
-from tools import pairings
-from tools.recipe import ROOT, Recipe
+from tools.inputs import pairings
+from tools.inputs.recipe import ROOT
 
 RECORD_DIR = ROOT / "docs" / "build"  # one folder per pairing (folder_for)
 RECORD_JSON = "record.json"
@@ -27,31 +26,6 @@ SLIME_FLAGS = "slime-flags.json"
 def folder_for(pairing: pairings.Pairing) -> Path:
     """Where a pairing's record lies, whichever pairing is the default: docs/build/<pairing>/."""
     return RECORD_DIR / pairing.name
-
-
-INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's locks, locks/<pairing>[.stack].lock
-
-
-def tree_digest(path: Path) -> str:
-    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out)."""
-    digest = hashlib.sha256()
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    for file in files:
-        if "__pycache__" in file.parts or file.suffix == ".pyc":
-            continue
-        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
-    """The digests of what a build of one pairing reads: the recipe's files and that pairing's locks."""
-    return {name: tree_digest(root / name) for name in (*INPUTS, *locks)}
-
-
-def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
-    """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them."""
-    recipe = Recipe.load(build_args=pairing.build_arg_values)
-    return input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
 
 
 def compare(installed: list[dict], pins: dict[str, str], allowed_unpinned: set[str]) -> dict:
@@ -142,7 +116,8 @@ def markdown(record: dict) -> str:
     lines = [
         "# The verification build",
         "",
-        "Written by `make build-check` (tools/build_check/); do not edit. The JSON beside it holds the same, and",
+        "Written by `make build-check` (tools/release/build_check/); do not edit. The JSON beside it holds the same,"
+        " and",
         "the gate's full report. A test fails when the inputs below no longer match the tree (docs/build/), or, for",
         "a rebuild after a one-line change (docs/rebuilds/), when it no longer shows what that change kept cached.",
         "",
@@ -170,7 +145,8 @@ def markdown(record: dict) -> str:
         "",
         "## Stand-ins",
         "",
-        "The base is a local stand-in for the CUDA devel image (tools/build_check/standin_base.sh). It differs so:",
+        "The base is a local stand-in for the CUDA devel image (tools/release/build_check/standin_base.sh). It differs"
+        " so:",
         "",
         *[f"- {d}" for d in record["standins"]["base"]],
         "",

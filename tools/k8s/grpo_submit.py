@@ -1,6 +1,6 @@
 """Check a GRPO launch recipe and submit it to the RayCluster with `ray job submit`.
 
-    python -m tools.grpo_submit --recipe kubernetes/launch/qwen3-4b-grpo.yaml [--dry-run] [-- RAY COMMAND WORDS]
+    python -m tools.k8s.grpo_submit --recipe kubernetes/launch/qwen3-4b-grpo.yaml [--dry-run] [-- RAY COMMAND WORDS]
 
 The ray command defaults to `ray`; `make submit` passes `kubectl -n NS exec HEAD_POD -- ray` so nothing but
 kubectl is needed on the user's side. The job's argument vector reaches train.py intact: it travels
@@ -21,9 +21,10 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools import cluster_shape, fingerprint, job_env, launch_recipe
-from tools.k8s_render import load_overlay
-from tools.launch_recipe import refused
+from tools.inputs import fingerprint
+from tools.k8s import cluster_shape, job_env, launch_recipe
+from tools.k8s.k8s_render import load_overlay
+from tools.k8s.launch_recipe import refused
 
 LAUNCHER = "slime-launch"  # on the image's PATH (image/bin)
 # What the submitter refuses, and the walls each refusal guards (slime_image/walls.py). The launcher that passes
@@ -93,7 +94,7 @@ def submit_command(recipe: dict, ray: list[str], launcher: str = LAUNCHER) -> li
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="tools.grpo_submit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="tools.k8s.grpo_submit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--recipe", type=Path, required=True)
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
