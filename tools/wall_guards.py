@@ -20,11 +20,10 @@ from slime_image.smoke.registry import CHECKS
 from slime_image.walls import BY_ID, WALLS
 
 from tools.inputs import rules
-
-# Each kind of guard, by the short name a test's `guard_fails("rule:layer-order")` marker uses.
 from tools.k8s import grpo_submit, k8s_nodes, k8s_render, k8s_validate
 from tools.planner import plan_findings
 
+# Each kind of guard, by the short name a test's `guard_fails("rule:layer-order")` marker uses.
 KINDS = {
     "check": "smoke check",
     "rule": "Dockerfile rule",

@@ -13,7 +13,7 @@ from conftest import ROOT
 
 from tools.inputs import fingerprint, pairings
 from tools.planner import sdist_metadata
-from tools.release.build_check import record, standins, weights
+from tools.release.build_check import image_weight, record, standins
 
 RECORD = record.RECORD_JSON
 
@@ -103,8 +103,8 @@ def test_the_record_weighs_every_layer_and_names_the_largest(built):
 
 
 def test_no_layer_of_the_built_image_is_over_the_limit(built):
-    heavy = [layer for layer in built["layers"] if layer["gb"] > weights.LAYER_LIMIT_GB]
-    assert not heavy, f"layers over {weights.LAYER_LIMIT_GB} GB: {heavy}; split the step that makes them"
+    heavy = [layer for layer in built["layers"] if layer["gb"] > image_weight.LAYER_LIMIT_GB]
+    assert not heavy, f"layers over {image_weight.LAYER_LIMIT_GB} GB: {heavy}; split the step that makes them"
 
 
 def _image(*made: tuple[str, bool]) -> dict:
@@ -121,19 +121,19 @@ def test_each_layer_is_weighed_by_the_instruction_that_made_it():
         {"id": "base", "diff-digest": image["Docker"]["rootfs"]["diff_ids"][0], "diff-size": 3_000_000_000},
         {"id": "unfinished"},
     ]
-    table = weights.layer_table(image, storage)
+    table = image_weight.layer_table(image, storage)
     assert table == [
         {"instruction": "/bin/sh", "bytes": 3_000_000_000},
         {"instruction": "/bin/bash -o pipefail -c pip install torch", "bytes": 6_000_000_000},
     ]
-    assert weights.largest(table)["bytes"] == 6_000_000_000
+    assert image_weight.largest(table)["bytes"] == 6_000_000_000
 
 
 def test_a_distribution_weighs_what_its_record_lists():
     import packaging
 
     site_packages = Path(packaging.__file__).parent.parent
-    found = {d["name"]: d["bytes"] for d in weights.distribution_sizes(site_packages)}
+    found = {d["name"]: d["bytes"] for d in image_weight.distribution_sizes(site_packages)}
     on_disk = sum(p.stat().st_size for p in Path(packaging.__file__).parent.rglob("*.py"))
     assert on_disk <= found["packaging"] < on_disk * 3  # with the bytecode pip compiled, which RECORD lists
 
@@ -150,7 +150,7 @@ def test_a_library_that_is_a_link_to_the_bases_copy_weighs_nothing(tmp_path):
     (info / "RECORD").write_text(
         "nvidia/cu13/lib/libcublas.so.13,sha256=a,1000\nnvidia/cu13/lib/libcublasLt.so.13,sha256=b,300\n"
     )
-    assert weights.distribution_sizes(tmp_path) == [{"name": "nvidia_cublas", "version": "13.1.0.3", "bytes": 300}]
+    assert image_weight.distribution_sizes(tmp_path) == [{"name": "nvidia_cublas", "version": "13.1.0.3", "bytes": 300}]
 
 
 @pytest.mark.parametrize(
@@ -170,14 +170,14 @@ def test_a_library_that_is_a_link_to_the_bases_copy_weighs_nothing(tmp_path):
     ],
 )
 def test_a_layer_is_named_by_its_command_without_the_build_arguments(created_by, shown):
-    assert weights.instruction(created_by) == shown
+    assert image_weight.instruction(created_by) == shown
 
 
 def test_history_that_does_not_match_the_layers_is_refused():
     image = _image(("/bin/sh", False))
     image["Docker"]["rootfs"]["diff_ids"].append("sha256:" + "f" * 64)
     with pytest.raises(ValueError, match="1 history entries made layers, but the image has 2"):
-        weights.layer_table(image, [])
+        image_weight.layer_table(image, [])
 
 
 def test_the_readable_record_is_the_json_one(built):

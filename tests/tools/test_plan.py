@@ -124,7 +124,7 @@ def test_unreachable_index_says_results_would_be_stale(layered):
 
 
 def stacked(tmp_path, six: str) -> list[str]:
-    """A recipe in slime.Dockerfile's shape of two locks: a layer lock for the layer before requirements.txt, the
+    """A recipe in slime.Dockerfile's shape of two locks: a stack lock for the layer before requirements.txt, the
     whole lock from requirements.txt on."""
     (tmp_path / "requirements.txt").write_text(f"numpy<2\nsix=={six}\n")
     (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
@@ -170,14 +170,14 @@ def test_a_layer_lock_that_is_not_its_lock_s_part_fails_the_plan(tmp_path):
     proc, _ = run_plan(*args, "--lock", str(tmp_path / "whole.lock"), "--uploaded-prior-to", CUTOFF)
     assert proc.returncode == 0, proc.stderr[-2000:]
     proc, report = run_plan(*args, "--json", "-")
-    assert proc.returncode == 0 and report["invariants"]["layer_locks_agree"] is True
+    assert proc.returncode == 0 and report["invariants"]["stack_locks_agree"] is True
     stack = tmp_path / "stack.lock"
     written = stack.read_text()
     for stale in (written.replace("scipy==1.15.3\n", ""), written + "six==1.16.0\n"):
         stack.write_text(stale)
         proc, report = run_plan(*args, "--json", "-")
-        assert proc.returncode == 1 and report["invariants"]["layer_locks_agree"] is False
-        assert report["layer_locks"][str(stack)] == {"numpy": "1.26.4", "scipy": "1.15.3"}
+        assert proc.returncode == 1 and report["invariants"]["stack_locks_agree"] is False
+        assert report["stack_locks"][str(stack)] == {"numpy": "1.26.4", "scipy": "1.15.3"}
     stack.unlink()
     proc, _ = run_plan(*args)
     assert proc.returncode == 2 and "stack.lock, which does not exist" in proc.stderr and "make lock" in proc.stderr

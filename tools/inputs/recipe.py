@@ -452,7 +452,7 @@ class Recipe:
     @cached_property
     def constraint_files(self) -> tuple[tuple[int, Path], ...]:
         """Each `ENV PIP_CONSTRAINT=...` of the built stages in order, as (its line, its build-context path). The
-        last is the lock of the whole image; one before it is a layer lock, the part of that lock its steps read."""
+        last is the lock of the whole image; one before it is a stack lock, the part of that lock its steps read."""
         found = []
         for stage in self.built:
             for ins in stage.instructions:

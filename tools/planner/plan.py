@@ -142,7 +142,7 @@ class Plan:
     final_findings: list[str]
     lock_gaps: list[str]
     invariants: dict[str, bool]
-    layer_locks: dict[str, dict[str, str]] = field(default_factory=dict)  # each layer lock -> the pins it must hold
+    stack_locks: dict[str, dict[str, str]] = field(default_factory=dict)  # each stack lock -> the pins it must hold
 
     @property
     def ok(self) -> bool:
@@ -232,7 +232,7 @@ class Planner:
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = (lock_file or recipe.constraint_file()) if use_lock else None
-        # A lock given to plan under (make lock's second plan) constrains every step: its layer locks, which it
+        # A lock given to plan under (make lock's second plan) constrains every step: its stack locks, which it
         # decides, would pin the same versions of what their steps install.
         self.lock_override = lock_file
         if self.lock and not self.lock_override:
@@ -240,7 +240,7 @@ class Planner:
             if missing:
                 raise UserError(
                     f"{self.recipe.path}: PIP_CONSTRAINT names {', '.join(map(shown, missing))}, which does not exist",
-                    "make lock (it writes the lock and its layer locks)",
+                    "make lock (it writes the lock and its stack locks)",
                     code=2,
                 )
             for _, path in self.recipe.constraint_files:
@@ -433,8 +433,8 @@ class Planner:
             return None
         return self.lock_override or self.recipe.constraint_at(step.line)
 
-    def layer_locks(self, final: dict[str, str], local: set[str]) -> dict[Path, dict[str, str]]:
-        """Each layer lock (a PIP_CONSTRAINT before the last) -> the final versions of what its steps install."""
+    def stack_locks(self, final: dict[str, str], local: set[str]) -> dict[Path, dict[str, str]]:
+        """Each stack lock (a PIP_CONSTRAINT before the last) -> the final versions of what its steps install."""
         scopes = {}
         for step in self.recipe.steps:
             path = self.recipe.constraint_at(step.line)
@@ -534,9 +534,9 @@ class Planner:
         if self.lock:
             invariants["lock_pins_every_distribution"] = not gaps
         from_base = sorted(n for n, v in final.items() if self.base.get(n) == v)
-        layer_locks = self.layer_locks(final, {*self.from_source, *from_base})
-        if self.lock and not self.lock_override and layer_locks:
-            invariants["layer_locks_agree"] = all(lock_pins(p.read_text()) == pins for p, pins in layer_locks.items())
+        stack_locks = self.stack_locks(final, {*self.from_source, *from_base})
+        if self.lock and not self.lock_override and stack_locks:
+            invariants["stack_locks_agree"] = all(lock_pins(p.read_text()) == pins for p, pins in stack_locks.items())
         return Plan(
             base={
                 "image": manifest.get("image", ""),
@@ -559,7 +559,7 @@ class Planner:
             final_findings=final_findings,
             lock_gaps=gaps,
             invariants=invariants,
-            layer_locks={shown(p): pins for p, pins in layer_locks.items()},
+            stack_locks={shown(p): pins for p, pins in stack_locks.items()},
         )
 
     def router_wheel_lines(self) -> list[int]:
@@ -810,9 +810,9 @@ def run(args, arch: str) -> int:
             print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
             return 1
         write_lock(args.lock, locked.lock_text(), log)
-        # Each layer lock beside the lock, under the name the recipe COPYs it from.
+        # Each stack lock beside the lock, under the name the recipe COPYs it from.
         for _, path in recipe.constraint_files[:-1]:
-            text = layer_lock_text(shown(args.lock), locked.layer_locks.get(shown(path), {}))
+            text = layer_lock_text(shown(args.lock), locked.stack_locks.get(shown(path), {}))
             write_lock(args.lock.parent / path.name, text, log)
         return 0
     return 0 if plan.ok else 1

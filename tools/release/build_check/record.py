@@ -99,6 +99,9 @@ def weight_lines(record: dict) -> list[str]:
         return []
     base = (record.get("layers") or [{}])[0].get("gb", "?")
     compressed = ", ".join(f"{c} {gb} GB" for c, gb in (record.get("compressed_gb") or {}).items()) or "not measured"
+    above = record.get("compressed_above_base_gb") or {}
+    if above:
+        compressed += "; above the base: " + ", ".join(f"{c} {gb} GB" for c, gb in above.items())
     met = "; ".join(
         f"{name} {t['value']} ({t['target']}): {'met' if t['met'] else 'NOT met'}"
         for name, t in record["targets"].items()

@@ -34,7 +34,7 @@ from tools.inputs.lock import lock_pins
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
-from tools.release.build_check import record, standins, weights
+from tools.release.build_check import image_weight, record, standins
 
 BASE_TAG = "localhost/cuda-standin:13.0"
 IMAGE_TAG = "localhost/slime-image:build-check"
@@ -216,11 +216,11 @@ def inspect_image(image: str, gate_again: bool) -> dict:
         }
         table = layers_of(image)
         found["layers"] = [{"instruction": row["instruction"], "gb": _gb(row["bytes"])} for row in table]
-        found["sizes"]["largest_layer_gb"] = _gb(weights.largest(table)["bytes"])
+        found["sizes"]["largest_layer_gb"] = _gb(image_weight.largest(table)["bytes"])
         site_packages = mount / "opt/venv/lib/python3.12/site-packages"
         found["distributions"] = [
             {"name": d["name"], "version": d["version"], "gb": _gb(d["bytes"])}
-            for d in weights.distribution_sizes(site_packages)[:25]
+            for d in image_weight.distribution_sizes(site_packages)[:25]
         ]
         buildah("umount", container, check=False)
         return found
@@ -229,22 +229,31 @@ def inspect_image(image: str, gate_again: bool) -> dict:
 
 
 def layers_of(image: str) -> list[dict]:
-    """Each layer of a built image with the instruction that made it and its uncompressed size (weights.layer_table)."""
+    """Each layer of a built image: the instruction that made it, its uncompressed size (image_weight.layer_table)."""
     graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
     inspected = json.loads(buildah("inspect", "--type", "image", image).stdout)
-    return weights.layer_table(inspected, weights.read_storage_layers(graph_root))
+    return image_weight.layer_table(inspected, image_weight.read_storage_layers(graph_root))
 
 
-def compressed_gb(image: str, compression: str, work: Path) -> float:
-    """Every layer of the built image as a registry would store it with this compression (buildah push into an OCI
-    layout), in GB."""
+def compressed_layers(image: str, compression: str, work: Path) -> list[int]:
+    """Each layer of the built image as a registry would store it with this compression (buildah push into an OCI
+    layout), in bytes, bottom first: the first is the base's."""
     layout = work / f"oci-{compression}"
     shutil.rmtree(layout, ignore_errors=True)
     try:
         buildah("push", "--compression-format", compression, image, f"oci:{layout}")
-        return round(sum(weights.oci_layer_sizes(layout)) / 1e9, 2)
+        return image_weight.oci_layer_sizes(layout)
     finally:
         shutil.rmtree(layout, ignore_errors=True)
+
+
+def compressed(image: str, work: Path) -> dict:
+    """The record's compressed sizes: every layer, and the layers above the base (what a node pulls besides it)."""
+    sizes = {c: compressed_layers(image, c, work) for c in ("zstd",)}
+    return {
+        "compressed_gb": {c: _gb(sum(s)) for c, s in sizes.items()},
+        "compressed_above_base_gb": {c: _gb(sum(s[1:])) for c, s in sizes.items()},
+    }
 
 
 def _gb(size: int | None) -> float | None:
@@ -322,7 +331,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
-        "compressed_gb": {c: compressed_gb(IMAGE_TAG, c, work) for c in ("zstd",)} if code == 0 else {},
+        **(compressed(IMAGE_TAG, work) if code == 0 else {}),
         "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
