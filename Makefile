@@ -72,13 +72,16 @@ promote: $(VENV)/.installed ## Make PAIRING the default: slime.Dockerfile's ARG 
 	@$(VPY) -m tools.promote $(or $(PAIRING),default)
 
 .PHONY: base-manifest
-base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's) from the real image (needs Docker)
+base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's): its Python and its published weight (needs Docker)
 	@$(VPY) -m tools.planner.platforms $(PLATFORM) >/dev/null
 	@$(need_engine)
 	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.release.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
-	docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json && \
-	{ docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; } && \
-	$(VPY) -m tools.planner.base_manifest --image "$$base" --inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt; \
+	docker manifest inspect -v "$$base" > $$tmp/registry.json && \
+	if docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json 2>/dev/null; then \
+	  { docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; }; \
+	  inspect="--inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt"; \
+	else inspect=""; fi && \
+	$(VPY) -m tools.planner.base_manifest --image "$$base" $$inspect --registry-manifest $$tmp/registry.json --platform $(PLATFORM); \
 	  status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
@@ -93,7 +96,9 @@ render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100
 
 .PHONY: validate-manifests
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --out $(RENDERED)
+	@mkdir -p $(REPORTS)
+	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --out $(RENDERED) \
+	  --report-json $(REPORTS)/render-$(OVERLAY).json --report-junit $(REPORTS)/render-$(OVERLAY).xml
 	@image=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
 	$(VPY) -m tools.k8s.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image" \
 	  --report-json $(REPORTS)/manifests-$(OVERLAY).json --report-junit $(REPORTS)/manifests-$(OVERLAY).xml
@@ -153,9 +158,10 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	nodes=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
 	allow=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get ALLOW_OTHER_IMAGE) && \
 	versions=$$(mktemp) && trap 'rm -f "$$versions"' EXIT && \
-	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && \
+	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && mkdir -p $(REPORTS) && \
 	$(VPY) -m tools.k8s.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
-	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) -- kubectl -n $$ns exec $$pod -- ray
+	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) \
+	  --report-json $(REPORTS)/submit.json --report-junit $(REPORTS)/submit.xml -- kubectl -n $$ns exec $$pod -- ray
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)

@@ -1,5 +1,6 @@
 """The generated tables of docs/: each written between its markers in the one page that holds it, from the one place
-its facts are declared (slime.Dockerfile's ARGs, pairings/, the walls and the guards' registries).
+its facts are declared (slime.Dockerfile's ARGs, pairings/, the walls and the guards' registries, the base manifests
+and the verification build's records).
 
     python -m tools.docs [--check]   rewrite (or verify: `make lint`) every generated table
 """
@@ -7,6 +8,7 @@ its facts are declared (slime.Dockerfile's ARGs, pairings/, the walls and the gu
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +18,8 @@ from slime_image.errors import UserError, run_command
 
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
+from tools.planner.base_manifest import manifest_for
+from tools.release.build_check import record
 
 # What each version ARG pins, for people reading the version table.
 COMPONENTS = {
@@ -41,6 +45,34 @@ def versions_table(dockerfile: Path) -> list[str]:
     return rows + [f"| {COMPONENTS.get(name, name)} | `{value}` | `{name}` |" for name, value in versions.items()]
 
 
+def pull_table(dockerfile: Path) -> list[str]:
+    """What a node pulls per pairing: the base as its registry publishes it (base-manifests/, `make base-manifest`)
+    and the image's own layers compressed with zstd (the pairing's verification build record)."""
+    rows = [
+        "| pairing | the base, as its registry publishes it | the image's own layers, zstd | a node pulls |",
+        "|---|---|---|---|",
+    ]
+    for name in pairings.names():
+        pairing = pairings.load(name)
+        base = Recipe.load(dockerfile, build_args=pairing.build_arg_values).args["BASE_IMAGE"]
+        path = manifest_for(base)
+        published = (json.loads(path.read_text()) if path.is_file() else {}).get("published")
+        built = record.folder_for(pairing) / record.RECORD_JSON
+        own = (json.loads(built.read_text()) if built.is_file() else {}).get("compressed_above_base_gb", {}).get("zstd")
+        base_cell = (
+            f"`{base}`: {published['compressed_gb']} GB ({published['source']})"
+            if published
+            else f"`{base}`: not recorded (`make base-manifest` on a machine with Docker)"
+        )
+        own_cell = f"{own} GB" if own is not None else "not measured (`make build-check`)"
+        if own is None:
+            total = "unknown"
+        else:
+            total = f"{round(published['compressed_gb'] + own, 2)} GB" if published else f"{own} GB and the base"
+        rows.append(f"| {name} | {base_cell} | {own_cell} | {total} |")
+    return rows
+
+
 def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
     """name -> (the page under docs/ that holds it, where its facts come from, its rows given the Dockerfile)."""
     from tools import wall_guards  # the guards' registries import the manifest validator: only this command needs it
@@ -51,6 +83,7 @@ def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
         "checks": ("smoke.md", "the smoke suite's registry", lambda _: wall_guards.checks_table()),
         "patches": ("patches.md", "slime_image.patches", lambda _: wall_guards.patches_table()),
         "walls": ("walls.md", "image/slime_image/walls.py and the guards", lambda _: wall_guards.walls_table()),
+        "pull": ("benchmarks.md", "base-manifests/ and docs/build/", pull_table),
     }
 
 

@@ -1,13 +1,16 @@
 """The host's guards in the smoke suite's report shape (slime_image.smoke.report): the Dockerfile's rules, the manifest
-policies and the plan's verdicts each become a Row, so that `make lint`, `make validate-manifests` and `make plan` write
-the same JSON (version, counts) and JUnit as slime-smoke."""
+policies, the plan's verdicts and the renderer's and the submitter's refusals each become a Row, so that `make lint`,
+`make validate-manifests`, `make plan`, the renderer and the submitter write the same JSON (version, counts) and JUnit
+as slime-smoke."""
 
 from __future__ import annotations
 
 import argparse
 
+from slime_image.errors import UserError
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
 from slime_image.smoke.report import Guard, Row, as_json, as_junit, write
+from slime_image.walls import BY_ID
 
 
 def first_line(doc: str | None, fallback: str) -> str:
@@ -30,6 +33,43 @@ def rows(found: dict[str, list[str] | None], guards: dict[str, Guard]) -> list[R
             result = Result(PASS, "holds")
         made.append(Row(guards[name], result, 0.0))
     return made
+
+
+def refusal(guard: str, cause: str, fix: str) -> UserError:
+    """A refusal one guard makes: the error carries the guard's id, so that a report names the guard that refused."""
+    error = UserError(cause, fix)
+    error.guard = guard
+    return error
+
+
+def refusal_rows(guards: dict[str, tuple[str, ...]], error: UserError | None) -> list[Row]:
+    """One row per guard of a command that refuses (the renderer, the submitter): every guard passes when nothing was
+    refused; otherwise the guard that refused fails with its cause and fix, and the others did not decide (skip)."""
+    refused_by = getattr(error, "guard", None)
+    made = []
+    for name, walls in guards.items():
+        protects = "; ".join(BY_ID[w].sees for w in walls) or name
+        design = "; ".join(f"{w}: {BY_ID[w].design}" for w in walls)
+        if error is None:
+            made.append(Row(Guard(name, walls, protects, design), Result(PASS, "holds"), 0.0))
+        elif name == refused_by:
+            made.append(Row(Guard(name, walls, protects, error.fix), Result(FAIL, error.cause), 0.0))
+        else:
+            why = f"refused by {refused_by}" if refused_by else f"refused before it: {error.cause}"
+            made.append(Row(Guard(name, walls, protects, design), Result(SKIP, f"not decided ({why})"), 0.0))
+    return made
+
+
+def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool: str, stage: str, body):
+    """Run a refusing command's body and write its guards' report (--report-json, --report-junit) whether it refuses
+    or not; a refusal still ends the command as it would without the report."""
+    try:
+        result = body()
+    except UserError as error:
+        write_reports(args, refusal_rows(guards, error), tool, stage)
+        raise
+    write_reports(args, refusal_rows(guards, None), tool, stage)
+    return result
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:

@@ -1,7 +1,9 @@
-"""Every guard reports in the smoke suite's shape (issue 32): the Dockerfile's rules, the manifest policies and the
-plan's verdicts write the same JSON (version, tool, counts, checks with id and walls) and JUnit as slime-smoke."""
+"""Every guard reports in the smoke suite's shape (issue 32): the Dockerfile's rules, the manifest policies, the
+plan's verdicts and the renderer's and the submitter's refusals write the same JSON (version, tool, counts, checks
+with id and walls) and JUnit as slime-smoke."""
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -73,3 +75,55 @@ def test_the_smoke_suite_reports_in_the_same_shape():
         text=True,
     )
     shape(json.loads(proc.stdout), "slime-smoke")
+
+
+def test_the_submitters_refusal_reports_the_guard_that_refused(tmp_path):
+    from test_grpo_submit import recipe_with, submit
+
+    path, _ = recipe_with(tmp_path, tmp_path, sglang_log_level="INFO")
+    report_path, junit_path = tmp_path / "submit.json", tmp_path / "submit.xml"
+    proc = submit(path, tmp_path, "--dry-run", "--report-json", str(report_path), "--report-junit", str(junit_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    report = json.loads(report_path.read_text())
+    shape(report, "submit")
+    refused = by_id(report)["lower-case-log-level"]
+    assert refused["status"] == "fail" and refused["walls"] == ["W15"] and "lower-case levels" in refused["summary"]
+    assert refused["fix"].startswith("use one of critical")
+    others = [c for c in report["checks"] if c["id"] != "lower-case-log-level"]
+    assert others and all(c["status"] == "skip" and "refused by lower-case-log-level" in c["summary"] for c in others)
+    assert ET.parse(junit_path).getroot().get("failures") == "1"
+
+
+def test_a_submission_that_passes_reports_every_guard_passing(tmp_path):
+    from test_grpo_submit import recipe_with, submit
+
+    path, _ = recipe_with(tmp_path, tmp_path)
+    report_path = tmp_path / "submit.json"
+    proc = submit(path, tmp_path, "--dry-run", "--report-json", str(report_path))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(report_path.read_text())
+    assert report["ok"] is True and {c["status"] for c in report["checks"]} == {"pass"}
+    assert {c["id"] for c in report["checks"]} >= {"base64-launcher", "job-environment", "lower-case-log-level"}
+
+
+def test_the_renderers_refusal_reports_its_guard(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k != "IMAGE"}
+    (tmp_path / "empty.env").write_text("")
+    report_path = tmp_path / "render.json"
+    command = [
+        sys.executable,
+        "-m",
+        "tools.k8s.k8s_render",
+        "--overlay",
+        "b300",
+        "--env-file",
+        str(tmp_path / "empty.env"),
+    ]
+    proc = subprocess.run([*command, "--report-json", str(report_path)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[0] == "render: IMAGE is unset or empty"
+    report = json.loads(report_path.read_text())
+    shape(report, "render")
+    refused = by_id(report)["unset-or-placeholder-setting"]
+    assert (
+        refused["status"] == "fail" and refused["walls"] == ["W17"] and refused["summary"] == "IMAGE is unset or empty"
+    )

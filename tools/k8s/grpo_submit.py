@@ -21,6 +21,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
+from tools import guard_report
 from tools.inputs import fingerprint
 from tools.k8s import cluster_shape, job_env, launch_recipe
 from tools.k8s.k8s_render import load_overlay
@@ -30,11 +31,10 @@ LAUNCHER = "slime-launch"  # on the image's PATH (image/bin)
 # What the submitter refuses, and the walls each refusal guards (slime_image/walls.py). The launcher that passes
 # the arguments base64-encoded through Ray's /bin/sh is the guard of W16.
 GUARDS = {
-    "lower-case-log-level": ("W15",),
+    **launch_recipe.GUARDS,
     "base64-launcher": ("W16",),
     "job-environment": ("W24", "W25", "W26"),
     "fp8-block-scaling-on-the-gpu": ("W27",),
-    "attention-backend-in-image": ("W37",),
 }
 
 
@@ -46,7 +46,8 @@ def check_environment(recipe: dict, overlay: str) -> None:
     findings += job_env.fp8_finding(recipe["settings"], env, capability)
     if findings:
         wall, cause, fix = findings[0]
-        raise refused(f"{cause} ({wall})", fix)
+        guard = "fp8-block-scaling-on-the-gpu" if wall == "W27" else "job-environment"
+        raise refused(f"{cause} ({wall})", fix, guard)
 
 
 def flags(mapping: dict) -> list[str]:
@@ -113,8 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the RayCluster's GPU nodes (NUM_NODES; make submit passes it): checked against the job",
     )
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
+    guard_report.add_options(parser)
     args = parser.parse_args(argv)
-    return run_command("submit", lambda: submit(args))
+    return run_command(
+        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args))
+    )
 
 
 def read_image_versions(path: Path) -> dict[str, str]:

@@ -25,6 +25,7 @@ from slime_image import gpus
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
+from tools import guard_report
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import ROOT, requirement_lines
 from tools.k8s import cluster_shape, launch_recipe
@@ -44,7 +45,10 @@ USER_DEFAULTS = {
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
-GUARDS = {"unset-or-placeholder-setting": ("W17",)}
+PLACEHOLDER = "unset-or-placeholder-setting"
+GUARDS = {PLACEHOLDER: ("W17",)}
+# What a render answers to: its own guard, and the launch recipe's, which it checks before the job is submitted.
+REPORTED = {**GUARDS, **launch_recipe.GUARDS}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
@@ -118,12 +122,14 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     unset = [name for name, value in user.items() if not value]
     if unset:
         names = ", ".join(unset)
-        raise UserError(
+        raise guard_report.refusal(
+            PLACEHOLDER,
             f"{names} {'is' if len(unset) == 1 else 'are'} unset or empty",
             f"set {names} in the environment or in {env_file or DEFAULT_ENV_FILE}",
         )
     if user["IMAGE"] == placeholder_image():
-        raise UserError(
+        raise guard_report.refusal(
+            PLACEHOLDER,
             f"IMAGE={user['IMAGE']} is the example's placeholder, not a pushed image",
             "set IMAGE to the repository:tag that `make push` printed",
         )
@@ -211,13 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--out", type=Path)
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
+    guard_report.add_options(parser)
     args = parser.parse_args(argv)
     only = tuple(args.only.split(","))
     if set(only) - set(TEMPLATES):
         parser.error(f"--only takes {', '.join(TEMPLATES)}")
     if args.env_file is None and DEFAULT_ENV_FILE.exists():
         args.env_file = DEFAULT_ENV_FILE
-    return run_command("render", lambda: run(args, only))
+    return run_command(
+        "render", lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only))
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 from slime_image.errors import UserError
 
+from tools import guard_report
 from tools.inputs import pairings
 from tools.inputs.recipe import ROOT
 from tools.release.build_check import record
@@ -17,8 +18,12 @@ DEFAULT = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
 EXAMPLE = "see kubernetes/launch/qwen3-4b-grpo.yaml"
 
 
-def refused(cause: str, fix: str) -> UserError:
-    return UserError(f"refused: {cause}", fix)
+# The guards the recipe's own settings answer to, by the ids the reports and `make walls` name.
+GUARDS = {"lower-case-log-level": ("W15",), "attention-backend-in-image": ("W37",)}
+
+
+def refused(cause: str, fix: str, guard: str | None = None) -> UserError:
+    return guard_report.refusal(guard, f"refused: {cause}", fix) if guard else UserError(f"refused: {cause}", fix)
 
 
 def load(path: Path) -> dict:
@@ -87,12 +92,14 @@ def check(settings: dict) -> None:
         raise refused(
             f"sglang_log_level={level!r}: uvicorn knows only lower-case levels, the rollout server would never bind",
             f"use one of {', '.join(LOG_LEVELS)}",
+            guard="lower-case-log-level",
         )
     if settings.get("attention_backend") == "flash":
         raise refused(
             "attention_backend=flash: TransformerEngine's flash backend needs flash-attn 2 or 3, which the image does "
             "not carry, so the first train step fails (W37)",
             "set attention_backend: auto (TransformerEngine picks cuDNN's fused attention)",
+            guard="attention-backend-in-image",
         )
     gpus = settings["actor_num_gpus_per_node"]
     for key in ("tensor_model_parallel_size", "rollout_num_gpus_per_engine"):
