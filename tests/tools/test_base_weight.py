@@ -35,21 +35,18 @@ def test_a_single_platform_image_is_one_entry_without_a_platform():
     assert base_manifest.published_weight(single, "linux/amd64", "s")["compressed_gb"] == 2.0
 
 
+def weigh(tmp_path, registry, out):
+    """base_manifest run as make base-manifest runs it for a base without Python: the registry's manifest alone."""
+    (tmp_path / "registry.json").write_text(json.dumps(registry))
+    args = ["--image", "b", "--registry-manifest", str(tmp_path / "registry.json"), "--out", str(out)]
+    return tool("tools.planner.base_manifest", *args)
+
+
 def test_a_registry_manifest_without_the_platform_is_refused_and_nothing_is_written(tmp_path):
-    (tmp_path / "registry.json").write_text(json.dumps([entry("arm64", [1])]))
     out = tmp_path / "base.json"
     out.write_text('{"image": "b", "distributions": []}\n')
-    proc = tool(
-        "tools.planner.base_manifest",
-        "--image",
-        "b",
-        "--registry-manifest",
-        str(tmp_path / "registry.json"),
-        "--out",
-        str(out),
-    )
     assert_refused(
-        proc,
+        weigh(tmp_path, [entry("arm64", [1])], out),
         "base-manifest",
         "the registry's manifest holds no linux/amd64 image with its layers' sizes",
         "pass what `docker manifest inspect -v IMAGE` prints",
@@ -59,29 +56,18 @@ def test_a_registry_manifest_without_the_platform_is_refused_and_nothing_is_writ
 
 def test_the_weight_is_added_to_a_manifest_written_by_hand(tmp_path):
     """CUDA's devel base holds no Python: its manifest is written by hand, and make base-manifest adds the weight."""
-    (tmp_path / "registry.json").write_text(json.dumps([entry("amd64", [4_000_000_000])]))
     out = tmp_path / "base.json"
     out.write_text(json.dumps({"image": "b", "source": "by hand", "distributions": []}))
-    args = ["--image", "b", "--registry-manifest", str(tmp_path / "registry.json"), "--out", str(out)]
-    assert base_manifest.main(args) == 0
+    proc = weigh(tmp_path, [entry("amd64", [4_000_000_000])], out)
+    assert proc.returncode == 0, proc.stderr
     data = json.loads(out.read_text())
     assert data["source"] == "by hand" and data["published"]["compressed_gb"] == 4.0
 
 
 def test_no_inspect_and_no_manifest_to_add_to_is_refused(tmp_path):
-    (tmp_path / "registry.json").write_text(json.dumps([entry("amd64", [1])]))
     out = tmp_path / "absent.json"
-    proc = tool(
-        "tools.planner.base_manifest",
-        "--image",
-        "b",
-        "--registry-manifest",
-        str(tmp_path / "registry.json"),
-        "--out",
-        str(out),
-    )
     assert_refused(
-        proc,
+        weigh(tmp_path, [entry("amd64", [1])], out),
         "base-manifest",
         f"nothing to write: no --inspect, and no manifest of b at {out} to add the weight to",
         "pass --inspect (pip inspect in the image), --registry-manifest, or both",
