@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 
 import pytest
 import shapes
@@ -202,3 +203,30 @@ def test_planning_says_would_apply_and_only_writing_says_applied(tmp_path):
     written, _ = patch_all(roots, [tms_preload_cuda_aware.ID], check=False)
     assert [r["status"] for r in written] == ["applied"] and snapshot(slime) != before
     assert tms_preload_cuda_aware.plan(slime).status == "already-applied"
+
+
+def test_the_outcomes_report_in_the_smoke_suites_shape(tmp_path):
+    """A patch still due fails its row under --check, with its id and walls; applied, every row passes."""
+    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+    megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
+    report_path, junit_path = tmp_path / "patches.json", tmp_path / "patches.xml"
+    options = ("--megatron-root", str(megatron), "--report-json", str(report_path), "--report-junit", str(junit_path))
+    code, _, _ = patch(slime, None, "--check", *options)
+    report = json.loads(report_path.read_text())
+    assert code == 1 and report["version"] == 1 and report["tool"] == "slime-patch" and report["ok"] is False
+    due = by_id(report)["tms-preload-cuda-aware"]
+    assert due["status"] == "fail" and due["walls"] == ["W3", "W4", "W5"] and due["summary"].startswith("would-apply")
+    assert due["fix"] == "run without --check to apply"
+    assert ET.parse(junit_path).getroot().get("failures") == "2"
+    code, _, _ = patch(slime, None, *options)
+    assert code == 0 and {c["status"] for c in json.loads(report_path.read_text())["checks"]} == {"pass"}
+
+
+def test_a_report_path_it_cannot_write_stops_it_before_any_tree_is_written(tmp_path):
+    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+    megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
+    before = snapshot(slime, megatron)
+    (tmp_path / "a-file").write_text("")
+    code, _, stderr = patch(slime, megatron, "--report-json", str(tmp_path / "a-file" / "r.json"))
+    assert code == 2 and "Traceback" not in stderr and stderr.splitlines()[-1].startswith("fix: ")
+    assert snapshot(slime, megatron) == before

@@ -1,6 +1,7 @@
 """slime-patch: slime's own patches to Megatron-LM and SGLang, then slime-image's self-neutralizing patches.
 
     slime-patch --slime-root DIR [--megatron-root DIR] [--sglang-root DIR] [--only ID[,ID]] [--check] [--json]
+                [--report-json FILE] [--report-junit FILE]
 
 First slime's upstream patches (docker/patch/<sglang version>/ in the slime tree: megatron.patch into the
 Megatron-LM tree, sglang.patch into the folder holding the `sglang` package; defaults: the importable ones),
@@ -9,6 +10,7 @@ an upstream patch: no folder for this SGLang version, said loudly), or error (na
 apply). An error leaves every tree as it was: nothing is written when an upstream patch does not apply, and
 what this run already wrote is undone when a later patch fails. With --check nothing is written and a patch
 still due reports would-apply. Exit 0 when every patch is in a good state, 1 otherwise, 2 for bad usage.
+--report-json and --report-junit write the outcomes in the smoke suite's report shape, a row per patch.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import run_command
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
@@ -33,6 +35,8 @@ from slime_image.patches.base import (
     compile_check,
     importable_root,
 )
+from slime_image.smoke.core import FAIL, PASS, WARN, Result
+from slime_image.smoke.report import Guard, Row, as_json, as_junit, write
 
 
 class Transaction:
@@ -153,6 +157,23 @@ def patch_all(
     return results, choice.why
 
 
+def rows(results: list[dict]) -> list[Row]:
+    """Each patch's outcome as a row of the smoke suite's report, under its id and walls: a good state passes, but
+    slime's own patch with no folder for this SGLang warns (as the lines say loudly); would-apply and errors fail."""
+    patches = {p.ID: p for p in (*upstream.UPSTREAM, *PATCHES)}
+    own = {p.ID for p in PATCHES}
+    made = []
+    for r in results:
+        patch = patches[r["id"]]
+        upstream_absent = r["status"] == NOT_NEEDED and r["id"] not in own
+        status = WARN if upstream_absent else PASS if r["status"] in GOOD else FAIL
+        fix = "run without --check to apply" if r["status"] == WOULD_APPLY else "update the patch for this source shape"
+        made.append(
+            Row(Guard(r["id"], patch.WALLS, patch.CHANGES, fix), Result(status, f"{r['status']}: {r['message']}"), 0.0)
+        )
+    return made
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -163,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
+    parser.add_argument("--report-json", metavar="FILE", help="write the outcomes in the smoke suite's report shape")
+    parser.add_argument("--report-junit", metavar="FILE", help="write them as JUnit XML")
     parser.add_argument(
         "--series",
         help="the series the pairing declares (its SLIME_PATCHES): the chosen folder must hold exactly these files",
@@ -182,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args, selected: list[str]) -> int:
+    check_writable("--report-json", args.report_json)  # before any tree is written, not after
+    check_writable("--report-junit", args.report_junit)
     check_root("--slime-root", args.slime_root, "slime")
     check_root("--megatron-root", args.megatron_root, "megatron")
     check_root("--sglang-root", args.sglang_root, "sglang")
@@ -192,6 +217,10 @@ def run(args, selected: list[str]) -> int:
     }
     results, chosen = patch_all(roots, selected, args.check, args.series)
     ok = all(r["status"] in GOOD for r in results)
+    if args.report_json:
+        write("--report-json", args.report_json, as_json(rows(results), "build", "slime-patch"))
+    if args.report_junit:
+        write("--report-junit", args.report_junit, as_junit(rows(results), "build", "slime-patch"))
     upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
         report = {"ok": ok, "check": args.check, "upstream": chosen if upstream_selected else None, "patches": results}

@@ -21,7 +21,8 @@ REPORT_VERSION = 1
 
 @dataclass(frozen=True)
 class Guard:
-    """A guard that is not a smoke check (a Dockerfile rule, a manifest policy, a plan verdict), as reports name it."""
+    """A guard that is not a smoke check (a Dockerfile rule, a manifest policy, a plan verdict, a patch, a refusal of
+    a host command), as reports name it."""
 
     id: str
     walls: tuple[str, ...]
