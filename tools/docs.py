@@ -111,8 +111,8 @@ def sync(docs: Path, dockerfile: Path, check: bool) -> int:
     stale = [path for path, text in updated.items() if text != original[path]]
     if stale and check:
         raise UserError(
-            f"{', '.join(map(str, stale))}: a generated table differs from slime.Dockerfile, pairings/, the walls or "
-            "the guards",
+            f"{', '.join(map(str, stale))}: a generated table differs from its source (slime.Dockerfile, pairings/, "
+            "the walls and guards, base-manifests/, docs/build/)",
             "run `make docs`",
         )
     for path in stale:
