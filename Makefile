@@ -208,6 +208,7 @@ APEX_REPO     ?=
 .PHONY: build-check
 build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
 	$(VPY) -m tools.release.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
+	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
 .PHONY: push
 push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest
