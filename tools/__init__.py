@@ -1,6 +1,7 @@
-"""The host side of slime-image, run from the project virtualenv (`make venv`): the layer planner and the
-lock, the recipe's structural rules and version tooling, the Kubernetes renderer and validator, the job
-submitter and the base-manifest converter. Nothing here is copied into the image.
+"""The host side of slime-image, run from the project virtualenv (`make venv`), one package per concern: inputs/
+(the Dockerfile model and rules, pairings, locks, the fingerprint), planner/ (the layer planner), release/ (the build
+and its verification), k8s/ (EKS). The commands over all of them stand here: docs, promote, wall_guards. Nothing here
+is copied into the image.
 """
 
 import sys
