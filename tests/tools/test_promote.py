@@ -10,7 +10,7 @@ from conftest import ROOT, UNKNOWN_PAIRING_FIX
 
 from tools.inputs import pairings
 
-IGNORED = shutil.ignore_patterns(".git", ".venv", ".cache", "reports", "build", "h200", "rebuilds", "__pycache__")
+IGNORED = shutil.ignore_patterns(".git", ".venv", ".cache", "reports", "h200", "rebuilds", "__pycache__")
 
 
 def git(clone, *args):
