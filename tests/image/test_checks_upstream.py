@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT, by_id, run_suite
 from slime_image import slime_source
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.checks_upstream import LEFT_OUT
 
 GRPO_TREE = {
@@ -85,7 +85,7 @@ def test_left_out_components_warn_naming_the_features_and_a_present_one_drops_ou
 def test_a_submodule_is_found_without_importing_its_package(tmp_path, monkeypatch):
     write(tmp_path, {"exploding/__init__.py": "raise RuntimeError('imported')\n", "exploding/bridge/__init__.py": ""})
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert facts.module_present("exploding.bridge") and not facts.module_present("exploding.absent")
+    assert lookups.module_present("exploding.bridge") and not lookups.module_present("exploding.absent")
 
 
 def test_the_patches_page_lists_every_left_out_component():

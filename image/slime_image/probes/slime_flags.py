@@ -48,6 +48,6 @@ for parser in parsers:
         for option in action.option_strings:
             if option.startswith("--"):
                 choices = [c.name if isinstance(c, enum.Enum) else str(c) for c in action.choices or ()]
-                choices = sorted(choices) if isinstance(action.choices, (set, frozenset, dict)) else choices
+                choices = sorted(choices)  # a set upstream (the router's parsers) lists in a new order each run
                 flags[option] = {"type": kind, **({"choices": choices} if choices else {})}
 print(json.dumps(dict(sorted(flags.items()))))

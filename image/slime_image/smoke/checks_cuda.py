@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slime_image import tms_preload
-from slime_image.smoke import cubins, elf_symbols, facts
+from slime_image.smoke import cubins, elf_symbols, lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, Context, Result, check
 
 CUDA_LIBRARY = re.compile(r"^lib(cudart|cublas|cublasLt|nvrtc|cusparse|cufft|curand|cusolver|nvJitLink)\.so\.(\d+)$")
@@ -136,7 +136,7 @@ def cuda_major_consistency(ctx: Context) -> Result:
     start = time.monotonic()
     dirs, sections = dynamic_sections(ctx)  # before torch's major, which may wait for the shared importing child
     seconds = time.monotonic() - start
-    major, how = facts.cuda_major(ctx)
+    major, how = lookups.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
     files = list(sections)

@@ -4,7 +4,7 @@ the releases whose trtllm MoE kernels hang on Blackwell."""
 from __future__ import annotations
 
 from slime_image.gpus import ARCH_TARGETS
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check
 
 TRIO = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
@@ -30,7 +30,7 @@ def release(version: str) -> tuple[int, ...] | None:
 def flashinfer_blackwell(ctx: Context) -> Result:
     """flashinfer-python, -cubin and -jit-cache, where present, are one version; `warn` when the image serves a
     Blackwell GPU (gpus.py) with a release whose trtllm MoE kernels hang there (0.6.8 to 0.6.14)"""
-    installed = {name: v for name in TRIO if (v := facts.dist_version(name))}
+    installed = {name: v for name in TRIO if (v := lookups.dist_version(name))}
     if "flashinfer-python" not in installed:
         return Result(PASS, "FlashInfer is not installed")
     detail = ", ".join(f"{name} {v}" for name, v in installed.items())

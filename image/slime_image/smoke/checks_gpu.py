@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import FAIL, GPU, PASS, SKIP, Child, Context, Result, check, run_probe
 from slime_image.smoke.cubins import arch_supported
 
@@ -32,7 +32,7 @@ def driver_version() -> str:
 def gpu_visible(ctx: Context) -> Result:
     """devices are visible and torch's arch list covers them, by CUDA's compatibility rule (B300's 10.3 runs `sm_100`
     code)"""
-    info = facts.device_info(ctx)
+    info = lookups.device_info(ctx)
     if not info.get("available"):
         return Result(FAIL, "torch sees no CUDA device", info.get("error", f"torch {info.get('torch')}"))
     lines, unsupported = [], []
@@ -68,10 +68,10 @@ def tms_pause_resume(ctx: Context) -> Result:
     """a child started as a train actor (chosen `LD_PRELOAD`, `TMS_INIT_ENABLE=1`) allocates 1 GiB, then 0.25 GiB in a
     region opened inside the first as Megatron's DDP buffers open theirs, pauses (memory comes back), resumes (data
     kept)"""
-    path = facts.chosen_preload(ctx)
+    path = lookups.chosen_preload(ctx)
     if isinstance(path, Result):
         return path
-    child = run_probe(ctx, "pause_resume", env=facts.train_actor_env(ctx, path), timeout=min(ctx.timeout, 180))
+    child = run_probe(ctx, "pause_resume", env=lookups.train_actor_env(ctx, path), timeout=min(ctx.timeout, 180))
     return pause_resume_verdict(child, path)
 
 
@@ -84,10 +84,10 @@ def pause_resume_verdict(child: Child, path: str) -> Result:
         return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
     if "error" in report:
         return Result(FAIL, f"pause/resume under {name} raised {report['error']}", "\n".join(report["where"]))
-    freed = report["freed"] / facts.GIB
+    freed = report["freed"] / lookups.GIB
     detail = (
         f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
-        f"{report['region']}, {report.get('nested', 0) / facts.GIB:.2f} GiB in a region opened inside it\n"
+        f"{report['region']}, {report.get('nested', 0) / lookups.GIB:.2f} GiB in a region opened inside it\n"
         f"freed {freed:.2f} GiB on pause; kept its data: {report['kept']}; "
         f"writable after resume: {report['written']}"
     )
@@ -131,11 +131,11 @@ def colocate_ipc(ctx: Context) -> Result:
     tensor to send inside `torch_memory_saver.disable()`, exports it with `reduce_tensor` to a process started as an
     SGLang engine, which rebuilds it with the right values; whether exporting region memory fails is reported as
     information (proven on an H200: `docs/h200/colocate-ipc-record.md`)"""
-    info = facts.device_info(ctx)
+    info = lookups.device_info(ctx)
     if not info.get("available"):
         return Result(SKIP, "needs a GPU: torch sees no CUDA device")
-    path = facts.chosen_preload(ctx)
+    path = lookups.chosen_preload(ctx)
     if isinstance(path, Result):
         return path
-    env = facts.train_actor_env(ctx, path)
+    env = lookups.train_actor_env(ctx, path)
     return colocate_verdict(run_probe(ctx, "colocate_producer", env=env, timeout=min(ctx.timeout, 180)))

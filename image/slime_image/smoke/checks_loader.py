@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from slime_image.cuda_once import loader_folders, twins
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.checks_cuda import python_dirs
 from slime_image.smoke.core import BUILD, FAIL, GPU, PASS, SKIP, Context, Result, check, run_probe
 
@@ -42,9 +42,9 @@ def one_cudnn(ctx: Context) -> Result:
     """a process that imports torch and then TransformerEngine, as a train actor does, maps cuDNN from one folder,
     torch's own, and `torch.backends.cudnn.version()` answers (TransformerEngine's core NEEDs cuDNN's sub-libraries,
     which the loader finds through the ld cache: the base's system copy, where there is one)"""
-    if not (facts.module_present("torch") and facts.module_present("transformer_engine")):
+    if not (lookups.module_present("torch") and lookups.module_present("transformer_engine")):
         return Result(SKIP, "torch or TransformerEngine is not installed")
-    env, driver = facts.env_with_driver(ctx)
+    env, driver = lookups.env_with_driver(ctx)
     alone, train = (run_probe(ctx, "cudnn_maps", mode, env=env) for mode in ("torch", "train"))
     found = {
         mode: child.json() or {"import_error": child.tail(3)} for mode, child in (("torch", alone), ("train", train))

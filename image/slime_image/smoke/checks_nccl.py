@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import FAIL, GPU, PASS, PROBES, SKIP, Child, Context, Result, check
 
 MAX_RANKS = 8
@@ -68,12 +68,12 @@ def verdict(reports: list[dict | None], note: str, library: str) -> Result:
     wrong = [r["rank"] for r in reports if not (r["sum_before"] and r["sum_after"])]
     if wrong:
         return Result(FAIL, f"all-reduce gave a wrong sum on rank(s) {wrong}", json.dumps(reports))
-    low = [r["rank"] for r in reports if r["freed"] < 0.9 * facts.GIB]
+    low = [r["rank"] for r in reports if r["freed"] < 0.9 * lookups.GIB]
     if low:
         return Result(FAIL, f"pause did not release the 1 GiB tensor on rank(s) {low}", json.dumps(reports))
     bandwidth = min(r["busbw_gbps"] for r in reports)
     detail = "\n".join(
-        f"rank {r['rank']}: freed {r['freed'] / facts.GIB:.2f} GiB, sums right before and after pause/resume, "
+        f"rank {r['rank']}: freed {r['freed'] / lookups.GIB:.2f} GiB, sums right before and after pause/resume, "
         f"bus bandwidth {r['busbw_gbps']:.1f} GB/s"
         for r in reports
     )
@@ -97,14 +97,14 @@ def nccl_preload(ctx: Context) -> Result:
     """with 2+ GPUs: one process per GPU started as a train actor (preload, `TMS_INIT_ENABLE=1`, `NCCL_CUMEM_ENABLE=0`)
     all-reduces a 1 GiB tensor, pauses (memory released), resumes, all-reduces again, and reports NCCL's version and bus
     bandwidth; a hang is bounded by a timeout. `skip` with fewer GPUs"""
-    info = facts.device_info(ctx)
+    info = lookups.device_info(ctx)
     count = len(info.get("devices", [])) if info.get("available") else 0
     if count < 2:
         return Result(SKIP, f"needs 2 or more GPUs; {count} visible")
-    path = facts.chosen_preload(ctx)
+    path = lookups.chosen_preload(ctx)
     if isinstance(path, Result):
         return path
-    env = facts.train_actor_env(ctx, path)
+    env = lookups.train_actor_env(ctx, path)
     world = min(count, MAX_RANKS)
     reports, note = launch(ctx, world, env, PROBES / "nccl_worker.py", timeout=min(ctx.timeout * 2, 300))
     return verdict(reports, note, os.path.basename(path))

@@ -7,7 +7,7 @@ import os
 
 from slime_image import tms_preload
 from slime_image.patches import PATCHES
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
 
 PRELOAD_FIX = (
@@ -18,9 +18,9 @@ PRELOAD_FIX = (
 
 def _cdll(ctx: Context, path: str) -> tuple[str, str]:
     """Load the library in a child: ('loaded'|'no-driver'|'failed'|'not-run', what happened)."""
-    env, driver = facts.env_with_driver(ctx)
+    env, driver = lookups.env_with_driver(ctx)
     if driver == "no driver and no driver stub":
-        stub = ctx.env.get("SLIME_SMOKE_DRIVER_STUB", str(facts.DRIVER_STUB))
+        stub = ctx.env.get("SLIME_SMOKE_DRIVER_STUB", str(lookups.DRIVER_STUB))
         return "not-run", f"CDLL not attempted: no driver, and no driver stub at {stub}"
     child = run_probe(ctx, "cdll", path, env=env, timeout=30)
     if child.ok:
@@ -42,10 +42,10 @@ def tms_preload_check(ctx: Context) -> Result:
     """runs slime's own preload-selection statements, reads the chosen library's ELF `NEEDED`, compares its
     `libcudart.so.N` with torch's CUDA major, resolves every library it needs as the loader would, then `CDLL`s it (with
     the CUDA toolkit's driver stub when there is no driver)"""
-    major, how = facts.cuda_major(ctx)
+    major, how = lookups.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell the CUDA runtime of the train workers: {how}")
-    choice = facts.preload_choice(ctx)
+    choice = lookups.preload_choice(ctx)
     if "error" in choice and "cuda" not in choice:  # slime's statements never ran: what they need is missing
         return Result(FAIL, f"cannot run slime's preload selection: {choice['error']}")
     if "error" in choice:
@@ -88,10 +88,10 @@ def tms_preload_check(ctx: Context) -> Result:
 )
 def slime_patched(ctx: Context) -> Result:
     """`slime-patch --check` finds nothing left to apply"""
-    root = facts.slime_root(ctx)
+    root = lookups.slime_root(ctx)
     if root is None:
-        return facts.no_slime(ctx)
-    report, child = facts.patcher_report(ctx, root, [p.ID for p in PATCHES])
+        return lookups.no_slime(ctx)
+    report, child = lookups.patcher_report(ctx, root, [p.ID for p in PATCHES])
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
@@ -125,13 +125,13 @@ def tms_nested_region(ctx: Context) -> Result:
     """torch_memory_saver lets a region open inside another, as Megatron's DDP buffers (slime's megatron.patch) open
     theirs inside the region TMS_INIT_ENABLE=1 opens for slime's train actors: read from its entrypoint's source
     (a region needs a GPU to open; the canary opens them for real)"""
-    folder = facts.tms_dir()
+    folder = lookups.tms_dir()
     if folder is None:
         return Result(FAIL, "torch_memory_saver is not installed")
     entrypoint = folder / "entrypoint.py"
     if not entrypoint.is_file():
         return Result(WARN, f"{entrypoint} not found: cannot tell whether a nested region is allowed")
-    version = facts.dist_version("torch_memory_saver")
+    version = lookups.dist_version("torch_memory_saver")
     refusals = nested_region_refusals(entrypoint.read_text())
     if refusals:
         where = ", ".join(f"{entrypoint}:{line}" for line in refusals)

@@ -7,7 +7,7 @@ import re
 import types
 
 from slime_image import pip_conflicts, slime_source
-from slime_image.smoke import checks_cuda, facts, numpy_c_api
+from slime_image.smoke import checks_cuda, lookups, numpy_c_api
 from slime_image.smoke.core import BUILD, FAIL, PASS, SKIP, WARN, Context, Result, check, run_python
 
 SAFE_BUILTINS = {"int": int, "str": str, "float": float, "tuple": tuple, "len": len, "map": map}
@@ -25,15 +25,15 @@ NUMPY_ABI_MODULES = ("numpy", "scipy", "pandas", "ml_dtypes", "tifffile", "sklea
 )
 def megatron_numpy(ctx: Context) -> Result:
     """finds slime's numpy-version assertions by parsing its source and evaluates them on the installed numpy"""
-    root = facts.slime_root(ctx)
+    root = lookups.slime_root(ctx)
     if root is None or not (root / "slime").is_dir():
-        return facts.no_slime(ctx)
-    version = facts.dist_version("numpy")
+        return lookups.no_slime(ctx)
+    version = lookups.dist_version("numpy")
     if version is None:
         return Result(FAIL, "numpy is not installed")
     found = [
         (path, node, alias)
-        for path, tree in facts.slime_sources(root, "__version__")
+        for path, tree in lookups.slime_sources(root, "__version__")
         for node, alias in slime_source.numpy_version_assertions(tree)
     ]
     if not found:
@@ -110,10 +110,10 @@ def numpy_c_api_imports(ctx: Context) -> Result:
     packages named in the check"""
     _dirs, sections = checks_cuda.dynamic_sections(ctx)
     found = numpy_c_api.modules_using_it(sections, checks_cuda.python_dirs(ctx))
-    named = [m for m in NUMPY_ABI_MODULES if m not in found and facts.module_present(m)]
+    named = [m for m in NUMPY_ABI_MODULES if m not in found and lookups.module_present(m)]
     modules = sorted(found) + named
-    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, modules).items() if why]
-    numpy = facts.dist_version("numpy")
+    failed = [f"import {m}: {why}" for m, why in lookups.import_each(ctx, modules).items() if why]
+    numpy = lookups.dist_version("numpy")
     if failed:
         return Result(FAIL, f"{len(failed)} numpy C API user(s) do not import with numpy {numpy}", "\n".join(failed))
     return Result(
@@ -133,15 +133,15 @@ def numpy_c_api_imports(ctx: Context) -> Result:
 )
 def router_slime(ctx: Context) -> Result:
     """`sglang_router` is the SLIME build and has what slime imports from it"""
-    if not facts.module_present("sglang_router"):
+    if not lookups.module_present("sglang_router"):
         return Result(FAIL, "sglang_router is not installed")
-    why, version = facts.imports(ctx, [("sglang_router", "__version__")])[("sglang_router", "__version__")]
+    why, version = lookups.imports(ctx, [("sglang_router", "__version__")])[("sglang_router", "__version__")]
     if why:
         return Result(FAIL, "import sglang_router failed", why)
     if not version or "slime" not in version:
         return Result(FAIL, f"sglang_router {version} is the stock build, not the SLIME build")
-    root = facts.slime_root(ctx)
-    missing = facts.failed_imports(ctx, sorted(facts.imports_from(root, "sglang_router"))) if root else []
+    root = lookups.slime_root(ctx)
+    missing = lookups.failed_imports(ctx, sorted(lookups.imports_from(root, "sglang_router"))) if root else []
     if missing:
         return Result(FAIL, "slime imports router API the installed router lacks", "\n".join(missing))
     return Result(PASS, f"sglang_router {version}")
@@ -156,14 +156,14 @@ def router_slime(ctx: Context) -> Result:
 )
 def mbridge(ctx: Context) -> Result:
     """what slime imports from mbridge imports"""
-    if not facts.module_present("mbridge"):
+    if not lookups.module_present("mbridge"):
         return Result(FAIL, "mbridge is not installed (slime goes in with --no-deps, which never brings it)")
-    root = facts.slime_root(ctx)
-    pairs = (facts.imports_from(root, "mbridge") if root else set()) or {("mbridge", "")}
-    missing = facts.failed_imports(ctx, sorted(pairs))
+    root = lookups.slime_root(ctx)
+    pairs = (lookups.imports_from(root, "mbridge") if root else set()) or {("mbridge", "")}
+    missing = lookups.failed_imports(ctx, sorted(pairs))
     if missing:
         return Result(FAIL, "what slime imports from mbridge does not import", "\n".join(missing))
-    return Result(PASS, f"mbridge {facts.dist_version('mbridge')}: {len(pairs)} import(s) slime uses work")
+    return Result(PASS, f"mbridge {lookups.dist_version('mbridge')}: {len(pairs)} import(s) slime uses work")
 
 
 @check(
@@ -175,10 +175,10 @@ def mbridge(ctx: Context) -> Result:
 )
 def megatron_helpers(ctx: Context) -> Result:
     """`megatron.core.datasets.helpers_cpp` is compiled in"""
-    if not facts.module_present("megatron"):
+    if not lookups.module_present("megatron"):
         return Result(FAIL, "Megatron-LM is not importable")
     helpers = ("megatron.core.datasets.helpers_cpp", "__file__")
-    why, path = facts.imports(ctx, [helpers])[helpers]
+    why, path = lookups.imports(ctx, [helpers])[helpers]
     if why:
         return Result(FAIL, "megatron.core.datasets.helpers_cpp does not import", why)
     return Result(PASS, f"helpers_cpp compiled: {path}")
@@ -195,11 +195,11 @@ def megatron_helpers(ctx: Context) -> Result:
 def megatron_gradient_fusion(ctx: Context) -> Result:
     """Megatron's default gradient accumulation fusion (on unless --no-gradient-accumulation-fusion) finds its
     extension: Megatron's own flag, `megatron.core.tensor_parallel.layers._grad_accum_fusion_available`"""
-    if not facts.module_present("megatron"):
+    if not lookups.module_present("megatron"):
         return Result(FAIL, "Megatron-LM is not importable")
     flag = ("megatron.core.tensor_parallel.layers", "_grad_accum_fusion_available")
     extension = ("fused_weight_gradient_mlp_cuda", "__file__")
-    found = facts.imports(ctx, [flag, extension])
+    found = lookups.imports(ctx, [flag, extension])
     why, available = found[flag]
     if why:
         return Result(FAIL, "megatron.core.tensor_parallel.layers does not import", why)
@@ -236,7 +236,7 @@ def image_inputs(ctx: Context) -> Result:
     expected = dict(item.split("=", 1) for item in ctx.env.get("SLIME_EXPECTED_INPUTS", "").split(",") if "=" in item)
     if not expected:
         return Result(SKIP, "no expected fingerprint given (the preflight Job sets SLIME_EXPECTED_INPUTS)")
-    declared = facts.declared_versions(ctx) or {}
+    declared = lookups.declared_versions(ctx) or {}
     pairing, stamped = declared.get("PAIRING"), declared.get("IMAGE_INPUTS")
     if not stamped or stamped == "unknown":
         return Result(FAIL, f"the image carries no fingerprint ({ctx.versions_file} has no IMAGE_INPUTS)")
@@ -261,32 +261,32 @@ def image_inputs(ctx: Context) -> Result:
 def versions_declared(ctx: Context) -> Result:
     """`/opt/slime-image/versions.json` agrees with the installed sglang, torch, TE, mbridge, router, slime, Megatron
     commit"""
-    declared = facts.declared_versions(ctx)
+    declared = lookups.declared_versions(ctx)
     if declared is None:
         return Result(SKIP, f"no versions file at {ctx.versions_file}: not an image built by slime-image")
     wrong, compared = [], []
     for arg, dist in DECLARED_DISTRIBUTIONS.items():
         if arg not in declared:
             continue
-        installed = facts.dist_version(dist)
+        installed = lookups.dist_version(dist)
         compared.append(arg)
         if installed is None or installed.split("+")[0] != declared[arg].split("+")[0]:
             wrong.append(f"{arg}={declared[arg]} but {dist} {installed or 'is not installed'}")
     ref = declared.get("SLIME_REF", "")
     if re.fullmatch(r"v?\d+(\.\d+)+", ref):
         compared.append("SLIME_REF")
-        if facts.dist_version("slime") != ref.lstrip("v"):
-            wrong.append(f"SLIME_REF={ref} but slime {facts.dist_version('slime') or 'is not installed'}")
-    root = facts.slime_root(ctx)
+        if lookups.dist_version("slime") != ref.lstrip("v"):
+            wrong.append(f"SLIME_REF={ref} but slime {lookups.dist_version('slime') or 'is not installed'}")
+    root = lookups.slime_root(ctx)
     if "SLIME_COMMIT" in declared and root:
         compared.append("SLIME_COMMIT")
-        head = facts.git_head(root)
+        head = lookups.git_head(root)
         if head != declared["SLIME_COMMIT"]:
             wrong.append(f"SLIME_COMMIT={declared['SLIME_COMMIT']} but {root} is at {head}")
-    megatron = facts.package_dir("megatron")
+    megatron = lookups.package_dir("megatron")
     if "MEGATRON_COMMIT" in declared and megatron:
         compared.append("MEGATRON_COMMIT")
-        head = facts.git_head(megatron.parent)
+        head = lookups.git_head(megatron.parent)
         if head != declared["MEGATRON_COMMIT"]:
             wrong.append(f"MEGATRON_COMMIT={declared['MEGATRON_COMMIT']} but {megatron.parent} is at {head}")
     if wrong:
@@ -315,16 +315,16 @@ TORCH_EXTENSIONS = (
 )
 def torch_provenance(ctx: Context) -> Result:
     """torch is `TORCH_VERSION`; every compiled torch extension present imports"""
-    info = facts.torch_info(ctx)
+    info = lookups.torch_info(ctx)
     if "error" in info:
         return Result(FAIL, info["error"])
     version = info["version"]  # torch.__version__, with the local part (+cu130) the distribution's version lacks
-    declared = (facts.declared_versions(ctx) or {}).get("TORCH_VERSION")
+    declared = (lookups.declared_versions(ctx) or {}).get("TORCH_VERSION")
     if declared and version != declared:
         return Result(FAIL, f"torch is {version}, the recipe intends {declared}")
-    present = [m for m in TORCH_EXTENSIONS if facts.module_present(m.split(".")[0])]
-    _, driver = facts.env_with_driver(ctx)
-    failed = [f"import {m}: {why}" for m, why in facts.import_each(ctx, present).items() if why]
+    present = [m for m in TORCH_EXTENSIONS if lookups.module_present(m.split(".")[0])]
+    _, driver = lookups.env_with_driver(ctx)
+    failed = [f"import {m}: {why}" for m, why in lookups.import_each(ctx, present).items() if why]
     if failed:
         return Result(
             FAIL, f"{len(failed)} compiled extension(s) do not import with torch {version}", "\n".join(failed)

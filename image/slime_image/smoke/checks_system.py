@@ -6,7 +6,7 @@ import glob
 import os
 
 from slime_image import tms_preload
-from slime_image.smoke import elf_symbols, facts
+from slime_image.smoke import elf_symbols, lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, Context, Result, check
 
 
@@ -81,7 +81,7 @@ def efa_plugin(ctx: Context) -> Result:
         dynamic = tms_preload.read_dynamic(plugin)
     except (OSError, tms_preload.ElfError) as exc:
         return Result(FAIL, f"the OFI NCCL plugin {plugin} cannot be read", str(exc))
-    excused = set() if facts.driver_present(ctx) else {tms_preload.DRIVER_LIBRARY}
+    excused = set() if lookups.driver_present(ctx) else {tms_preload.DRIVER_LIBRARY}
     missing = [
         n
         for n in dynamic.needed

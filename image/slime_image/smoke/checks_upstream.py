@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from slime_image import slime_source
 from slime_image.patches import upstream
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check
 
 
@@ -20,10 +20,10 @@ from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, che
 def upstream_patches(ctx: Context) -> Result:
     """`slime-patch --check` finds slime's own `docker/patch/<sglang version>/` patches applied to the installed
     Megatron-LM and sglang (`warn` when slime ships none for this SGLang)"""
-    root = facts.slime_root(ctx)
+    root = lookups.slime_root(ctx)
     if root is None:
-        return facts.no_slime(ctx)
-    report, child = facts.patcher_report(ctx, root, [p.ID for p in upstream.UPSTREAM])
+        return lookups.no_slime(ctx)
+    report, child = lookups.patcher_report(ctx, root, [p.ID for p in upstream.UPSTREAM])
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"chosen: {report['upstream']}"] + [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
@@ -46,14 +46,14 @@ def upstream_patches(ctx: Context) -> Result:
 def slime_imports(ctx: Context) -> Result:
     """every module of slime's Megatron GRPO path imports, in a child with a timeout: listed from slime's own source
     (`train.py` and what `slime/ray/` imports, followed through module-level imports; other backends' not)"""
-    root = facts.slime_root(ctx)
+    root = lookups.slime_root(ctx)
     if root is None:
-        return facts.no_slime(ctx)
+        return lookups.no_slime(ctx)
     modules = slime_source.grpo_modules(root)
     if not modules:
         return Result(FAIL, f"no module of slime's GRPO path found from {root / slime_source.GRPO_ENTRY}")
-    _, driver = facts.env_with_driver(ctx)
-    failed = facts.failed_imports(ctx, [(module, "") for module in modules])
+    _, driver = lookups.env_with_driver(ctx)
+    failed = lookups.failed_imports(ctx, [(module, "") for module in modules])
     if failed:
         return Result(
             FAIL, f"{len(failed)} of {len(modules)} modules of slime's GRPO path do not import", "\n".join(failed)
@@ -132,7 +132,7 @@ LEFT_OUT = (
 def left_out_components(ctx: Context) -> Result:
     """`warn` naming the slime features that stop working for each component of upstream's image this one leaves out
     (table below)"""
-    absent = [row for row in LEFT_OUT if not facts.module_present(row[1])]
+    absent = [row for row in LEFT_OUT if not lookups.module_present(row[1])]
     lines = [f"{name} ({module}) absent: {features} stop working ({why})" for name, module, features, why in absent]
     if absent:
         return Result(

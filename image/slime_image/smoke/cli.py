@@ -11,7 +11,7 @@ from pathlib import Path
 from slime_image import pip_conflicts, standins
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
-from slime_image.smoke import facts, report
+from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
 
@@ -44,7 +44,7 @@ def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]
     alone = [c for c in checks if c.exclusive and c.stage in stages]
     with ThreadPoolExecutor(max_workers=8) as pool:
         rows = {c.id: row for c, row in zip(shared, pool.map(lambda c: run_one(c, ctx, stages), shared), strict=True)}
-    facts.stop_importer(ctx)  # before the checks that measure device memory, which run alone
+    lookups.stop_importer(ctx)  # before the checks that measure device memory, which run alone
     for c in alone:
         rows[c.id] = run_one(c, ctx, stages)
     return [rows[c.id] for c in checks]
@@ -144,7 +144,7 @@ def run_suite(args) -> int:
     given_inputs(args)
     check_writable("--json", args.json)
     check_writable("--junit", args.junit)
-    facts.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
+    lookups.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
     rows = run(checks, ctx, STAGES[args.stage])
     if args.json != "-":
         print(report.as_table(rows, args.stage), flush=True)

@@ -1,4 +1,4 @@
-"""Facts several checks need, each computed once per run (through Context.once) without heavy imports."""
+"""What several checks ask of the image, each looked up once per run (through Context.once) without heavy imports."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Facts the checks share (slime_image/smoke/facts.py): imports in one child, read once."""
+"""Facts the checks share (slime_image/smoke/lookups.py): imports in one child, read once."""
 
 import os
 import sys
 
-from slime_image.smoke import facts
+from slime_image.smoke import lookups
 from slime_image.smoke.core import Context
 
 
@@ -15,7 +15,7 @@ def modules(tmp_path, **sources):
 
 def test_each_module_is_imported_and_a_failure_names_its_error(tmp_path):
     ctx = modules(tmp_path, fine="x = 1\n", broken="raise ImportError('built against another torch')\n")
-    assert facts.import_each(ctx, ["fine", "broken", "absent_module"]) == {
+    assert lookups.import_each(ctx, ["fine", "broken", "absent_module"]) == {
         "fine": None,
         "broken": "ImportError: built against another torch",
         "absent_module": "ModuleNotFoundError: No module named 'absent_module'",
@@ -24,7 +24,7 @@ def test_each_module_is_imported_and_a_failure_names_its_error(tmp_path):
 
 def test_a_crash_in_one_import_names_the_module_it_happened_in(tmp_path):
     ctx = modules(tmp_path, fine="x = 1\n", crashing="import os\nos.abort()\n")
-    found = facts.import_each(ctx, ["fine", "crashing", "after"])
+    found = lookups.import_each(ctx, ["fine", "crashing", "after"])
     assert set(found) == {"fine", "crashing", "after"}
     assert all(
         why and why.startswith("the importing process died (exit code -6) in import crashing") for why in found.values()
@@ -33,14 +33,14 @@ def test_a_crash_in_one_import_names_the_module_it_happened_in(tmp_path):
 
 def test_nothing_to_import_starts_no_child(tmp_path):
     ctx = Context(python=str(tmp_path / "no-python"))
-    assert facts.import_each(ctx, []) == {}
+    assert lookups.import_each(ctx, []) == {}
 
 
 def test_every_check_s_imports_share_one_process_that_imports_each_module_once(tmp_path):
     counter = tmp_path / "imported"
     ctx = modules(tmp_path, heavy=f"open({str(counter)!r}, 'a').write('x')\nversion = '1.0'\nprint('noise')\n")
-    assert facts.imports(ctx, [("heavy", "version")]) == {("heavy", "version"): (None, "1.0")}
-    assert facts.import_each(ctx, ["heavy"]) == {"heavy": None}
+    assert lookups.imports(ctx, [("heavy", "version")]) == {("heavy", "version"): (None, "1.0")}
+    assert lookups.import_each(ctx, ["heavy"]) == {"heavy": None}
     assert counter.read_text() == "x"
 
 
@@ -49,8 +49,8 @@ def test_a_name_the_module_lacks_is_imported_as_its_submodule(tmp_path):
     (tmp_path / "pkg" / "__init__.py").write_text("")
     (tmp_path / "pkg" / "sub.py").write_text("")
     ctx = modules(tmp_path)
-    assert facts.failed_imports(ctx, [("pkg", "sub")]) == []
-    assert facts.failed_imports(ctx, [("pkg", "absent")]) == [
+    assert lookups.failed_imports(ctx, [("pkg", "sub")]) == []
+    assert lookups.failed_imports(ctx, [("pkg", "absent")]) == [
         "pkg absent: ModuleNotFoundError: No module named 'pkg.absent'"
     ]
 
@@ -58,21 +58,21 @@ def test_a_name_the_module_lacks_is_imported_as_its_submodule(tmp_path):
 def test_a_crash_or_a_hang_costs_only_its_own_request(tmp_path):
     ctx = modules(tmp_path, crashing="import os\nos.abort()\n", hanging="import time\ntime.sleep(60)\n", fine="")
     ctx.timeout = 2
-    assert facts.import_each(ctx, ["crashing"])["crashing"].startswith(
+    assert lookups.import_each(ctx, ["crashing"])["crashing"].startswith(
         "the importing process died (exit code -6) in import crashing"
     )
-    assert facts.import_each(ctx, ["fine"]) == {"fine": None}
-    assert facts.import_each(ctx, ["hanging"])["hanging"].startswith(
+    assert lookups.import_each(ctx, ["fine"]) == {"fine": None}
+    assert lookups.import_each(ctx, ["hanging"])["hanging"].startswith(
         "the importing process died (timed out after 2 s) in import hanging"
     )
-    assert facts.import_each(ctx, ["fine"]) == {"fine": None}
+    assert lookups.import_each(ctx, ["fine"]) == {"fine": None}
 
 
 def test_the_shared_importer_ends_before_the_checks_that_run_alone(tmp_path):
     ctx = modules(tmp_path, fine="")
-    assert facts.import_each(ctx, ["fine"]) == {"fine": None}
-    child = facts.importer(ctx).proc
+    assert lookups.import_each(ctx, ["fine"]) == {"fine": None}
+    child = lookups.importer(ctx).proc
     assert child.poll() is None
-    facts.stop_importer(ctx)
+    lookups.stop_importer(ctx)
     assert child.wait(timeout=10) == 0
-    assert facts.import_each(ctx, ["fine"]) == {"fine": None}  # a later ask starts a new one
+    assert lookups.import_each(ctx, ["fine"]) == {"fine": None}  # a later ask starts a new one
