@@ -116,7 +116,7 @@ def test_a_string_entrypoint_is_refused_not_split_into_letters(tmp_path):
         ({"colocat": True}, "settings.colocat: slime's train.py has no --colocat (did you mean colocate?)"),
         ({"lr": "abc"}, "settings.lr='abc': --lr takes a number, not 'abc'"),
         ({"num_rollout": 2.5}, "settings.num_rollout=2.5: --num-rollout takes a whole number, not 2.5"),
-        ({"attention_backend": "flashy"}, "--attention-backend takes one of flash, fused, unfused, local, auto"),
+        ({"attention_backend": "flashy"}, "--attention-backend takes one of auto, flash, fused, local, unfused"),
         ({"colocate": "yes"}, "settings.colocate='yes': --colocate is a switch: true or false"),
     ],
 )
