@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
 
+from tools.inputs import pairings
+
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_BIN = ROOT / "image" / "bin"
 LOCKS = sorted((ROOT / "locks").glob("*.lock"))
 # The fix a tool gives for an unknown pairing: every pairing there is, so adding one changes no test.
-UNKNOWN_PAIRING_FIX = "use one of: " + ", ".join(sorted(p.stem for p in (ROOT / "pairings").glob("*.toml")))
+UNKNOWN_PAIRING_FIX = "use one of: " + ", ".join(pairings.names())
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from slime_image.errors import UserError, run_command
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner.base_manifest import manifest_for
+from tools.planner.plan_env import load_manifest
 from tools.release.build_check import record
 
 # What each version ARG pins, for people reading the version table.
@@ -56,7 +57,7 @@ def pull_table(dockerfile: Path) -> list[str]:
         pairing = pairings.load(name)
         base = Recipe.load(dockerfile, build_args=pairing.build_arg_values).args["BASE_IMAGE"]
         path = manifest_for(base)
-        published = (json.loads(path.read_text()) if path.is_file() else {}).get("published")
+        published = load_manifest(path)[0].get("published") if path.is_file() else None
         built = record.folder_for(pairing) / record.RECORD_JSON
         own = (json.loads(built.read_text()) if built.is_file() else {}).get("compressed_above_base_gb", {}).get("zstd")
         base_cell = (

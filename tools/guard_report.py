@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 
 from slime_image.errors import UserError
+from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
-from slime_image.smoke.report import Guard, Row, as_json, as_junit, write
+from slime_image.smoke.report import Guard, Row
 from slime_image.walls import BY_ID
 
 
@@ -35,17 +36,18 @@ def rows(found: dict[str, list[str] | None], guards: dict[str, Guard]) -> list[R
     return made
 
 
-def refusal(guard: str, cause: str, fix: str) -> UserError:
-    """A refusal one guard makes: the error carries the guard's id, so that a report names the guard that refused."""
-    error = UserError(cause, fix)
-    error.guard = guard
-    return error
+class Refusal(UserError):
+    """A refusal one guard makes: it carries the guard's id, so that a report names the guard that refused."""
+
+    def __init__(self, guard: str, cause: str, fix: str):
+        super().__init__(cause, fix)
+        self.guard = guard
 
 
 def refusal_rows(guards: dict[str, tuple[str, ...]], error: UserError | None) -> list[Row]:
     """One row per guard of a command that refuses (the renderer, the submitter): every guard passes when nothing was
     refused; otherwise the guard that refused fails with its cause and fix, and the others did not decide (skip)."""
-    refused_by = getattr(error, "guard", None)
+    refused_by = error.guard if isinstance(error, Refusal) else None
     made = []
     for name, walls in guards.items():
         protects = "; ".join(BY_ID[w].sees for w in walls) or name
@@ -78,10 +80,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def write_reports(args: argparse.Namespace, made: list[Row], tool: str, stage: str) -> None:
-    if args.report_json:
-        write("--report-json", args.report_json, as_json(made, stage, tool))
-    if args.report_junit:
-        write("--report-junit", args.report_junit, as_junit(made, stage, tool))
+    report.write_reports(made, stage, tool, args.report_json, args.report_junit, ("--report-json", "--report-junit"))
 
 
 if __name__ == "__main__":

@@ -132,8 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes, seconds = run_ranks(args, count)
         rows = judge(args.node, outcomes, seconds)
         print(report.as_table(rows, STAGE), flush=True)
-        if args.json:
-            report.write("--json", args.json, report.as_json(rows, STAGE))
+        report.write_reports(rows, STAGE, json_path=args.json)
         return 0 if report.ok(rows) else 1
 
     return run_command("slime-p2p", run)

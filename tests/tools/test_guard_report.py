@@ -3,14 +3,14 @@ plan's verdicts and the renderer's and the submitter's refusals write the same J
 with id and walls) and JUnit as slime-smoke."""
 
 import json
-import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
 from types import SimpleNamespace
 
 from conftest import ROOT, by_id
-from test_k8s import IMAGE, USER, overlay_values
+from slime_image.smoke.report import as_json
+from test_k8s import IMAGE, USER, overlay_values, render_command
 from test_rules import BROKEN
 
 from tools import guard_report
@@ -47,7 +47,7 @@ def test_the_manifest_policies_report_a_broken_manifest(tmp_path):
     text = k8s_render.render("b300", USER, None).replace('num-cpus: "0"', 'num-cpus: "4"', 1)
     found = k8s_validate.validate(text, overlay_values("b300"), IMAGE, None)
     rows = guard_report.rows(found, k8s_validate.guards())
-    report = json.loads(guard_report.as_json(rows, "b300", "validate-manifests"))
+    report = json.loads(as_json(rows, "b300", "validate-manifests"))
     shape(report, "validate-manifests")
     policy = by_id(report)["policy head-runs-no-actors"]
     assert policy["status"] == "fail" and policy["walls"] == ["W43"]
@@ -60,7 +60,7 @@ def test_the_plan_reports_a_finding_by_the_wall_it_names():
         invariants={"numpy_below_2": False, "every_step_installs": True},
     )
     found, guards = plan.verdicts(planned)
-    report = json.loads(guard_report.as_json(guard_report.rows(found, guards), "slime.Dockerfile", "plan"))
+    report = json.loads(as_json(guard_report.rows(found, guards), "slime.Dockerfile", "plan"))
     shape(report, "plan")
     checks = by_id(report)
     assert checks["numpy-2-at-the-end"]["status"] == "fail" and checks["numpy-2-at-the-end"]["walls"] == ["W1"]
@@ -107,19 +107,8 @@ def test_a_submission_that_passes_reports_every_guard_passing(tmp_path):
 
 
 def test_the_renderers_refusal_reports_its_guard(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k != "IMAGE"}
-    (tmp_path / "empty.env").write_text("")
     report_path = tmp_path / "render.json"
-    command = [
-        sys.executable,
-        "-m",
-        "tools.k8s.k8s_render",
-        "--overlay",
-        "b300",
-        "--env-file",
-        str(tmp_path / "empty.env"),
-    ]
-    proc = subprocess.run([*command, "--report-json", str(report_path)], capture_output=True, text=True, env=env)
+    proc = render_command(tmp_path, "--report-json", str(report_path), unset=("IMAGE",))
     assert proc.returncode == 1 and proc.stderr.splitlines()[0] == "render: IMAGE is unset or empty"
     report = json.loads(report_path.read_text())
     shape(report, "render")

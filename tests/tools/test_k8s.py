@@ -93,44 +93,28 @@ def test_render_fails_naming_an_unset_or_empty_variable(name):
     assert caught.value.cause == f"{name} is unset or empty"
 
 
-def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k != "IMAGE"}
+def render_command(tmp_path, *args, unset=()):
+    """The renderer run as make runs it, on b300, with USER's settings in the environment but those in `unset`, and an
+    empty env file (tmp_path/empty.env)."""
+    env = {k: v for k, v in os.environ.items() if k not in USER} | {k: v for k, v in USER.items() if k not in unset}
     absent = tmp_path / "empty.env"
     absent.write_text("")
-    proc = subprocess.run(
-        [sys.executable, "-m", "tools.k8s.k8s_render", "--overlay", "b300", "--env-file", str(absent)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    command = [sys.executable, "-m", "tools.k8s.k8s_render", "--overlay", "b300", "--env-file", str(absent), *args]
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+def test_render_command_prints_nothing_when_a_variable_is_missing(tmp_path):
+    proc = render_command(tmp_path, unset=("IMAGE",))
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr.splitlines() == [
         "render: IMAGE is unset or empty",
-        f"fix: set IMAGE in the environment or in {absent}",
+        f"fix: set IMAGE in the environment or in {tmp_path / 'empty.env'}",
     ]
 
 
 def test_render_get_prints_one_resolved_setting(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k not in USER} | USER
-    absent = tmp_path / "empty.env"
-    absent.write_text("")
     for name, expected in (("NAMESPACE", "slime"), ("IMAGE", IMAGE), ("EFA_PER_NODE", "16")):
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "tools.k8s.k8s_render",
-                "--overlay",
-                "b300",
-                "--env-file",
-                str(absent),
-                "--get",
-                name,
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-        )
+        proc = render_command(tmp_path, "--get", name)
         assert proc.returncode == 0 and proc.stdout == f"{expected}\n", proc.stderr
 
 

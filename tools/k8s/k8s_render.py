@@ -122,13 +122,13 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     unset = [name for name, value in user.items() if not value]
     if unset:
         names = ", ".join(unset)
-        raise guard_report.refusal(
+        raise guard_report.Refusal(
             PLACEHOLDER,
             f"{names} {'is' if len(unset) == 1 else 'are'} unset or empty",
             f"set {names} in the environment or in {env_file or DEFAULT_ENV_FILE}",
         )
     if user["IMAGE"] == placeholder_image():
-        raise guard_report.refusal(
+        raise guard_report.Refusal(
             PLACEHOLDER,
             f"IMAGE={user['IMAGE']} is the example's placeholder, not a pushed image",
             "set IMAGE to the repository:tag that `make push` printed",

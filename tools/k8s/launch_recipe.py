@@ -23,7 +23,7 @@ GUARDS = {"lower-case-log-level": ("W15",), "attention-backend-in-image": ("W37"
 
 
 def refused(cause: str, fix: str, guard: str | None = None) -> UserError:
-    return guard_report.refusal(guard, f"refused: {cause}", fix) if guard else UserError(f"refused: {cause}", fix)
+    return guard_report.Refusal(guard, f"refused: {cause}", fix) if guard else UserError(f"refused: {cause}", fix)
 
 
 def load(path: Path) -> dict:

@@ -23,6 +23,8 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
+from tools.planner.plan_env import load_manifest
+
 FOLDER = Path(__file__).resolve().parents[2] / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
 REGISTRY_FIX = "pass what `docker manifest inspect -v IMAGE` prints"
@@ -33,21 +35,6 @@ def manifest_for(image: str) -> Path:
     return FOLDER / (re.sub(r"[/:@]", "_", image) + ".json")
 
 
-def read_inspect(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
-        raise UserError(f"cannot read the pip inspect report {path}: {exc.strerror}", INSPECT_FIX) from None
-    except ValueError as exc:
-        raise UserError(f"the pip inspect report {path} is not JSON: {exc}", INSPECT_FIX) from None
-    if not isinstance(data, dict) or not all(
-        isinstance(item, dict) and {"name", "version"} <= set(item.get("metadata", {}))
-        for item in data.get("installed", [])
-    ):
-        raise UserError(f"{path} is not a pip inspect report (installed[].metadata.name/version)", INSPECT_FIX)
-    return data
-
-
 def read_json(path: Path, what: str, fix: str):
     try:
         return json.loads(path.read_text())
@@ -55,6 +42,16 @@ def read_json(path: Path, what: str, fix: str):
         raise UserError(f"cannot read {what} {path}: {exc.strerror}", fix) from None
     except ValueError as exc:
         raise UserError(f"{what} {path} is not JSON: {exc}", fix) from None
+
+
+def read_inspect(path: Path) -> dict:
+    data = read_json(path, "the pip inspect report", INSPECT_FIX)
+    if not isinstance(data, dict) or not all(
+        isinstance(item, dict) and {"name", "version"} <= set(item.get("metadata", {}))
+        for item in data.get("installed", [])
+    ):
+        raise UserError(f"{path} is not a pip inspect report (installed[].metadata.name/version)", INSPECT_FIX)
+    return data
 
 
 def published_weight(registry: object, platform: str, source: str) -> dict:
@@ -118,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
             constraint = args.constraint.read_text() if args.constraint and args.constraint.is_file() else ""
             data = manifest(args.image, read_inspect(args.inspect), constraint)
         elif args.registry_manifest and args.out.is_file():
-            data = read_json(args.out, "the base manifest", f"delete {args.out} and pass --inspect")
+            data, _ = load_manifest(args.out)  # the planner's reading of it: a broken one is refused the same way
         else:
             raise UserError(
                 f"nothing to write: no --inspect, and no manifest of {args.image} at {args.out} to add the weight to",

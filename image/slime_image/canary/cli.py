@@ -93,10 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         fresh_work_folder(args.work.resolve())
         rows = canary(args)
         print(report.as_table(rows, phases.STAGE), flush=True)
-        if args.json:
-            report.write("--json", args.json, report.as_json(rows, phases.STAGE))
-        if args.junit:
-            report.write("--junit", args.junit, report.as_junit(rows, phases.STAGE))
+        report.write_reports(rows, phases.STAGE, json_path=args.json, junit_path=args.junit)
         return 0 if report.ok(rows) else 1
 
     return run_command("slime-canary", run)

@@ -36,7 +36,9 @@ from slime_image.patches.base import (
     importable_root,
 )
 from slime_image.smoke.core import FAIL, PASS, WARN, Result
-from slime_image.smoke.report import Guard, Row, as_json, as_junit, write
+from slime_image.smoke.report import Guard, Row, write_reports
+
+CHECK_FIX = "run without --check to apply"  # what a patch still due under --check asks for
 
 
 class Transaction:
@@ -167,7 +169,7 @@ def rows(results: list[dict]) -> list[Row]:
         patch = patches[r["id"]]
         upstream_absent = r["status"] == NOT_NEEDED and r["id"] not in own
         status = WARN if upstream_absent else PASS if r["status"] in GOOD else FAIL
-        fix = "run without --check to apply" if r["status"] == WOULD_APPLY else "update the patch for this source shape"
+        fix = CHECK_FIX if r["status"] == WOULD_APPLY else "update the patch for this source shape"
         made.append(
             Row(Guard(r["id"], patch.WALLS, patch.CHANGES, fix), Result(status, f"{r['status']}: {r['message']}"), 0.0)
         )
@@ -217,10 +219,15 @@ def run(args, selected: list[str]) -> int:
     }
     results, chosen = patch_all(roots, selected, args.check, args.series)
     ok = all(r["status"] in GOOD for r in results)
-    if args.report_json:
-        write("--report-json", args.report_json, as_json(rows(results), "build", "slime-patch"))
-    if args.report_junit:
-        write("--report-junit", args.report_junit, as_junit(rows(results), "build", "slime-patch"))
+    if args.report_json or args.report_junit:
+        write_reports(
+            rows(results),
+            "build",
+            "slime-patch",
+            args.report_json,
+            args.report_junit,
+            ("--report-json", "--report-junit"),
+        )
     upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
         report = {"ok": ok, "check": args.check, "upstream": chosen if upstream_selected else None, "patches": results}
@@ -234,7 +241,7 @@ def run(args, selected: list[str]) -> int:
                 print(f"WARNING: {r['id']}: {r['message']}", file=sys.stderr)
         if not ok:
             hint = (
-                "run without --check to apply"
+                CHECK_FIX
                 if args.check
                 else "declare the folder's series in the pairing (python -m tools.inputs.pairings series <slime tree>)"
                 if args.series and any("not the series the pairing declares" in r["message"] for r in results)

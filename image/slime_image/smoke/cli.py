@@ -148,8 +148,5 @@ def run_suite(args) -> int:
     rows = run(checks, ctx, STAGES[args.stage])
     if args.json != "-":
         print(report.as_table(rows, args.stage), flush=True)
-    if args.json:
-        report.write("--json", args.json, report.as_json(rows, args.stage))
-    if args.junit:
-        report.write("--junit", args.junit, report.as_junit(rows, args.stage))
+    report.write_reports(rows, args.stage, json_path=args.json, junit_path=args.junit)
     return 0 if report.ok(rows) else 1

@@ -132,6 +132,21 @@ def as_junit(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
 
 
+def write_reports(
+    rows: list[Row],
+    stage: str,
+    tool: str = "slime-smoke",
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    options: tuple[str, str] = ("--json", "--junit"),
+) -> None:
+    """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them."""
+    if json_path:
+        write(options[0], json_path, as_json(rows, stage, tool))
+    if junit_path:
+        write(options[1], junit_path, as_junit(rows, stage, tool))
+
+
 def write(option: str, path: str, text: str) -> None:
     """A report to the file `path` (the option that named it, for the error) or, for -, to stdout."""
     if path == "-":
