@@ -70,9 +70,12 @@ RUN apt-get update && \
 ENV LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:/usr/local/cuda/lib64:/usr/local/nvidia/lib64 \
     NCCL_NET_PLUGIN=ofi
 
-# One virtual environment holds every Python distribution in the image, first on PATH, with a pinned pip.
+# One virtual environment holds every Python distribution in the image, first on PATH, with a pinned pip. No pip
+# step compiles bytecode (PIP_COMPILE=0): one step near the end writes it for what a job imports (slime-bytecode),
+# 0.15 of the 0.53 GB pip would write; the rest compiles in memory when first imported.
 ENV VIRTUAL_ENV=/opt/venv \
-    PATH=/opt/venv/bin:${PATH}
+    PATH=/opt/venv/bin:${PATH} \
+    PIP_COMPILE=0
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv /opt/venv && \
     python -m pip install "pip==${PIP_VERSION}"
 
@@ -90,17 +93,28 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setupt
 # pulls a layer as one piece. Named without versions: the lock pins torch and its wheels at what the sglang step
 # below resolves, so that step finds them installed and leaves them. In the same step, each wheel library the base
 # holds at the same release becomes a link to the base's file, so no layer holds it twice (W46; cuda_once.py).
+# Triton's static CUPTI archives (77 MB) are for linking programs against CUPTI: nothing in the image does.
 COPY image/slime_image/cuda_once.py /opt/slime-image/slime_image/cuda_once.py
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch && \
+    rm /opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/lib/cupti/*_static.a && \
     python /opt/slime-image/slime_image/cuda_once.py link /opt/venv/lib/python3.12/site-packages
 
+# FlashInfer 0.6.12 requires cuda-tile[tileiras]: cuTile's compiler and the CUDA 13.2 nvcc and nvvm it runs, 0.37 GB
+# for one FlashInfer collective (all_gather_matmul) that neither SGLang nor slime calls, and newer than the driver's
+# CUDA (W38). Each step that brings them removes them before it ends, so no layer holds them.
+ARG UNUSED_DISTRIBUTIONS="nvidia-cuda-tileiras nvidia-cuda-nvcc nvidia-nvvm"
+
 # sglang's GPU kernels, the next 4 GB (sglang-kernel, FlashInfer and its cubins), versions again from the lock.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install sglang-kernel flashinfer-python flashinfer-cubin
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install sglang-kernel flashinfer-python flashinfer-cubin && \
+    pip uninstall -y ${UNUSED_DISTRIBUTIONS}
 
 # sglang with the extras of its `all` but diffusion, whose st_attn and vsa are CUDA 12 builds (W22) that RL
-# never runs: the rest of what it needs, over the torch and kernels above. The build stops here if torch is
+# never runs: the rest of what it needs, over the torch and kernels above. xgrammar's static archive (65 MB) is for
+# C++ programs linking xgrammar; its Python binding is a shared object of its own. The build stops here if torch is
 # anything else than the recipe intends.
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
+    pip uninstall -y ${UNUSED_DISTRIBUTIONS} && \
+    rm /opt/venv/lib/python3.12/site-packages/xgrammar/lib/libxgrammar.a && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
 
 # TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses. Its GPU kernels come prebuilt
@@ -143,9 +157,11 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install -r /op
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by
 # the steps above; the gate's pip-check proves it). The editable install compiles helpers_cpp, which Megatron
 # otherwise builds lazily on rank 0 only, so the other nodes fail to import it (W11); it maps megatron.core
-# alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31).
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked git clone --filter=blob:none "${MEGATRON_REPO_URL}" /opt/Megatron-LM && \
-    git -C /opt/Megatron-LM checkout "${MEGATRON_COMMIT}" && \
+# alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31). That one commit
+# is fetched, not the history (0.12 GB that nothing in the image reads).
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked git init -q /opt/Megatron-LM && \
+    git -C /opt/Megatron-LM fetch -q --depth 1 "${MEGATRON_REPO_URL}" "${MEGATRON_COMMIT}" && \
+    git -C /opt/Megatron-LM checkout -q FETCH_HEAD && \
     pip install --no-deps -e /opt/Megatron-LM && \
     echo /opt/Megatron-LM > /opt/venv/lib/python3.12/site-packages/megatron-lm.pth && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c \
@@ -168,7 +184,7 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --no-d
 RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && ldconfig
 
 # The image's own code: image/ and nothing else of this repository (standard library only, run by the
-# image's Python); its commands (slime-smoke, slime-patch, slime-record, slime-launch) go on PATH.
+# image's Python); its commands (slime-smoke, slime-patch, slime-bytecode, slime-record, slime-launch) go on PATH.
 COPY image/ /opt/slime-image/
 ENV PATH=/opt/slime-image/bin:${PATH}
 
@@ -180,6 +196,10 @@ ENV PATH=/opt/slime-image/bin:${PATH}
 # fails loudly. Declared here, not above, so that a new series reruns only the steps from here on.
 ARG SLIME_PATCHES="v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@4c1b47f52f7a4fd0 sglang-top_p.patch@fdb070bcf9284916 sglang-release_hicache.patch@e70a3dc140806b0a sglang-pull_weights.patch@bca438816b4a9177"
 RUN slime-patch --slime-root /opt/slime --megatron-root /opt/Megatron-LM --series "${SLIME_PATCHES}"
+
+# Bytecode for what a job imports, of the patched sources: without it each process of each pod compiles it again at
+# every start (PYTHONDONTWRITEBYTECODE=1), 9 s of CPU for slime's path alone; nothing else has any (PIP_COMPILE=0).
+RUN LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" slime-bytecode
 
 # What the image claims to contain (W18): every version ARG and slime's patch files (sha256) in versions.json,
 # and the OCI labels below; and the fingerprint of the tree that built it (tools/inputs/fingerprint.py: `make build` passes

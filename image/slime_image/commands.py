@@ -14,6 +14,7 @@ COMMANDS = {
     "slime-launch": "slime_image.launch",
     "slime-canary": "slime_image.canary.cli",
     "slime-p2p": "slime_image.p2p",
+    "slime-bytecode": "slime_image.bytecode",
 }
 
 

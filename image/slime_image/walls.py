@@ -283,10 +283,11 @@ WALLS = (
     Wall(
         "W38",
         "`CUDA_ERROR_UNSUPPORTED_PTX_VERSION` (error 222) when a JIT-compiled kernel loads",
-        "a JIT path resolves to a CUDA compiler newer than the driver: the image also carries nvcc 13.2 "
-        "(nvidia-cuda-nvcc, through flashinfer-python and cuda-tile), whose PTX the R580 driver (CUDA 13.0) refuses",
+        "a JIT path resolves to a CUDA compiler newer than the driver: flashinfer-python 0.6.12 brings nvcc 13.2 "
+        "(nvidia-cuda-nvcc, through cuda-tile's tileiras extra), whose PTX the R580 driver (CUDA 13.0) refuses",
         "`CUDA_HOME` unset and the toolkit's nvcc 13.0 first on `PATH`, so every lookup (torch's cpp_extension, "
-        "FlashInfer, DeepGEMM, TileLang) finds 13.0; the wheel's compilers stay off `PATH`",
+        "FlashInfer, DeepGEMM, TileLang) finds 13.0; the steps that bring nvcc 13.2, nvvm and tileiras remove them "
+        "(`UNUSED_DISTRIBUTIONS`), and the wheels' other compilers stay off `PATH`",
     ),
     Wall(
         "W39",

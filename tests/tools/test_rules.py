@@ -217,6 +217,10 @@ def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
             ),
             "runs before the venv exists",
         ),
+        (
+            lambda t: t.replace("flashinfer-cubin && \\\n    pip uninstall", "flashinfer-cubin\nRUN pip uninstall"),
+            "removes what an earlier layer installed",
+        ),
     ],
 )
 def test_one_environment_fails_on_a_second_one(recipe_copy, edit, expected):

@@ -41,7 +41,7 @@ LAYERS = (
     ("the venv", re.compile(r"\bpython3\.12 -m venv " + VENV)),
     ("the build tools", re.compile(r"pip install setuptools wheel ninja pybind11")),
     ("torch", re.compile(r"pip install torch( &&|$)")),
-    ("sglang's kernels", re.compile(r"pip install sglang-kernel flashinfer-python flashinfer-cubin$")),
+    ("sglang's kernels", re.compile(r"pip install sglang-kernel flashinfer-python flashinfer-cubin( &&|$)")),
     ("sglang", re.compile(r"pip install \S*sglang\[")),
     ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
     ("requirements.txt", re.compile(r"pip install -r \S*requirements\.txt")),
@@ -49,6 +49,7 @@ LAYERS = (
     ("the router, slime and mbridge", re.compile(r"pip install --no-deps --force-reinstall\s+\S*sglang_router")),
     ("image/", re.compile(r"^image/ ")),
     ("slime-patch", re.compile(r"^slime-patch ")),
+    ("slime-bytecode", re.compile(r"\bslime-bytecode$")),
     ("slime-record", re.compile(r"^slime-record ")),
     ("the smoke gate", SMOKE_GATE),
 )
@@ -146,13 +147,20 @@ def cuda_devel_base(recipe: Recipe) -> list[str]:
 
 
 def one_environment(recipe: Recipe) -> list[str]:
-    """One virtual environment holds every distribution: made before any pip step, first on PATH."""
+    """One virtual environment holds every distribution: made before any pip step, first on PATH; a pip uninstall
+    only in the RUN whose install brought what it removes."""
     runs = recipe.of("RUN")
     made = next((i.line for i in runs if re.search(r"\bpython3\.12 -m venv " + VENV + r"\b", " ".join(i.value))), None)
     if made is None:
         return [f"no RUN makes the virtual environment {VENV} (python3.12 -m venv {VENV})"]
     problems = [f"line {s.line}: `{s.command}` runs before the venv exists" for s in recipe.steps if s.line < made]
-    problems += [f"line {s.line}: `{s.command}` removes packages" for s in recipe.steps if s.action == "uninstall"]
+    # A layer cannot take bytes out of the one below it: what a step removes must come from its own RUN's install.
+    installing = {s.line for s in recipe.steps if s.action == "install"}
+    problems += [
+        f"line {s.line}: `{s.command}` removes what an earlier layer installed, whose bytes stay in that layer"
+        for s in recipe.steps
+        if s.action == "uninstall" and s.line not in installing
+    ]
     path_lines = [i for i in recipe.of("ENV") if "PATH" in i.pairs]
     if not path_lines or not path_lines[0].pairs["PATH"].startswith(f"{VENV}/bin:") or path_lines[0].line > made:
         problems.append(f"the first ENV PATH, before the venv is made, must start with {VENV}/bin")

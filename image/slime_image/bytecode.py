@@ -1,0 +1,85 @@
+"""slime-bytecode: compile the bytecode of what a job imports, and only that.
+
+    slime-bytecode [--slime-root DIR]
+
+No pip step of the image compiles bytecode (PIP_COMPILE=0): pip would write it for every module of every
+distribution, 0.53 GB, where a job reads 0.15 GB of it. This step imports what a job imports, with bytecode writing
+on, so those `.pyc` files are written beside their sources: slime's Megatron GRPO path (the modules the gate's
+slime-imports imports), what a rollout engine's processes import, and what a train actor imports besides. Anything
+else compiles in memory when it is first imported (the image sets PYTHONDONTWRITEBYTECODE=1).
+
+Run after slime's patches, so the bytecode is of the patched sources. A module that does not import is named and
+left out: the gate after this step decides what must import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+from slime_image.errors import run_command
+from slime_image.patches.base import check_root
+from slime_image.slime_source import grpo_modules
+
+# What the processes a GRPO job starts import beyond slime's own path: SGLang's server and its scheduler, tokenizer
+# and detokenizer processes, its model runner and the model the canary and the manifests serve (Qwen3), the router;
+# the train actor's TransformerEngine and Megatron core.
+ENGINE_MODULES = (
+    "sglang.srt.entrypoints.http_server",
+    "sglang.srt.managers.scheduler",
+    "sglang.srt.managers.tokenizer_manager",
+    "sglang.srt.managers.detokenizer_manager",
+    "sglang.srt.model_executor.model_runner",
+    "sglang.srt.models.qwen3",
+    "sglang_router",
+    "transformer_engine.pytorch",
+    "megatron.core",
+)
+
+# The trees whose bytecode this step writes and counts.
+TREES = (Path(sys.prefix), Path("/opt/slime"), Path("/opt/Megatron-LM"))
+
+
+def job_modules(slime_root: Path) -> list[str]:
+    return [*grpo_modules(slime_root), *ENGINE_MODULES]
+
+
+def compile_imports(modules: list[str]) -> dict[str, str]:
+    """Import each module with bytecode writing on; the ones that did not import -> why."""
+    sys.dont_write_bytecode = False
+    failed = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # any import failure is reported; the gate after this step decides
+            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+    return failed
+
+
+def bytecode_bytes(trees: tuple[Path, ...]) -> tuple[int, int]:
+    """(.pyc files, their bytes) under the trees that exist."""
+    files = [p for tree in trees if tree.is_dir() for p in tree.rglob("*.pyc")]
+    return len(files), sum(p.stat().st_size for p in files)
+
+
+def run(slime_root: Path) -> int:
+    check_root("--slime-root", slime_root, "slime")
+    modules = job_modules(slime_root)
+    failed = compile_imports(modules)
+    count, size = bytecode_bytes(TREES)
+    print(
+        f"slime-bytecode: {len(modules) - len(failed)} of {len(modules)} modules imported, {len(sys.modules)} loaded; "
+        f"{count} .pyc files, {size / 1e9:.3f} GB"
+    )
+    for name, why in failed.items():
+        print(f"slime-bytecode: not compiled, {name} did not import: {why}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="slime-bytecode", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--slime-root", type=Path, default=Path("/opt/slime"))
+    args = parser.parse_args(argv)
+    return run_command("slime-bytecode", lambda: run(args.slime_root), code=2)
