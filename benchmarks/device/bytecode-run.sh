@@ -4,11 +4,12 @@
 # every module of the staged trees compiled as pip would have. The device's own torch view keeps its bytecode in both.
 # Record: docs/h200/bytecode/.
 set -u
-export PATH=/opt/slime-image/bin:/tmp/venv/bin:/usr/local/cuda/bin:$PATH
+image=/opt/slime-image  # where the staging linked the image's own tree, as the image has it
+export PATH=$image/bin:/tmp/venv/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 slime-smoke --stage gpu --json "$OUT/smoke-gpu.json" > "$OUT/smoke-gpu.txt" 2>&1; echo "smoke gpu exit $?"; tail -2 "$OUT/smoke-gpu.txt"
-t() { PYTHONPATH=/opt/slime-image python3 -c "
+t() { PYTHONPATH=$image python3 -c "
 import importlib, time
 from pathlib import Path
 from slime_image.bytecode import job_modules

@@ -250,3 +250,15 @@ def test_the_image_resolves_with_the_pip_the_planner_uses():
     from tools.planner.plan_env import planner_pip
 
     assert Recipe.load().args["PIP_VERSION"] == planner_pip()
+
+
+@pytest.mark.guard_fails("rule:unused-left-out")
+def test_cutile_compilers_a_step_brings_and_keeps_are_named(recipe_copy):
+    dockerfile = recipe_copy()
+    recipe = Recipe.load(dockerfile)
+    assert rules.violations(recipe)["unused-left-out"] == []
+    # What make lock writes when a step brings nvcc 13.2 and keeps it (the planner's replay ends with it installed).
+    lock = dockerfile.parent / "locks" / f"{recipe.args['PAIRING']}.lock"
+    lock.write_text(lock.read_text() + "nvidia-cuda-nvcc==13.2.86\n")
+    problems = rules.violations(Recipe.load(dockerfile))["unused-left-out"]
+    assert len(problems) == 1 and "pins nvidia-cuda-nvcc==13.2.86" in problems[0], problems

@@ -170,6 +170,21 @@ def one_environment(recipe: Recipe) -> list[str]:
     return problems
 
 
+def unused_left_out(recipe: Recipe) -> list[str]:
+    """What UNUSED_DISTRIBUTIONS names (cuTile's compilers, newer than the driver) ends up in no layer: the pairing's
+    lock, the planner's replay of every step, pins none of it, which holds only while each step that brings them
+    removes them (W38)."""
+    unused = recipe.args.get("UNUSED_DISTRIBUTIONS", "").split()
+    lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
+    pins = lock_pins(lock.read_text()) if lock.is_file() else {}
+    return [
+        f"{lock.name} pins {name}=={pins[name]}: a pip step brings it and does not remove it (pip uninstall -y "
+        "${UNUSED_DISTRIBUTIONS} in that step), or make lock was not run after the step changed"
+        for name in unused
+        if name in pins
+    ]
+
+
 def layer_order(recipe: Recipe) -> list[str]:
     texts = [(i.line, " ".join(i.value)) for i in recipe.instructions if i.cmd in ("RUN", "COPY")]
     found = []
@@ -314,6 +329,7 @@ RULES = {
     "cuda-devel-base": Rule(("W9", "W46"), cuda_devel_base),
     "one-environment": Rule(("W2",), one_environment),
     "layer-order": Rule(("W1", "W8", "W9"), layer_order),
+    "unused-left-out": Rule(("W38",), unused_left_out),
     "loader-path-has-reasons": Rule(("W5", "W13", "W14"), loader_path_has_reasons),
     "sglang-before-requirements": Rule(("W1",), sglang_before_requirements),
     "no-deps-after-requirements": Rule(("W1", "W8"), no_deps_after_requirements),
