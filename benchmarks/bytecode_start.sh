@@ -22,16 +22,8 @@ size() {
 measure() {
   size
   for _ in $(seq "$runs"); do
-    in_image 'LD_LIBRARY_PATH=/opt/driver-stub:$LD_LIBRARY_PATH PYTHONPATH=/opt/slime-image python -c "
-import importlib, time
-from pathlib import Path
-from slime_image.bytecode import job_modules
-modules = job_modules(Path(\"/opt/slime\"))
-start = time.perf_counter()
-for m in modules:
-    importlib.import_module(m)
-print(f\"  {len(modules)} modules in {time.perf_counter() - start:.1f} s\")
-" 2>/dev/null' | grep -E '^  [0-9]+ modules'  # the imports print their own lines too
+    in_image 'LD_LIBRARY_PATH=/opt/driver-stub:$LD_LIBRARY_PATH PYTHONPATH=/opt/slime-image python - 2>/dev/null' \
+      <"$(dirname "$0")/import_time.py" | grep -E '^  [0-9]+ modules' # the imports print their own lines too
   done
 }
 echo "$(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"

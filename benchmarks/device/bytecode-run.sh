@@ -9,16 +9,7 @@ export PATH=$image/bin:/tmp/venv/bin:/usr/local/cuda/bin:$PATH
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:/usr/local/nvidia/lib64
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 slime-smoke --stage gpu --json "$OUT/smoke-gpu.json" > "$OUT/smoke-gpu.txt" 2>&1; echo "smoke gpu exit $?"; tail -2 "$OUT/smoke-gpu.txt"
-t() { PYTHONPATH=$image python3 -c "
-import importlib, time
-from pathlib import Path
-from slime_image.bytecode import job_modules
-modules = job_modules(Path('/opt/slime'))
-start = time.perf_counter()
-for m in modules:
-    importlib.import_module(m)
-print(f'  {len(modules)} modules in {time.perf_counter() - start:.1f} s')
-" 2>/dev/null | grep -E '^  [0-9]+ modules'; }
+t() { PYTHONPATH=$image python3 benchmarks/import_time.py 2>/dev/null | grep -E '^  [0-9]+ modules'; }
 site=/tmp/venv/lib/python3.12/site-packages
 count() { echo "  bytecode in the staged trees: $(find $site /tmp/ovl -name '*.pyc' | wc -l) files"; }
 echo "$(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"

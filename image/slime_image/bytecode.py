@@ -54,7 +54,8 @@ def compile_imports(modules: list[str]) -> dict[str, str]:
         try:
             importlib.import_module(name)
         except Exception as exc:  # any import failure is reported; the gate after this step decides
-            failed[name] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+            first_line = str(exc).partition("\n")[0]
+            failed[name] = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
     return failed
 
 

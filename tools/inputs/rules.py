@@ -127,6 +127,12 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
     return [f"line {steps[0].line}: slime-record does not name {name}" for name in names if name not in words]
 
 
+def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:
+    """The lock of the pairing the recipe builds, and its pins (none where the file is missing)."""
+    lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
+    return lock, lock_pins(lock.read_text()) if lock.is_file() else {}
+
+
 def cuda_devel_base(recipe: Recipe) -> list[str]:
     """The base is CUDA's devel image (CUDA 13.0, no cuDNN, Ubuntu 24.04), through ARG BASE_IMAGE, at the release the
     lock's cuda-toolkit pin names: torch's CUDA wheels are that release, which lets the torch step keep one copy of
@@ -134,8 +140,8 @@ def cuda_devel_base(recipe: Recipe) -> list[str]:
     base = recipe.args.get("BASE_IMAGE", "")
     match = BASE.match(base)
     problems = [] if match else [f"BASE_IMAGE={base!r} is not nvidia/cuda:13.0.x-devel-ubuntu24.04"]
-    lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
-    pinned = lock_pins(lock.read_text()).get("cuda-toolkit") if lock.is_file() else None
+    lock, pins = pairing_lock(recipe)
+    pinned = pins.get("cuda-toolkit")
     if match and pinned and match.group(1) != pinned:
         problems.append(
             f"BASE_IMAGE is CUDA {match.group(1)}, but {lock.name} pins cuda-toolkit {pinned} (torch's CUDA wheels): "
@@ -175,8 +181,7 @@ def unused_left_out(recipe: Recipe) -> list[str]:
     lock, the planner's replay of every step, pins none of it, which holds only while each step that brings them
     removes them (W38)."""
     unused = recipe.args.get("UNUSED_DISTRIBUTIONS", "").split()
-    lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
-    pins = lock_pins(lock.read_text()) if lock.is_file() else {}
+    lock, pins = pairing_lock(recipe)
     return [
         f"{lock.name} pins {name}=={pins[name]}: a pip step brings it and does not remove it (pip uninstall -y "
         "${UNUSED_DISTRIBUTIONS} in that step), or make lock was not run after the step changed"
