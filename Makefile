@@ -19,6 +19,8 @@ AWS_REGION   ?= us-west-2
 COMPRESSION  ?= gzip
 ECR_REPOSITORY ?= $(IMAGE)
 REPORTS      ?= reports
+# More arguments for slime-canary in make canary: --learn (the policy learns), --fault NAME (a broken state it must fail).
+CANARY_ARGS  ?=
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
 AWS_ACCOUNT_ID ?=
 
@@ -239,12 +241,12 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	  "$$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' $(IMAGE):$(TAG)))"
 
 .PHONY: canary
-canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations on 1 GPU, about 5 min) in the built image; reports in REPORTS/
+canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2 iterations on 1 GPU, about 5 min; CANARY_ARGS=--learn: the policy learns) in the built image; reports in REPORTS/
 	@$(need_engine)
 	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make canary: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@mkdir -p $(REPORTS)
 	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
-		slime-canary --json /reports/canary.json --junit /reports/canary.xml
+		slime-canary --json /reports/canary.json --junit /reports/canary.xml $(CANARY_ARGS)
 
 .PHONY: smoke-test
 smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass
 
 from slime_image import p2p
+from slime_image.canary import invariants
 from slime_image.errors import UserError, run_command
 from slime_image.patches import PATCHES
 from slime_image.patches.upstream import UPSTREAM
@@ -34,6 +35,7 @@ KINDS = {
     "submit": "submit refusal",
     "deploy": "deploy refusal",
     "preflight": "two-node preflight",
+    "canary": "canary invariant",
 }
 
 
@@ -61,6 +63,7 @@ def guards() -> list[Guard]:
     found += [Guard("submit", name, walls) for name, walls in grpo_submit.GUARDS.items()]
     found += [Guard("deploy", name, walls) for name, walls in k8s_nodes.GUARDS.items()]
     found += [Guard("preflight", name, walls) for name, walls in p2p.GUARDS.items()]
+    found += [Guard("canary", name, walls) for name, walls in invariants.GUARDS.items()]
     return found
 
 

@@ -15,6 +15,7 @@ COMMANDS = {
     "slime-canary": "slime_image.canary.cli",
     "slime-p2p": "slime_image.p2p",
     "slime-bytecode": "slime_image.bytecode",
+    "slime-upstream-tests": "slime_image.upstream_tests",
 }
 
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from slime_image import gpus, walls
+from slime_image import gpus, walls, where
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         outcomes, seconds = run_ranks(args, count)
         rows = judge(args.node, outcomes, seconds)
         print(report.as_table(rows, STAGE), flush=True)
-        report.write_reports(rows, STAGE, json_path=args.json)
+        report.write_reports(rows, STAGE, "slime-p2p", json_path=args.json, where=where.describe())
         return 0 if report.ok(rows) else 1
 
     return run_command("slime-p2p", run)

@@ -44,6 +44,9 @@ LOG_SIGNS = {
     "W43": r"RolloutManager\.__init__\(\)",
     "W44": r"cuDNN version incompatibility",
     "W45": r"ImportError: libcuda\.so\.1",
+    "W47": r"check tensor equality failed",
+    "W48": r"log_dict\[\"train/(train_rollout_logprob_abs_diff|ppo_kl|kl_loss)\"\]",
+    "W49": r"Weight version mismatch",
 }
 
 
@@ -349,6 +352,33 @@ WALLS = (
         "through its RPATH, everything else the toolkit's through the loader",
         "the base is the devel image of the CUDA release torch's cuda-toolkit pin names, and the step that installs "
         "torch links each wheel library to the base's file of the same release (cuda_once.py), so no layer holds it",
+    ),
+    Wall(
+        "W47",
+        "`Exception: check tensor equality failed` from SGLang's weight checker; without the check, a job that trains "
+        "while rollouts sample from other weights",
+        "the weight update leaves a parameter out or renames it on the way from Megatron's layout to SGLang's (a "
+        "converter or bridge that does not know a layer), so SGLang keeps the weights it had",
+        "slime-canary runs slime's --check-weight-update-equal: SGLang's weights are reset, the first update must "
+        "restore every tensor exactly",
+    ),
+    Wall(
+        "W48",
+        "`AssertionError` on `train/train_rollout_logprob_abs_diff` or `train/ppo_kl` under --ci-test; without it, "
+        "a job that trains off-policy with no error",
+        "SGLang and Megatron compute different log-probabilities for the same tokens and weights: kernels or precision "
+        "that differ between the two (attention backend, bf16 paths), or weights that reach SGLang altered",
+        "slime-canary runs slime's job with --ci-test and holds every step to slime's bounds (gap <= 0.1, first-step "
+        "KL < 1e-8) in its own rows",
+    ),
+    Wall(
+        "W49",
+        "rollouts keep sampling with old weights: the engines' weight version stays behind the trained one, the "
+        "reward does not move",
+        "an update that returns without reaching the engines (a disconnected or skipped update path, an engine that "
+        "restarted from its checkpoint)",
+        "slime-canary reads every engine's weight version after each update and the version of every sample, and "
+        "--learn shows the reward rising, which only updates that reach SGLang allow",
     ),
 )
 

@@ -23,7 +23,9 @@ JSON_KEYS = {
 
 
 def validate_report(report):
-    assert set(report) == {"version", "tool", "stage", "ok", "counts", "checks"}
+    assert set(report) == {"version", "tool", "stage", "where", "ok", "counts", "checks"}
+    assert set(report["where"]) == {"node", "gpus", "gpu", "driver", "driver_cuda", "image_cuda", "fingerprint"}
+    assert report["where"]["node"]  # a report names the machine it was made on
     assert isinstance(report["ok"], bool) and report["stage"] in ("build", "gpu", "all")
     for entry in report["checks"]:
         assert set(entry) == set(JSON_KEYS)

@@ -1,9 +1,15 @@
-"""slime-canary: slime's own GRPO job, two iterations on one GPU, colocated with train and rollout offload, on a model
-made here with the real attention geometry; each phase reported passed or failed with its seconds, a failure named
-with its wall. It goes through what a 16-GPU job goes through first: Ray, the memory saver's preload, the SGLang
-engine, Megatron with TransformerEngine, the weight update to the engine, offload and onload.
+"""slime-canary: slime's own GRPO job on one GPU, colocated with train and rollout offload, on a model made here with
+the real attention geometry; each phase reported passed or failed with its seconds, a failure named with its wall. It
+goes through what a 16-GPU job goes through first: Ray, the memory saver's preload, the SGLang engine, Megatron with
+TransformerEngine, the weight update to the engine, offload and onload. And it asserts what slime's own CI asserts:
+SGLang's weights equal Megatron's after the first update, every engine and every sample at the trained weight
+version, the same log-probabilities on both sides at every step, no KL at each rollout's first step.
 
-Everything it reads is made under --work, offline; it leaves no process behind. Exit 0 when every phase passed.
+--learn trains longer, on a reward the generated model can learn from scratch (the share of number tokens in its
+answer), and passes when the reward rises: only possible when every update reaches SGLang. --fault runs the job in a
+broken state (canary/faults.py) to see the row that guards it fail.
+
+Everything it reads is made under --work, offline; it leaves no process behind. Exit 0 when every row passed.
 """
 
 from __future__ import annotations
@@ -12,11 +18,12 @@ import argparse
 import os
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image import gpus
+from slime_image import gpus, where
 from slime_image.atomic_write import check_writable
-from slime_image.canary import job, phases
+from slime_image.canary import faults, invariants, job, phases
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
@@ -25,9 +32,29 @@ LAYERS, VOCAB, PROMPTS = 2, 4096, 16
 ASSETS_TIMEOUT = 300.0
 MARK = ".slime-canary"
 
+
+@dataclass(frozen=True)
+class Mode:
+    iterations: int
+    prompts: int  # per rollout
+    samples: int  # per prompt
+    lr: str
+    reward: str  # the function of the canary's reward module (probes/canary_assets.py)
+
+
+CHECK = Mode(iterations=2, prompts=2, samples=2, lr="1e-6", reward="reward")
+# The learning rate and length measured with benchmarks/device/learn_rate_probe.py on the canary's model
+# (docs/h200/learn/): the smallest rate whose reward rose clearly within the iterations.
+LEARN = Mode(iterations=16, prompts=8, samples=8, lr="1e-4", reward="numbers")
+# --learn passes when the mean reward of the last LEARN_WINDOW iterations is LEARN_MARGIN above the first's.
+LEARN_WINDOW, LEARN_MARGIN = 3, 0.1
+
 # slime's own single-GPU smoke (scripts/run-qwen2.5-0.5B-gb10-smoke.sh at v0.3.1), with the canary's model, data and
-# reward, more than one rollout, and the attention backend the image serves (auto, not flash: W37). {work} is the work
-# folder.
+# reward, more than one rollout, and the attention backend the image serves (auto, not flash: W37); with what slime's
+# CI runs pass that applies on one GPU: --ci-test (its assertions: the log-prob gap, the first step's KL, the engines'
+# weight version) and --check-weight-update-equal. Not --use-kl-loss, which slime's CI tests pass too: with a
+# reference model, --ci-test also holds the mean log-prob within (-1, 0), a bound for a trained model on its data,
+# where the canary's random model samples near-uniformly (about -7.8). {work} is the work folder.
 SLIME_ARGS = """
 --actor-num-nodes 1 --actor-num-gpus-per-node 1 --colocate
 --swiglu --num-layers {layers} --hidden-size 2560 --ffn-hidden-size 9728 --num-attention-heads 32
@@ -35,23 +62,31 @@ SLIME_ARGS = """
 --normalization RMSNorm --norm-epsilon 1e-6 --rotary-base 1000000 --vocab-size {vocab} --kv-channels 128 --qk-layernorm
 --hf-checkpoint {work}/model --load {work}/model
 --prompt-data {work}/prompts.jsonl --input-key prompt --label-key label --rollout-shuffle
---custom-rm-path canary_reward.reward
---num-rollout {iterations} --rollout-batch-size 2 --n-samples-per-prompt 2 --num-steps-per-rollout 1
---global-batch-size 4 --rollout-max-response-len 64 --rollout-temperature 1
+--custom-rm-path canary_reward.{mode.reward}
+--num-rollout {mode.iterations} --rollout-batch-size {mode.prompts} --n-samples-per-prompt {mode.samples}
+--num-steps-per-rollout 1 --global-batch-size {batch} --rollout-max-response-len 64 --rollout-temperature 1
 --tensor-model-parallel-size 1 --pipeline-model-parallel-size 1 --context-parallel-size 1
 --expert-model-parallel-size 1 --expert-tensor-parallel-size 1 --use-dynamic-batch-size --max-tokens-per-gpu 2048
 --advantage-estimator grpo --entropy-coef 0.00 --eps-clip 0.2 --eps-clip-high 0.28
---optimizer adam --lr 1e-6 --lr-decay-style constant --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
+--optimizer adam --lr {mode.lr} --lr-decay-style constant --weight-decay 0.1 --adam-beta1 0.9 --adam-beta2 0.98
 --rollout-num-gpus-per-engine 1 --sglang-mem-fraction-static 0.4
 --attention-dropout 0.0 --hidden-dropout 0.0 --accumulate-allreduce-grads-in-fp32 --attention-softmax-in-fp32
 --attention-backend auto
+--ci-test --check-weight-update-equal
 """
 
 
-def job_env(work: Path, megatron: str) -> dict[str, str]:
+def slime_args(work: Path, mode: Mode) -> list[str]:
+    batch = mode.prompts * mode.samples
+    return SLIME_ARGS.format(work=work, layers=LAYERS, vocab=VOCAB, mode=mode, batch=batch).split()
+
+
+def job_env(work: Path, megatron: str, fault: str | None = None) -> dict[str, str]:
     """The job's environment: the image's, with what slime's own smoke passes its job (Megatron on the path, one CUDA
-    connection), the canary's reward on the path, uvloop off for Ray's async actors (W26), Ray's log lines unmerged."""
-    path = ":".join(p for p in (str(work), megatron, os.environ.get("PYTHONPATH", "")) if p)
+    connection), the canary's reward on the path, uvloop off for Ray's async actors (W26), Ray's log lines unmerged;
+    a fault's sitecustomize first on the path, where one is asked for."""
+    first = [str(faults.sitecustomize(work))] if fault in faults.IN_TRAIN_ACTOR else []
+    path = ":".join(p for p in (*first, str(work), megatron, os.environ.get("PYTHONPATH", "")) if p)
     return {
         **os.environ,
         "PYTHONPATH": path,
@@ -62,6 +97,7 @@ def job_env(work: Path, megatron: str) -> dict[str, str]:
         "RAY_DISABLE_USAGE_STATS": "1",
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
+        **({faults.ENV: fault} if fault else {}),
     }
 
 
@@ -72,11 +108,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/slime-canary"), help="where its inputs and log go")
     parser.add_argument("--slime-root", default="/opt/slime")
     parser.add_argument("--megatron-root", default="/opt/Megatron-LM")
-    parser.add_argument("--iterations", type=int, default=2, help="rollout and train iterations (default 2)")
+    parser.add_argument(
+        "--learn",
+        action="store_true",
+        help=f"{LEARN.iterations} iterations of {LEARN.prompts}x{LEARN.samples} samples on a reward the model can "
+        f"learn; passes when it rises by {LEARN_MARGIN}",
+    )
+    parser.add_argument(
+        "--iterations",
+        type=int,
+        help=f"rollout and train iterations (default {CHECK.iterations}, --learn {LEARN.iterations})",
+    )
+    parser.add_argument(
+        "--fault",
+        choices=sorted(faults.FAULTS),
+        help="run the job in a broken state to see the row that guards it fail: "
+        + "; ".join(f"{name}: {what} ({row} fails)" for name, (what, row) in faults.FAULTS.items()),
+    )
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds the job may take (default 600)")
     parser.add_argument("--json", metavar="PATH|-", help="write the report as JSON")
     parser.add_argument("--junit", metavar="PATH|-", help="write the report as JUnit XML")
     args = parser.parse_args(argv)
+    base = LEARN if args.learn else CHECK
+    mode = Mode(args.iterations or base.iterations, base.prompts, base.samples, base.lr, base.reward)
 
     def run() -> int:
         if not gpus.devices():
@@ -84,16 +138,23 @@ def main(argv: list[str] | None = None) -> int:
                 f"no GPU here (nothing matches {gpus.DEVICES}): the canary runs slime's job on one",
                 "run it on a GPU host: docker run --gpus 1 IMAGE slime-canary (or make canary)",
             )
-        if args.iterations < 1 or args.timeout <= 0:
-            raise UserError("--iterations must be 1 or more and --timeout above 0", "give, e.g., --iterations 2")
+        least = 2 * LEARN_WINDOW if args.learn else 1
+        if mode.iterations < least or args.timeout <= 0:
+            raise UserError(
+                f"--iterations must be {least} or more{' with --learn' if args.learn else ''} and --timeout above 0",
+                f"give, e.g., --iterations {base.iterations}",
+            )
         if not (Path(args.slime_root) / "train.py").is_file():
             raise UserError(f"no slime checkout at {args.slime_root} (its train.py)", "pass --slime-root")
         check_writable("--json", args.json)
         check_writable("--junit", args.junit)
         fresh_work_folder(args.work.resolve())
-        rows = canary(args)
+        rows = canary(args, mode)
         print(report.as_table(rows, phases.STAGE), flush=True)
-        report.write_reports(rows, phases.STAGE, json_path=args.json, junit_path=args.junit)
+        context = {**where.describe(), "mode": "learn" if args.learn else "check", "fault": args.fault}
+        report.write_reports(
+            rows, phases.STAGE, "slime-canary", json_path=args.json, junit_path=args.junit, where=context
+        )
         return 0 if report.ok(rows) else 1
 
     return run_command("slime-canary", run)
@@ -112,9 +173,9 @@ def fresh_work_folder(work: Path) -> None:
     (work / MARK).write_text("made by slime-canary, emptied by its next run\n")
 
 
-def canary(args) -> list[report.Row]:
+def canary(args, mode: Mode) -> list[report.Row]:
     work = args.work.resolve()
-    env = job_env(work, args.megatron_root)
+    env = job_env(work, args.megatron_root, args.fault)
     made = job.run(
         [sys.executable, str(PROBES / "canary_assets.py"), str(work), str(LAYERS), str(VOCAB), str(PROMPTS)],
         env,
@@ -126,17 +187,20 @@ def canary(args) -> list[report.Row]:
         detail = phases.failure_text(made.lines)
         return [phases.row("assets", "assets", FAIL, "making the inputs failed", made.seconds, detail)]
     rows = [phases.row("assets", "assets", PASS, made.lines[-1] if made.lines else "", made.seconds)]
-    slime_args = SLIME_ARGS.format(work=work, layers=LAYERS, vocab=VOCAB, iterations=args.iterations).split()
     print(f"slime-canary: slime's train.py in {args.slime_root}, log in {work / 'canary.log'}", flush=True)
     outcome = job.run(
-        [sys.executable, str(PROBES / "canary_train.py"), args.slime_root, *slime_args],
+        [sys.executable, str(PROBES / "canary_train.py"), args.slime_root, *slime_args(work, mode)],
         env,
         work / "canary.log",
         args.timeout,
         work,
-        on_line=lambda line: print(line, flush=True) if phases.MARKER.search(line) else None,
+        on_line=lambda line: print(line, flush=True) if invariants.MARKER.search(line) else None,
     )
-    rows += phases.rows(outcome.lines, args.iterations, outcome.returncode, args.timeout)
+    rows += phases.rows(outcome.lines, mode.iterations, outcome.returncode, args.timeout)
+    if args.learn:
+        rows.append(invariants.learning_row(phases.rewards(outcome.lines, mode.iterations), LEARN_WINDOW, LEARN_MARGIN))
+    fault = invariants.fault_row(args.fault, outcome.lines)
+    rows += [fault] if fault else []
     left, remaining = outcome.left_behind, outcome.remaining
     summary = f"{left} process(es) of the job outlived it and were killed" if left else "the job left no process"
     if remaining:

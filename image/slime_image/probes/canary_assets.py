@@ -19,20 +19,37 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FFN = 2560, 32, 8, 128, 9728
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 
-REWARD = '''"""slime-canary's reward: 1 when the answer is in the response, plus the share of the response's characters
-that are digits. Continuous, so that the samples of one prompt score differently and GRPO has an advantage, and so a
-gradient, to train on."""
+REWARD = '''"""slime-canary's rewards, each writing what it scored as a line `CANARY {{json}}` with the weight
+versions the sample was generated with (slime's Sample.weight_versions).
+
+reward: 1 when the answer is in the response, plus the share of the response's characters that are digits.
+Continuous, so that the samples of one prompt score differently and GRPO has an advantage, and so a gradient.
+
+numbers (--learn): the share of the response's tokens that are numbers (ids below, the tokenizer's all-digit
+tokens). A random model samples about one in four; it is a preference a model can learn from scratch.
+"""
 import json
 import time
+
+NUMBER_TOKENS = frozenset({numbers})
+
+
+def scored(start, sample, value):
+    line = {{"event": "reward", "t0": start, "t1": time.time(), "reward": value, "versions": sample.weight_versions}}
+    print("CANARY " + json.dumps(line), flush=True)
+    return value
 
 
 async def reward(args, sample, **kwargs):
     start = time.time()
     response, label = sample.response or "", str(sample.label)
-    value = float(label in response) + sum(c.isdigit() for c in response) / max(len(response), 1)
-    end = time.time()
-    print("CANARY " + json.dumps({"event": "reward", "t0": start, "t1": end, "reward": value}), flush=True)
-    return value
+    return scored(start, sample, float(label in response) + sum(c.isdigit() for c in response) / max(len(response), 1))
+
+
+async def numbers(args, sample, **kwargs):
+    start = time.time()
+    tokens = sample.tokens[len(sample.tokens) - sample.response_length :] if sample.response_length else []
+    return scored(start, sample, sum(t in NUMBER_TOKENS for t in tokens) / max(len(tokens), 1))
 '''
 
 
@@ -58,6 +75,11 @@ def tokenizer(vocab: int, corpus: list[str]) -> Tokenizer:
     # every id the model can sample must decode: fill the vocabulary up to the embedding's rows
     tok.add_tokens([f"<|fill_{i}|>" for i in range(vocab - tok.get_vocab_size())])
     return tok
+
+
+def number_tokens(tok: Tokenizer) -> set[int]:
+    """The ids that decode to digits alone ("7", "42", " 300"): the --learn reward's target."""
+    return {i for i in range(tok.get_vocab_size()) if (text := tok.decode([i]).strip()).isascii() and text.isdigit()}
 
 
 def weights(layers: int, vocab: int) -> dict[str, torch.Tensor]:
@@ -131,8 +153,15 @@ def main(folder: Path, layers: int, vocab: int, count: int) -> dict:
     save_file(weights(layers, vocab), str(model / "model.safetensors"), metadata={"format": "pt"})
     with open(folder / "prompts.jsonl", "w") as out:
         out.writelines(json.dumps(r) + "\n" for r in rows)
-    (folder / "canary_reward.py").write_text(REWARD)
-    return {"model": str(model), "prompts": len(rows), "vocab": tok.get_vocab_size(), "layers": layers}
+    numbers = number_tokens(tok)
+    (folder / "canary_reward.py").write_text(REWARD.format(numbers=sorted(numbers)))
+    return {
+        "model": str(model),
+        "prompts": len(rows),
+        "vocab": tok.get_vocab_size(),
+        "layers": layers,
+        "number_tokens": len(numbers),
+    }
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """slime's own train() (train.py of the slime checkout, with slime's own argument parser) under slime-canary: the
 calls train() makes are timed where they happen, and each phase's start and end is written as a line
-`CANARY {json}` on stdout. Nothing train() does is changed.
+`CANARY {json}` on stdout; after each weight update, the weight version every SGLang engine reports. Nothing train()
+does is changed, unless SLIME_CANARY_FAULT asks for stale-weights (canary/faults.py): then no update after the first
+reaches the engines.
 
     canary_train.py SLIME_ROOT [slime's arguments]
 """
 
 import json
+import os
 import sys
 import time
 
@@ -24,8 +27,9 @@ ROLLOUT_PHASES = {
     "onload_weights": "onload",
     "onload_kv": "onload",
     "dispose": "dispose",
+    "check_weights": "weight-check",
 }
-state = {"iteration": None}
+state = {"iteration": None, "manager": None, "pushed": 0}
 labels = {}  # id of what a call returned -> (phase, iteration, the object itself, kept so that its id stays unique)
 
 
@@ -70,6 +74,30 @@ class RolloutManager:
         return Method(getattr(self.handle, name), name)
 
 
+def engine_versions(iteration) -> None:
+    """The weight version each engine that takes updates reports, beside the version the trained weights have: the
+    first push is version 1, each iteration's update the next (slime's update_weight_from_tensor counts them so)."""
+    engines = ray.get(state["manager"].get_updatable_engines_and_lock.remote())[0]
+    versions = ray.get([engine.get_weight_version.remote() for engine in engines])
+    expected = 1 if iteration is None else iteration + 2
+    mark("versions", "weight-update", iteration, expected=expected, engines=[str(v) for v in versions])
+
+
+def update_weights(attribute):
+    def run(*args, **kwargs):
+        iteration = state["iteration"]
+        if os.environ.get("SLIME_CANARY_FAULT") == "stale-weights" and state["pushed"]:
+            # what a broken job does: an update that returns and reaches no engine
+            mark("fault", "weight-update", iteration, fault="stale-weights")
+            timed("weight-update", lambda: None)()
+        else:
+            timed("weight-update", attribute)(*args, **kwargs)
+            state["pushed"] += 1
+        engine_versions(iteration)
+
+    return run
+
+
 class TrainGroup:
     """The actor group: update_weights is timed where it is called, async_train where its results are awaited."""
 
@@ -81,7 +109,7 @@ class TrainGroup:
             raise AttributeError(name)
         attribute = getattr(self.group, name)
         if name == "update_weights":
-            return lambda *a, **k: timed("weight-update", attribute)(*a, **k)
+            return update_weights(attribute)
         if name == "async_train":
 
             def train(*args, **kwargs):
@@ -110,6 +138,7 @@ class Ray:
 def rollout_manager(create):
     def run(*args, **kwargs):
         manager, per_epoch = create(*args, **kwargs)
+        state["manager"] = manager
         return RolloutManager(manager), per_epoch
 
     return run

@@ -8,7 +8,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from slime_image import pip_conflicts, standins
+from slime_image import pip_conflicts, standins, where
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import lookups, report
@@ -148,5 +148,6 @@ def run_suite(args) -> int:
     rows = run(checks, ctx, STAGES[args.stage])
     if args.json != "-":
         print(report.as_table(rows, args.stage), flush=True)
-    report.write_reports(rows, args.stage, json_path=args.json, junit_path=args.junit)
+    here = where.describe(ctx.versions_file)
+    report.write_reports(rows, args.stage, json_path=args.json, junit_path=args.junit, where=here)
     return 0 if report.ok(rows) else 1

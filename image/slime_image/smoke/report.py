@@ -78,11 +78,12 @@ def counts(rows: list[Row]) -> dict[str, int]:
     return found
 
 
-def as_json(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
+def as_json(rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None) -> str:
     report = {
         "version": REPORT_VERSION,
         "tool": tool,
         "stage": stage,
+        **({"where": where} if where is not None else {}),
         "ok": ok(rows),
         "counts": counts(rows),
         "checks": [r.as_dict() for r in rows],
@@ -111,7 +112,7 @@ def as_table(rows: list[Row], stage: str) -> str:
     return "\n".join(lines)
 
 
-def as_junit(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
+def as_junit(rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None) -> str:
     suite = ET.Element(
         "testsuite",
         name=f"slime-image {tool} ({stage})",
@@ -120,6 +121,11 @@ def as_junit(rows: list[Row], stage: str, tool: str = "slime-smoke") -> str:
         skipped=str(sum(r.result.status == SKIP for r in rows)),
         time=f"{sum(r.seconds for r in rows):.3f}",
     )
+    if where is not None:
+        properties = ET.SubElement(suite, "properties")
+        for name, value in where.items():
+            text = value if isinstance(value, str) or value is None else json.dumps(value)
+            ET.SubElement(properties, "property", name=f"where.{name}", value=text or "")
     for r in rows:
         case = ET.SubElement(suite, "testcase", classname=f"{tool}.{stage}", name=r.check.id, time=f"{r.seconds:.3f}")
         if r.result.status == FAIL:
@@ -139,12 +145,14 @@ def write_reports(
     json_path: str | None = None,
     junit_path: str | None = None,
     options: tuple[str, str] = ("--json", "--junit"),
+    where: dict | None = None,
 ) -> None:
-    """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them."""
+    """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them;
+    `where` (slime_image.where.describe) names the machine a run on a GPU was made on."""
     if json_path:
-        write(options[0], json_path, as_json(rows, stage, tool))
+        write(options[0], json_path, as_json(rows, stage, tool, where))
     if junit_path:
-        write(options[1], junit_path, as_junit(rows, stage, tool))
+        write(options[1], junit_path, as_junit(rows, stage, tool, where))
 
 
 def write(option: str, path: str, text: str) -> None:

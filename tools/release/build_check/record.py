@@ -189,9 +189,35 @@ def markdown(record: dict) -> str:
         *[f"| {c['id']} | {c['status']} | {c['summary'].replace('|', '/')[:150]} |" for c in gate["checks"]],
         "",
     ]
+    lines += unit_test_lines(record.get("slime_unit_tests"))
     if record.get("failure"):
         lines += ["## Where it stopped", "", "```text", *record["failure"], "```", ""]
     return "\n".join(lines)
+
+
+def unit_test_lines(tests: dict | None) -> list[str]:
+    """slime's own unit tests in the image, per file, each failure named as the stack's or as running them here."""
+    if not tests:
+        return ["## slime's unit tests in the image", "", "not run (the build did not finish)", ""]
+    lines = [
+        "## slime's unit tests in the image",
+        "",
+        f"`slime-upstream-tests` in a working container, no network, no GPU: {tests['passed']} passed, "
+        f"{tests['failed']} failed, {tests['errors']} errors, {tests['skipped']} skipped; "
+        f"**{tests['stack_failures']} failures of the stack**, {tests['outside_ci_failures']} from running upstream's "
+        f"tests outside upstream's CI; {len(tests['left_out'])} files left out (they need a model, data or the "
+        "network).",
+        "",
+        "| file | passed | failed | errors | skipped | failures, and why |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for file, f in tests["files"].items():
+        why = "; ".join(
+            [f"outside upstream's CI: {x}" for x in f["outside_ci"]] + [f"the stack's: {x}" for x in f["stack"]]
+        )
+        counts = f"{f['passed']} | {f['failed']} | {f['errors']} | {f['skipped']}"
+        lines.append(f"| {file} | {counts} | {why.replace('|', '/')[:300]} |")
+    return [*lines, ""]
 
 
 def write(record: dict, directory: Path) -> None:

@@ -34,7 +34,7 @@ from tools.inputs.lock import lock_pins
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
-from tools.release.build_check import image_weight, record, standins
+from tools.release.build_check import image_weight, record, slime_tests, standins
 
 BASE_TAG = "localhost/cuda-standin:13.0"
 IMAGE_TAG = "localhost/slime-image:build-check"
@@ -335,12 +335,17 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
+    # After the gate: slime's own unit tests in the image it built (a failure of the stack fails the check).
+    facts["slime_unit_tests"] = slime_tests.run(buildah, IMAGE_TAG, work) if code == 0 else None
     facts["targets"] = record.targets(facts)
     record.write(facts, out)
     if found.get("slime_flags"):
         record.write_flags(found["slime_flags"], out)
     print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)
-    return 0 if code == 0 else 1
+    stack_failures = (facts["slime_unit_tests"] or {}).get("stack_failures", 0)
+    if stack_failures:
+        print(f"build-check: {stack_failures} of slime's unit tests fail in the image (record: {out})", flush=True)
+    return 0 if code == 0 and not stack_failures else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# On the device machine, after the staging: the upstreams' own tests on the GPU in the image's stack. slime's unit
+# tests (slime-upstream-tests: the files that need no model, data or network; here their CUDA tests run), and a
+# one-rank selection of Megatron-LM's unit tests at the pinned commit (the tree the image holds), with pytest from
+# .stage/test-runner (pip install --target, as the verification build mounts it). Record: docs/h200/upstream-tests/.
+set -u
+. "$(dirname "$0")/image-env.sh"
+runner=$PWD/.stage/test-runner
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+timeout 420 slime-upstream-tests --runner "$runner" --junit "$OUT/slime-gpu.junit.xml" --json "$OUT/slime-gpu.json" \
+  > "$OUT/slime-gpu.txt" 2>&1; echo "slime: exit $?"; tail -1 "$OUT/slime-gpu.txt"
+echo "torch_memory_saver's examples in the image: $(find /tmp/venv/lib/python3.12/site-packages -path '*torch_memory_saver*' -name '*example*' | wc -l) files"
+# One rank, Megatron's own launcher's environment; the files whose tests build layers with one GPU's parallelism.
+cd /opt/Megatron-LM && PYTHONPATH=$runner:/opt/Megatron-LM timeout 240 torchrun --nproc-per-node 1 -m pytest -q \
+  -p no:cacheprovider -o junit_family=xunit1 --junitxml="$OUT/megatron.junit.xml" \
+  tests/unit_tests/fusions/test_bias_dropout_fusion.py tests/unit_tests/fusions/test_swiglu_fusion.py \
+  tests/unit_tests/fusions/test_torch_softmax.py tests/unit_tests/transformer/test_mlp.py \
+  tests/unit_tests/transformer/test_attention.py tests/unit_tests/transformer/test_rope.py \
+  tests/unit_tests/transformer/test_transformer_layer.py tests/unit_tests/transformer/test_core_attention.py \
+  > "$OUT/megatron.txt" 2>&1; echo "megatron: exit $?"; tail -3 "$OUT/megatron.txt"

@@ -1,0 +1,97 @@
+"""slime-upstream-tests over a slime-shaped tree written here (its own minimal test files, not slime's): the files it
+runs and leaves out, pytest really run as the build runs it (from a runner folder: the project's own pytest), and each
+failure judged the stack's or the place's. The real suite's counts are in docs/build/<pairing>/ and docs/h200/."""
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from slime_image import upstream_tests
+
+IMAGE_BIN = Path(__file__).resolve().parents[2] / "image" / "bin"
+RUNNER = Path(sysconfig.get_paths()["purelib"])  # holds pytest, as a `pip install --target` folder does
+
+FILES = {
+    "tests/test_sound.py": "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    pass\n",
+    "tests/test_broken.py": "def test_numpy():\n    raise AssertionError('numpy 2.1.0, Megatron asserts numpy < 2')\n",
+    "tests/test_no_gpu.py": "def test_kernel():\n    raise RuntimeError('Found no NVIDIA driver on your system.')\n",
+    "tests/utils/test_skipped.py": "import pytest\n\n\n@pytest.mark.skip('two GPUs')\ndef test_pair():\n    pass\n",
+    "tests/test_agent/__init__.py": "",
+    "tests/test_agent/test_shadowed.py": "from tests.test_agent import _fakes  # noqa: F401\n",
+    "tests/test_model_run.py": "import command_utils as U\n\n\ndef test_run():\n    U.execute_train('--load x')\n",
+}
+
+
+@pytest.fixture
+def slime_tree(tmp_path):
+    root = tmp_path / "slime"
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    # Megatron-LM's own `tests`, a regular package, importable as in the image (its editable install): it wins over
+    # slime's `tests`, a folder without __init__.py.
+    (tmp_path / "Megatron-LM" / "tests").mkdir(parents=True)
+    (tmp_path / "Megatron-LM" / "tests" / "__init__.py").write_text("")
+    return root
+
+
+def test_the_selection_leaves_out_what_needs_a_model(slime_tree):
+    chosen, left = upstream_tests.selection(slime_tree)
+    assert [str(p) for p in left] == ["tests/test_model_run.py"]
+    assert "tests/test_agent/test_shadowed.py" in map(str, chosen) and len(chosen) == 5
+
+
+def run(slime_tree, tmp_path, *extra):
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(RUNNER)]
+    command += [
+        "--slime-root",
+        str(slime_tree),
+        "--junit",
+        str(out / "junit.xml"),
+        "--json",
+        str(out / "r.json"),
+        *extra,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "Megatron-LM")}
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    return proc, json.loads((out / "r.json").read_text()) if (out / "r.json").is_file() else None
+
+
+def test_a_failure_of_the_stack_fails_and_the_places_are_named(slime_tree, tmp_path):
+    proc, result = run(slime_tree, tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    files = result["files"]
+    assert files["tests/test_sound.py"]["passed"] == 2
+    assert files["tests/test_broken.py"]["stack"] == [
+        "test_numpy: AssertionError: numpy 2.1.0, Megatron asserts numpy < 2"
+    ]
+    assert files["tests/test_no_gpu.py"]["outside_ci"] == ["test_kernel: needs a GPU and does not skip without one"]
+    assert files["tests/utils/test_skipped.py"]["skipped"] == 1
+    shadowed = files["tests/test_agent/test_shadowed.py"]
+    assert shadowed["errors"] == 1 and "shadows slime's `tests`" in shadowed["outside_ci"][0], shadowed
+    assert (result["stack_failures"], result["outside_ci_failures"]) == (1, 2)
+    assert result["left_out"] == ["tests/test_model_run.py"]
+    assert "1 the stack's, 2 from running outside upstream's CI" in proc.stdout
+
+
+def test_the_stack_passing_passes(slime_tree, tmp_path):
+    (slime_tree / "tests" / "test_broken.py").unlink()
+    proc, result = run(slime_tree, tmp_path)
+    assert proc.returncode == 0 and result["stack_failures"] == 0, proc.stdout
+    assert not list(slime_tree.rglob("__pycache__")) and not (slime_tree / ".pytest_cache").exists()
+
+
+def test_a_runner_without_pytest_is_refused(slime_tree, tmp_path):
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(tmp_path)]
+    proc = subprocess.run(
+        [*command, "--slime-root", str(slime_tree), "--junit", str(tmp_path / "j.xml")], capture_output=True, text=True
+    )
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == f"slime-upstream-tests: --runner {tmp_path} holds no pytest" and lines[1].startswith("fix: ")

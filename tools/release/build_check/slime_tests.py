@@ -1,0 +1,60 @@
+"""slime's own unit tests in the image the verification build made (image/slime_image/upstream_tests.py chooses and
+judges them): in a working container of the image, without the network, with pytest from a folder mounted for the
+run, so that no test runner stays in the image. The per-file result goes into the build's record."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from slime_image.errors import UserError
+
+from tools.inputs.recipe import ROOT
+
+RESULT = "slime-unit-tests.json"
+
+
+def pytest_pin() -> str:
+    """The project's own pytest (pyproject's dev dependencies): one version of it everywhere."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    return next(d for d in dev if re.match(r"pytest==", d))
+
+
+def runner(work: Path) -> Path:
+    """pytest and what it needs, installed for the image's Python 3.12 into a folder of its own."""
+    folder = work / "test-runner" / pytest_pin()
+    if (folder / "pytest").is_dir():
+        return folder
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(partial)]
+    command += ["--python-version", "3.12", "--only-binary=:all:", pytest_pin()]
+    if subprocess.run(command).returncode:
+        raise UserError("pip could not install pytest for the image's Python", "check that PyPI is reachable")
+    partial.rename(folder)
+    return folder
+
+
+def run(buildah, image: str, work: Path) -> dict:
+    """slime-upstream-tests in a working container of `image` (removed after); its per-file result."""
+    out = work / "slime-tests"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    folder = runner(work)
+    container = buildah("from", "--pull=never", image).stdout.strip()
+    try:
+        command = ["run", "--isolation", "chroot", "--network", "none"]
+        command += ["--volume", f"{folder}:/opt/test-runner:ro", "--volume", f"{out}:/out", container, "--"]
+        command += ["slime-upstream-tests", "--runner", "/opt/test-runner", "--junit", "/out/junit.xml"]
+        command += ["--json", f"/out/{RESULT}"]
+        proc = buildah(*command, capture=False, check=False)
+    finally:
+        buildah("rm", container, check=False)
+    if not (out / RESULT).is_file():
+        raise UserError(f"slime's unit tests gave no result (exit {proc.returncode})", "read their output above")
+    return json.loads((out / RESULT).read_text())
