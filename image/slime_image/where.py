@@ -8,13 +8,15 @@ record (versions.json, IMAGE_INPUTS).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
 import socket
 import subprocess
 from pathlib import Path
+
+from slime_image.errors import UserError
+from slime_image.smoke import lookups
 
 VERSIONS_FILE = Path("/opt/slime-image/versions.json")
 QUERY = ("--query-gpu=name,driver_version,memory.total", "--format=csv,noheader")
@@ -42,10 +44,12 @@ def gpus(smi: str | None = None) -> tuple[list[dict], str | None, str | None]:
 
 
 def fingerprint(versions_file: Path = VERSIONS_FILE) -> str | None:
+    """The image's IMAGE_INPUTS; None where there is no readable record (a report is still written)."""
     try:
-        return json.loads(versions_file.read_text()).get("IMAGE_INPUTS") or None
-    except (OSError, ValueError, AttributeError):
+        versions = lookups.read_versions_file(versions_file) or {}
+    except UserError:
         return None
+    return versions.get("IMAGE_INPUTS") or None
 
 
 def describe(versions_file: Path = VERSIONS_FILE, smi: str | None = None) -> dict:

@@ -274,7 +274,7 @@ def test_a_report_names_where_it_ran(tmp_path, monkeypatch):
     smi.write_text(SMI)
     smi.chmod(0o755)
     versions = tmp_path / "versions.json"
-    versions.write_text(json.dumps({"IMAGE_INPUTS": "v0.3.1=0123abcd"}))
+    versions.write_text(json.dumps({"versions": {"PAIRING": "v0.3.1", "IMAGE_INPUTS": "0123abcd"}}))
     monkeypatch.setenv("NODE_NAME", "ip-10-0-1-23.us-west-2.compute.internal")
     monkeypatch.setenv("CUDA_VERSION", "13.0.2")
     here = where.describe(versions, str(smi))
@@ -285,13 +285,13 @@ def test_a_report_names_where_it_ran(tmp_path, monkeypatch):
         "driver": "580.159.04",
         "driver_cuda": "13.0",
         "image_cuda": "13.0.2",
-        "fingerprint": "v0.3.1=0123abcd",
+        "fingerprint": "0123abcd",
     }
     rows = phases.rows(run_log(), 2, 0, 600)
     assert json.loads(report.as_json(rows, "canary", "slime-canary", here))["where"] == here
     junit = report.as_junit(rows, "canary", "slime-canary", here)
     assert '<property name="where.gpu" value="NVIDIA H200" />' in junit
-    assert '<property name="where.fingerprint" value="v0.3.1=0123abcd" />' in junit
+    assert '<property name="where.fingerprint" value="0123abcd" />' in junit
 
 
 def test_without_a_gpu_or_a_record_the_report_says_so(tmp_path, monkeypatch):
@@ -312,3 +312,42 @@ def test_the_canary_asks_slime_for_its_ci_assertions():
         cli.slime_args(Path("/w"), cli.LEARN).index("--custom-rm-path") + 1
     ] == ("canary_reward.numbers")
     assert textwrap.dedent(cli.SLIME_ARGS).count("--attention-backend auto") == 1
+
+
+H100 = Path(__file__).resolve().parents[2] / "docs" / "h200"
+
+
+@pytest.mark.parametrize(
+    "fault, failed, wall, summary",
+    [
+        ("skip-parameter", "weight-check", "W47", "the job exited with 1 in this phase"),
+        ("corrupt-after-check", "iteration-2/logprob-gap", "W48", "gap 0.9312, above slime's bound 0.1"),
+    ],
+)
+def test_the_recorded_gpu_fault_runs_fail_the_row_that_guards_them(fault, failed, wall, summary):
+    """What the job printed on the H100 with each fault (docs/h200/invariants/)."""
+    lines = (H100 / "invariants" / f"fault-{fault}.log").read_text().splitlines()
+    rows = by_id(lines, returncode=1)
+    assert rows[failed].result.status == "fail" and rows[failed].result.summary == summary
+    assert rows[failed].check.walls == (wall,)
+    first = next(r for r in rows.values() if r.result.status == "fail")
+    assert first.check.id in (failed, "iteration-2/train-step"), first.check.id  # nothing before it failed
+    assert invariants.fault_row(fault, lines).result.status == "pass"
+
+
+def test_the_recorded_gpu_learning_run_learns():
+    """--learn on the H100 (docs/h200/learn/): the reward rose from a quarter to every token a number, after which
+    every sample scored alike and GRPO had no gradient, which the train step accepts only then."""
+    lines = (H100 / "learn" / "learn.log").read_text().splitlines()
+    rows = phases.rows(lines, 16, 0, 600)
+    assert all(r.result.status == "pass" for r in rows), [(r.check.id, r.result.summary) for r in rows]
+    learned = invariants.learning_row(phases.rewards(lines, 16), 3, 0.1)
+    assert learned.result.status == "pass" and "rose +0.731" in learned.result.summary
+    step = {r.check.id: r for r in rows}["iteration-16/train-step"]
+    assert step.result.summary == "loss 0, grad norm 0: every sample scored 1, so GRPO had no advantage"
+
+
+def test_a_step_without_a_gradient_still_fails_where_the_samples_scored_differently():
+    lines = [line.replace("'train/grad_norm': 11.1", "'train/grad_norm': 0.0") for line in run_log()]
+    rows = by_id(lines)
+    assert rows["iteration-1/train-step"].result.summary == "no usable gradient: loss -4.4e-06, grad norm 0"

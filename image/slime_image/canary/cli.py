@@ -45,7 +45,7 @@ class Mode:
 CHECK = Mode(iterations=2, prompts=2, samples=2, lr="1e-6", reward="reward")
 # The learning rate and length measured with benchmarks/device/learn_rate_probe.py on the canary's model
 # (docs/h200/learn/): the smallest rate whose reward rose clearly within the iterations.
-LEARN = Mode(iterations=16, prompts=8, samples=8, lr="1e-4", reward="numbers")
+LEARN = Mode(iterations=16, prompts=8, samples=8, lr="3e-4", reward="numbers")
 # --learn passes when the mean reward of the last LEARN_WINDOW iterations is LEARN_MARGIN above the first's.
 LEARN_WINDOW, LEARN_MARGIN = 3, 0.1
 

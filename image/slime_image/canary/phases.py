@@ -122,7 +122,8 @@ def rows(lines: list[str], iterations: int, returncode: int | None, timeout: flo
         phase = found.get(key, Phase(*key))
         name, iteration = key
         if phase.calls and not phase.open and name == "train-step":
-            result.append(train_step_row(phase, steps.get(iteration)))
+            scored = found.get(("reward", iteration), Phase("reward", iteration)).rewards
+            result.append(train_step_row(phase, steps.get(iteration), scored))
         elif phase.calls and not phase.open:
             summary = f"{phase.calls} call(s)" if name != "reward" else f"{phase.calls} samples scored"
             detail = f"rewards {' '.join(f'{r:.3f}' for r in phase.rewards)}" if phase.rewards else ""
@@ -163,14 +164,18 @@ def rewards(lines: list[str], iterations: int) -> list[list[float]]:
     return [found.get(("reward", i), Phase("reward", i)).rewards for i in range(iterations)]
 
 
-def train_step_row(phase: Phase, metrics: dict[str, float] | None) -> Row:
+def train_step_row(phase: Phase, metrics: dict[str, float] | None, rewards: list[float] = ()) -> Row:
     """A step passes when slime logged it with a finite, non-zero gradient: the canary's reward differs between the
     samples of a prompt, so a step that computes no gradient has lost it on the way (backward, the fused weight
-    gradient, the optimizer's grads)."""
+    gradient, the optimizer's grads). Unless every sample of the rollout scored alike, as when --learn's policy has
+    learned its reward: then GRPO has no advantage, and no gradient is right."""
     if not metrics or "train/grad_norm" not in metrics:
         return row(phase.id, "train-step", FAIL, "slime logged no metrics for this step", phase.seconds)
     loss, norm = metrics.get("train/loss", math.nan), metrics["train/grad_norm"]
     summary = f"loss {loss:.4g}, grad norm {norm:.4g}"
+    if norm == 0.0 and rewards and len(set(rewards)) == 1:
+        alike = f"{summary}: every sample scored {rewards[0]:.3g}, so GRPO had no advantage"
+        return row(phase.id, "train-step", PASS, alike, phase.seconds)
     if not math.isfinite(norm) or norm == 0.0:
         return row(phase.id, "train-step", FAIL, f"no usable gradient: {summary}", phase.seconds)
     return row(phase.id, "train-step", PASS, summary, phase.seconds)
