@@ -336,7 +336,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
     # After the gate: slime's own unit tests in the image it built (a failure of the stack fails the check).
-    facts["slime_unit_tests"] = slime_tests.run(buildah, IMAGE_TAG, work) if code == 0 else None
+    facts["slime_unit_tests"] = slime_tests.run(buildah, STORAGE, IMAGE_TAG, work) if code == 0 else None
     facts["targets"] = record.targets(facts)
     record.write(facts, out)
     if found.get("slime_flags"):

@@ -40,19 +40,21 @@ def runner(work: Path) -> Path:
     return folder
 
 
-def run(buildah, image: str, work: Path) -> dict:
-    """slime-upstream-tests in a working container of `image` (removed after); its per-file result."""
+def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
+    """slime-upstream-tests in a working container of `image` (removed after, through `buildah`, run.py's, whose
+    storage options are `storage`); its per-file result."""
     out = work / "slime-tests"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     folder = runner(work)
     container = buildah("from", "--pull=never", image).stdout.strip()
     try:
-        command = ["run", "--isolation", "chroot", "--network", "none"]
+        # No network: buildah's chroot isolation shares the host's, so the run gets a namespace of its own.
+        command = ["unshare", "--net", "buildah", *storage, "run", "--isolation", "chroot"]
         command += ["--volume", f"{folder}:/opt/test-runner:ro", "--volume", f"{out}:/out", container, "--"]
         command += ["slime-upstream-tests", "--runner", "/opt/test-runner", "--junit", "/out/junit.xml"]
         command += ["--json", f"/out/{RESULT}"]
-        proc = buildah(*command, capture=False, check=False)
+        proc = subprocess.run(command)
     finally:
         buildah("rm", container, check=False)
     if not (out / RESULT).is_file():
