@@ -24,6 +24,7 @@ from tools.planner.plan_env import Dist
 # the tree declares there comes from the pairing that pins that commit (pairings/<name>.toml, [megatron]).
 LOCAL_TREES = {"/opt/Megatron-LM": "MEGATRON_COMMIT"}
 _VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+SHELL_EXPANSION = "shell expansion"  # how the recipe's model names a pip step it left unexpanded (recipe.py)
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,8 @@ class Blind:
 
     def _why(self, step: PipStep | Unsimulated) -> list[str]:
         if isinstance(step, Unsimulated):
+            if not step.reason.startswith(SHELL_EXPANSION):
+                return []  # another installer (uv, conda): no value given makes it one the plan replays
             names = dict.fromkeys(m.group(1) or m.group(2) for m in _VARIABLE.finditer(step.command))
             return [why for why in map(self._variable, names) if why]
         found = []
