@@ -125,7 +125,7 @@ class ByScope(LoadScopeScheduling):
         return scope(nodeid)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest -p no:xdist runs without it
 def pytest_xdist_make_scheduler(config, log):
     """make test's workers (pytest-xdist) take a scope at a time, in the order the workers collected them."""
     config.option.loadscopereorder = False
