@@ -34,9 +34,9 @@ from slime_image.errors import UserError, run_command
 from tools import guard_report
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
-from tools.planner import plan_env, plan_lock, platforms
+from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
-from tools.planner.plan_lock import write_lock
+from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
 from tools.planner.plan_replay import CACHE
 from tools.planner.plan_report import summary, verdicts, warned
 
@@ -118,11 +118,11 @@ def run(args, arch: str) -> int:
             write_atomically(Path(args.json), text)
     if not args.lock:
         return 0 if plan.ok else 1
-    locked = plan_lock.locked_plan(recipe, plan, log, **options)
+    locked = locked_plan(recipe, plan, log, **options)
     if locked is None:
         return 1
     write_lock(args.lock, locked.lock_text(), log)
-    for path, text in plan_lock.stack_lock_texts(args.lock, recipe, locked).items():
+    for path, text in stack_lock_texts(args.lock, recipe, locked).items():
         write_lock(path, text, log)
     return 0
 
