@@ -165,9 +165,12 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) \
 	  --report-json $(REPORTS)/submit.json --report-junit $(REPORTS)/submit.xml -- kubectl -n $$ns exec $$pod -- ray
 
+# How many pytest workers make test runs (pytest-xdist): auto is one a core; 0 runs the suite in this process alone.
+TEST_WORKERS ?= auto
+
 .PHONY: test
-test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed)
-	$(VPY) -m pytest $(PYTEST_ARGS)
+test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed), a worker a core (TEST_WORKERS=)
+	$(VPY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 .PHONY: lint
 lint: $(VENV)/.installed ## ruff, hadolint, the generated tables of docs/, the pairings and the Dockerfile's rules

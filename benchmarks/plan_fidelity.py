@@ -32,7 +32,7 @@ from packaging.utils import canonicalize_name
 from tools.inputs import pairings
 from tools.inputs.lock import lock_cutoff
 from tools.inputs.recipe import ROOT, Recipe
-from tools.planner import plan
+from tools.planner import plan, plan_steps
 from tools.planner.plan_env import Dist, FakeEnv, load_manifest
 
 
@@ -94,7 +94,7 @@ def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tupl
         args, targets = [], []
         for package in step.packages:
             if package.startswith("http"):
-                env.add(Dist(*plan.wheel_name_version(package, "x86_64")))
+                env.add(Dist(*plan_steps.wheel_name_version(package, "x86_64")))
             elif package in plan.LOCAL_SOURCES:
                 targets.append(plan.LOCAL_SOURCES[package][0])
             elif package.startswith("/"):

@@ -6,12 +6,15 @@ The pins below are test inputs (what the tests reproduce), not versions the imag
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -30,60 +33,87 @@ TE_CORE_CU13 = "transformer-engine-cu13==2.12.0"
 NVCC_13_2 = "nvidia-cuda-nvcc==13.2.86"  # the second compiler flashinfer-python brings into the image (W38)
 
 
+@contextlib.contextmanager
+def making(target: Path):
+    """Hold `target`'s lock while it is looked for and made: tests running in parallel (make test, pytest-xdist) then
+    wait for the one that makes it, instead of making it over each other. The kernel drops the lock of a process that
+    ends, however it ends."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f".{target.name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
+
+
 def wheel(spec: str) -> Path:
     """Download one wheel (no dependencies) for CPython 3.12 on x86_64 Linux; cached."""
     folder = CACHE / "wheels" / spec.replace("==", "-")
-    found = sorted(folder.glob("*.whl"))
-    if found:
-        return found[0]
-    folder.mkdir(parents=True, exist_ok=True)
-    args = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(folder)]
-    args += [a for p in PLATFORMS for a in ("--platform", p)]
-    subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
-    return sorted(folder.glob("*.whl"))[0]
+    with making(folder):
+        found = sorted(folder.glob("*.whl"))
+        if found:
+            return found[0]
+        folder.mkdir(parents=True, exist_ok=True)
+        args = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(folder)]
+        args += [a for p in PLATFORMS for a in ("--platform", p)]
+        subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
+        return sorted(folder.glob("*.whl"))[0]
 
 
 def unpacked(spec: str) -> Path:
     """A wheel's files, unpacked as pip would lay them out in site-packages."""
     target = CACHE / "unpacked" / spec.replace("==", "-")
-    if not target.exists():
-        tmp = target.with_suffix(".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        with zipfile.ZipFile(wheel(spec)) as archive:
-            archive.extractall(tmp)
-        tmp.rename(target)
+    with making(target):
+        if not target.exists():
+            tmp = target.with_suffix(".tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            with zipfile.ZipFile(wheel(spec)) as archive:
+                archive.extractall(tmp)
+            tmp.rename(target)
     return target
 
 
-def venv(name: str, steps: list[list[str]], base_python: str | None = None) -> Path:
+def venv(name: str, steps: list[list[str]], base_python: str | None = None, over: Path | None = None) -> Path:
     """A venv (Python 3.12 unless `base_python` is given) built by running `pip install <step>` for each step in
-    order; cached by its steps and interpreter.
+    order; cached by its steps, its interpreter and what it stands on.
 
-    Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it.
+    Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it. `over` is the python
+    of a venv this one stands on: a .pth names its site-packages, so what it holds counts as installed here, and a
+    large distribution (torch) is installed once for every venv that needs it. pip compiles no bytecode: a test
+    imports a few modules of the thousands it would compile.
     Returns the venv's python.
     """
     base_python = base_python or python312()
-    key = hashlib.sha256(json.dumps([steps, base_python]).encode()).hexdigest()[:12]
+    key = hashlib.sha256(json.dumps([steps, base_python, str(over or "")]).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
-    if (folder / ".complete").exists():
-        return python
-    shutil.rmtree(folder, ignore_errors=True)
-    subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
-    for step in steps:
-        subprocess.run(
-            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *step],
-            check=True,
-            capture_output=True,
-        )
-    (folder / ".complete").touch()
+    with making(folder):
+        if (folder / ".complete").exists():
+            return python
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
+        if over is not None:
+            (site_packages(python) / "_over.pth").write_text(f"{site_packages(over)}\n")
+        for step in steps:
+            subprocess.run(
+                [str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *step],
+                check=True,
+                capture_output=True,
+            )
+        (folder / ".complete").touch()
     return python
+
+
+def torch_cpu() -> Path:
+    """STAND-IN for the image's torch (a CUDA build of several GB): the CPU build of torch 2.13.0 that lies on this kind
+    of machine for Python 3.11 (pip's find-links), in a venv of its own that the venvs needing torch stand on."""
+    return venv("torch-cpu", [["torch==2.13.0"]], base_python=sys.executable)
 
 
 def sdist_tree(spec: str) -> Path:
     """A source distribution from PyPI, unpacked (the tree pip would build from); cached."""
     target = CACHE / "sdists" / spec.replace("==", "-")
-    if not target.exists():
+    with making(target):
+        if target.exists():
+            return target
         tmp = target.with_suffix(".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -128,10 +158,11 @@ def libcuda_standin(libraries: list[Path]) -> Path:
     symbols = driver_symbols(libraries)
     folder = CACHE / "libcuda-standin" / hashlib.sha256(" ".join(symbols).encode()).hexdigest()[:12]
     library = folder / "libcuda.so.1"
-    if library.exists():
-        return library
-    source = "".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols)
-    return shared_library(library, source, "-Wl,-soname,libcuda.so.1")
+    with making(library):
+        if library.exists():
+            return library
+        source = "".join(f"int {name}(void) {{ return 0; }}\n" for name in symbols)
+        return shared_library(library, source, "-Wl,-soname,libcuda.so.1")
 
 
 def system_cudart13_dir() -> str | None:
@@ -150,27 +181,28 @@ def library_wheel(name: str, cudart_dir: Path, soname: str) -> Path:
     package = name.replace("-", "_")
     folder = CACHE / "library-wheels" / f"{name}-{soname}"
     built = folder / f"{package}-1.0-py3-none-any.whl"
-    if built.exists():
-        return built
-    library = shared_library(
-        folder / f"libuses_{soname.split('.')[-1]}.so",
-        "int cudaGetDeviceCount(int *);\nint count(int *n) { return cudaGetDeviceCount(n); }\n",
-        "-L",
-        str(cudart_dir),
-        f"-l:{soname}",
-    )
-    info = f"{package}-1.0.dist-info"
-    files = {
-        f"{package}/{library.name}": library.read_bytes(),
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: slime-image-tests\nRoot-Is-Purelib: false\n"
-        b"Tag: py3-none-any\n",
-    }
-    record = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
-    with zipfile.ZipFile(built, "w") as archive:
-        for path, data in files.items():
-            archive.writestr(path, data)
-        archive.writestr(f"{info}/RECORD", record)
+    with making(built):
+        if built.exists():
+            return built
+        library = shared_library(
+            folder / f"libuses_{soname.split('.')[-1]}.so",
+            "int cudaGetDeviceCount(int *);\nint count(int *n) { return cudaGetDeviceCount(n); }\n",
+            "-L",
+            str(cudart_dir),
+            f"-l:{soname}",
+        )
+        info = f"{package}-1.0.dist-info"
+        files = {
+            f"{package}/{library.name}": library.read_bytes(),
+            f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n".encode(),
+            f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: slime-image-tests\nRoot-Is-Purelib: false\n"
+            b"Tag: py3-none-any\n",
+        }
+        record = "".join(f"{path},,\n" for path in files) + f"{info}/RECORD,,\n"
+        with zipfile.ZipFile(built, "w") as archive:
+            for path, data in files.items():
+                archive.writestr(path, data)
+            archive.writestr(f"{info}/RECORD", record)
     return built
 
 
@@ -183,12 +215,12 @@ def cuobjdump() -> Path:
 
 def compiled_kernel(output: Path, *nvcc_flags: str) -> Path:
     """`output`, compiled once (then cached) by this machine's nvcc from a tiny kernel with `nvcc_flags`."""
-    if output.exists():
-        return output
-    output.parent.mkdir(parents=True, exist_ok=True)
-    source = output.parent / "kernel.cu"
-    source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
-    subprocess.run(["nvcc", *nvcc_flags, str(source), "-o", str(output)], check=True)
+    with making(output):
+        if output.exists():
+            return output
+        source = output.parent / "kernel.cu"
+        source.write_text("__global__ void twice(float *x) { x[threadIdx.x] *= 2.0f; }\n")
+        subprocess.run(["nvcc", *nvcc_flags, str(source), "-o", str(output)], check=True)
     return output
 
 
@@ -207,7 +239,8 @@ def cubin(arch: str) -> Path:
 def unpacked_wheel_library(wheel_path: Path) -> Path:
     """The one shared object inside a wheel built by library_wheel."""
     folder = wheel_path.with_suffix("")
-    if not folder.exists():
-        with zipfile.ZipFile(wheel_path) as archive:
-            archive.extractall(folder)
+    with making(folder):
+        if not folder.exists():
+            with zipfile.ZipFile(wheel_path) as archive:
+                archive.extractall(folder)
     return next(folder.rglob("*.so"))

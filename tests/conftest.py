@@ -6,10 +6,12 @@ The project virtualenv puts the repository and image/ on the path (`make venv`),
 
 import json
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
+from xdist.scheduler import LoadScopeScheduling
 
 from tools.inputs import pairings
 
@@ -106,7 +108,34 @@ def unshare_works(tmp_path_factory):
 GUARD_TESTS = "SLIME_IMAGE_GUARD_TESTS"
 
 
+# Files whose tests use the planner's test cache (.cache/plan-tests) and its simulated environment directly, beside
+# plans that hold that environment's lock: in parallel (make test) they run on one worker, one after another.
+PLAN_TESTS = {"test_plan.py", "test_plan_any.py", "test_plan_index.py", "test_pip_cli.py", "test_sdist_metadata.py"}
+
+
+def scope(nodeid: str) -> str:
+    """What of the suite one worker of make test runs whole, in order: a test's file (its tests share its fixtures and
+    what they change in them, a cached venv's site-packages, say), or PLAN_TESTS together."""
+    path = nodeid.split("::", 1)[0]
+    return "plan-tests" if Path(path).name in PLAN_TESTS else path
+
+
+class ByScope(LoadScopeScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        return scope(nodeid)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: pytest -p no:xdist runs without it
+def pytest_xdist_make_scheduler(config, log):
+    """make test's workers (pytest-xdist) take a scope at a time, in the order the workers collected them."""
+    config.option.loadscopereorder = False
+    return ByScope(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
+    if hasattr(config, "workerinput"):  # a worker of make test: the scopes with the most slow tests go first
+        slow = Counter(scope(item.nodeid) for item in items if item.get_closest_marker("slow"))
+        items.sort(key=lambda item: -slow[scope(item.nodeid)])
     out = os.environ.get(GUARD_TESTS)
     if not out:
         return

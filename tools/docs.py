@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
@@ -74,6 +76,137 @@ def pull_table(dockerfile: Path) -> list[str]:
     return rows
 
 
+@dataclass(frozen=True)
+class Figure:
+    """A benchmark's current figure, where and when it was measured, and the section of benchmarks.md that says how."""
+
+    what: str
+    figure: str
+    machine: str
+    load: str  # the 1-minute load average around the run, or why there is none
+    when: str
+    section: str  # the start of a heading of docs/benchmarks.md
+
+
+DEV = "development machine: 2 cores, no GPU"
+# The current figure of each benchmark that no record holds: the one place it is declared. A new measurement replaces
+# its row here and adds its account to the section the row names. The verification build's figures come from its
+# records (record_figures).
+FIGURES = (
+    Figure(
+        "`make test` on a fresh clone (`.ci/run`'s command), 654 tests",
+        "4 min 26 s, 2 workers (5 min 48 s beside a build, load 2.2 to 3.6; before: 17 min 36 s in one process)",
+        DEV,
+        "0.88 at the start, 0.9 to 2.1 during (its own workers)",
+        "2026-12-05 15:24 UTC",
+        "The test suite",
+    ),
+    Figure(
+        "`make build-check`, uncached, v0.3.1 / v0.3.0",
+        "928 s / 964 s",
+        DEV,
+        "not recorded; alone but for the device staging's export",
+        "2026-12-05 08:17 and 08:49 UTC",
+        "The leaner image",
+    ),
+    Figure(
+        "`make plan`, cold / warm, pairing v0.3.1",
+        "13.3 s / 0.8 s (medians of 5)",
+        DEV,
+        "0.7 to 1.6",
+        "2026-12-04 13:27 UTC",
+        "The plan, cold and warm, beside uv",
+    ),
+    Figure(
+        "the plan against a real install of the same steps",
+        "283 of 283 versions agree; plan 87.8 s cold, install 251 s",
+        DEV,
+        "not recorded",
+        "2026-12-02",
+        "Fidelity: plan against a real replay",
+    ),
+    Figure(
+        "slime-canary: two GRPO iterations on one GPU",
+        "3 min 42 s, every phase passing",
+        "one H100 80GB, 16 cores, driver 580",
+        "not recorded",
+        "2026-12-05",
+        "The leaner image",
+    ),
+    Figure(
+        "start time: the modules a job imports, in a fresh process",
+        "20.0, 15.9 and 18.1 s (GPU machine); 12.0 s here, 25.4 s without bytecode",
+        f"one H100, 16 cores; {DEV}",
+        "1.4; 0.55 to 1.53",
+        "2026-12-05",
+        "The leaner image",
+    ),
+    Figure(
+        "the smoke suite, build / gpu stage (median of 3)",
+        "7.61 s / 14.60 s",
+        "one H200, 16 cores",
+        "not recorded",
+        "2026-12-02",
+        "Smoke suite on the H200 device machine",
+    ),
+)
+
+
+def record_figures() -> list[Figure]:
+    """The verification build's figures, each pairing's from its record (docs/build/<pairing>/record.json)."""
+    found = []
+    for name in pairings.names():
+        path = record.folder_for(pairings.load(name)) / record.RECORD_JSON
+        if not path.is_file():
+            continue
+        built = json.loads(path.read_text())
+        machine = ", ".join(built["machine"].split(", ")[:3])
+        when = built["started"][:16].replace("T", " ") + " UTC"
+        cached = f"{built['cached_steps']} of {len(built['steps'])} steps cached"
+        above = built["compressed_above_base_gb"]["zstd"]
+        section = f"docs/build/{name}/"
+        found.append(
+            Figure(
+                f"`make build-check`, {name}",
+                f"{built['seconds']:.0f} s, {cached}",
+                machine,
+                "not recorded",
+                when,
+                section,
+            )
+        )
+        weight = f"{above} GB zstd ({built['sizes']['image_gb']} GB the whole image, uncompressed)"
+        found.append(Figure(f"the image above its base, {name}", weight, machine, "", when, section))
+        gate = next((s for s in built["steps"] if "slime-smoke --stage build" in s["instruction"]), None)
+        if gate is not None:
+            counts = ", ".join(f"{n} {status}" for status, n in built["gate"]["counts"].items() if n)
+            what = f"the gate in the verification build (`slime-smoke --stage build`), {name}"
+            found.append(Figure(what, f"{gate['seconds']} s; {counts}", machine, "not recorded", when, section))
+    return found
+
+
+def current_table(docs: Path) -> list[str]:
+    """The current figure of each benchmark, each naming the section of benchmarks.md (or the record) it comes from."""
+    headings = re.findall(r"^#+ (.+)$", (docs / "benchmarks.md").read_text(), re.MULTILINE)
+    rows = [
+        "| benchmark | current figure | machine | load | when | how, and earlier figures |",
+        "|---|---|---|---|---|---|",
+    ]
+    for figure in [*FIGURES, *record_figures()]:
+        where = figure.section
+        if not where.startswith("docs/"):
+            if not any(h.startswith(where) for h in headings):
+                raise UserError(
+                    f"tools/docs.py: the figure {figure.what!r} names the section {where!r}, which docs/benchmarks.md "
+                    "lacks",
+                    "name the start of a heading of docs/benchmarks.md",
+                )
+            where = f'"{where}" below'
+        load = figure.load or "-"
+        rows.append(f"| {figure.what} | {figure.figure} | {figure.machine} | {load} | {figure.when} | {where} |")
+    return rows
+
+
 def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
     """name -> (the page under docs/ that holds it, where its facts come from, its rows given the Dockerfile)."""
     from tools import wall_guards  # the guards' registries import the manifest validator: only this command needs it
@@ -85,6 +218,7 @@ def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
         "patches": ("patches.md", "slime_image.patches", lambda _: wall_guards.patches_table()),
         "walls": ("walls.md", "image/slime_image/walls.py and the guards", lambda _: wall_guards.walls_table()),
         "pull": ("benchmarks.md", "base-manifests/ and docs/build/", pull_table),
+        "current": ("benchmarks.md", "tools/docs.py and docs/build/", lambda _: current_table(ROOT / "docs")),
     }
 
 

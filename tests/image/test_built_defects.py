@@ -20,9 +20,6 @@ from tools.inputs.recipe import Recipe
 
 pytestmark = pytest.mark.slow
 
-# STAND-IN for the image's torch 2.11.0+cu130 (a CUDA build of several GB): the CPU build of torch 2.13.0 that lies
-# on this kind of machine for Python 3.11. What fails is transformers meeting kernels; torch is only imported.
-TORCH_STANDIN = "torch==2.13.0"
 TRANSFORMERS_CHAIN = "import transformers.activations"  # what `import sglang` runs first (hf_transformers_patches)
 
 
@@ -31,9 +28,10 @@ def _locked(pairing: str, name: str) -> str:
 
 
 def _transformers_with(pairing, kernels):
+    # What fails is transformers meeting kernels; torch (artifacts.torch_cpu, a stand-in) is only imported.
     transformers = f"transformers=={_locked(pairing, 'transformers')}"
-    steps = [[TORCH_STANDIN], [transformers, f"kernels=={kernels}"]]
-    return artifacts.venv(f"w30-{pairing}", steps, base_python=sys.executable)
+    steps = [[transformers, f"kernels=={kernels}"]]
+    return artifacts.venv(f"w30-{pairing}", steps, base_python=sys.executable, over=artifacts.torch_cpu())
 
 
 def _imports(python, statement):

@@ -8,8 +8,8 @@ torchvision built for another torch (a real W9). Stand-ins, named so: minimal `s
 
 import json
 import os
-import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import artifacts
@@ -215,17 +215,9 @@ def test_no_versions_file_is_a_skip_not_a_pass(numpy1):
 def torch_cpu():
     links = [Path(p) for p in os.environ.get("PIP_FIND_LINKS", "/opt/wheels").split()]
     local = [w for d in links if d.is_dir() for w in d.glob("torch-2.13.0+cpu-cp311-*.whl")]
-    python311 = shutil.which("python3.11")
-    if not local or not python311:
+    if not local or sys.version_info[:2] != (3, 11):
         pytest.skip("no local CPU torch 2.13.0 wheel for Python 3.11: a PyPI torch would be a multi-GB CUDA download")
-    folder = artifacts.CACHE / "venvs" / "torch-cpu"
-    if not (folder / ".complete").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run([python311, "-m", "venv", str(folder)], check=True)
-        pip = [str(folder / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        subprocess.run([*pip, str(local[0])], check=True, capture_output=True)
-        (folder / ".complete").touch()
-    return folder / "bin" / "python"
+    return artifacts.torch_cpu()
 
 
 @pytest.mark.guard_fails("check:torch-provenance")

@@ -137,3 +137,68 @@ def test_a_recipe_shaped_like_the_peer_s_over_the_ngc_manifest(tmp_path):
     w9 = [f for f in report["steps"][0]["findings"] if f.startswith("W9: transformer-engine 2.12.0+5671fd36")]
     assert w9 and "replaced with 2.11.0" in w9[0]
     assert (ROOT / report["base"]["manifest"]).is_file()
+
+
+WHEELS_STAGE = "FROM python:3.12-slim AS wheels\nRUN pip wheel -w /wheels six==1.16.0\nFROM scratch\n"
+BLIND = [
+    (
+        "FROM scratch\nARG SIX_VERSION\nRUN pip install six==${SIX_VERSION}\n",
+        3,
+        "ARG SIX_VERSION has no default: give it one (ARG SIX_VERSION=VALUE) or pass --build-arg SIX_VERSION=VALUE",
+    ),
+    (
+        "FROM scratch\nENV SIX_VERSION=1.16.0\nRUN pip install six==$SIX_VERSION\n",
+        3,
+        "ENV SIX_VERSION is expanded by the build, not by the plan: write its value into the step, or make it an ARG "
+        "with a default (ARG SIX_VERSION=VALUE), which the plan substitutes",
+    ),
+    (
+        WHEELS_STAGE + "COPY --from=wheels /wheels /wheels\nRUN pip install /wheels/six-1.16.0-py2.py3-none-any.whl\n",
+        5,
+        "/wheels/six-1.16.0-py2.py3-none-any.whl comes from COPY --from=wheels, which the plan cannot read: COPY it "
+        "from the build context, or install it from the index by name and version",
+    ),
+    (
+        WHEELS_STAGE + "WORKDIR /opt\nCOPY --from=wheels /wheels/req.txt req.txt\nRUN pip install -r /opt/req.txt\n",
+        6,
+        "/opt/req.txt comes from COPY --from=wheels, which the plan cannot read: COPY it from the build context, or "
+        "install it from the index by name and version",
+    ),
+]
+
+
+@pytest.mark.guard_fails("finding:blind-step")
+@pytest.mark.parametrize("dockerfile, line, cause", BLIND, ids=["arg-without-default", "env", "copy-from", "req-from"])
+def test_a_blind_step_fails_the_plan_and_says_how_to_give_the_value(tmp_path, dockerfile, line, cause):
+    """Each of these ended NOT SIMULATED and then plan: OK, exit 0 (issue 40): the plan had not seen what the step
+    installs, and said nothing was wrong."""
+    proc, report = plan(tmp_path, dockerfile, "--report-json", str(tmp_path / "plan.json"), manifest=[])
+    assert proc.returncode == 1, proc.stderr[-1500:]
+    step = next(s for s in report["steps"] if s["line"] == line)
+    assert step["simulated"] is False and step["findings"] == [f"blind-step: line {line}: {cause}"]
+    assert report["ok"] is False and "plan: FAILED" in proc.stderr
+    row = next(c for c in json.loads((tmp_path / "plan.json").read_text())["checks"] if c["id"] == "blind-step")
+    assert row["status"] == "fail" and row["summary"] == f"blind-step: line {line}: {cause}"
+    assert "--build-arg NAME=VALUE" in row["fix"] and "--allow-blind" in row["fix"]
+
+
+def test_allow_blind_lets_a_blind_step_pass_as_a_warning(tmp_path):
+    dockerfile, line, cause = BLIND[0]
+    proc, report = plan(
+        tmp_path, dockerfile, "--allow-blind", "--report-json", str(tmp_path / "plan.json"), manifest=[]
+    )
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert (
+        report["ok"] is True
+        and report["findings"] == []
+        and report["warnings"] == [f"blind-step: line {line}: {cause}"]
+    )
+    assert "WARNING (--allow-blind) blind-step: line 3: ARG SIX_VERSION has no default" in proc.stderr
+    row = next(c for c in json.loads((tmp_path / "plan.json").read_text())["checks"] if c["id"] == "blind-step")
+    assert row["status"] == "warn" and row["summary"] == f"blind-step: line {line}: {cause}"
+
+
+def test_a_build_arg_gives_the_plan_the_value_an_arg_lacks(tmp_path):
+    proc, report = plan(tmp_path, BLIND[0][0], "--build-arg", "SIX_VERSION=1.16.0", manifest=[])
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    assert report["final"] == {"six": "1.16.0"} and report["steps"][0]["simulated"] is True

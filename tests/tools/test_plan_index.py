@@ -145,7 +145,7 @@ def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):
 
 
 def test_cached_resolutions_are_keyed_by_the_index_the_build_declares_not_the_hosts_pip_config(tmp_path, monkeypatch):
-    from tools.planner.plan import index_settings
+    from tools.planner.plan_replay import index_settings
 
     config = tmp_path / "pip.conf"
     config.write_text("[global]\nindex-url = http://127.0.0.1:1/simple\n")

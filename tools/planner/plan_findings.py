@@ -1,4 +1,5 @@
-"""What a user of any pip-layered recipe needs to hear besides pip check: W9 per layer, W1 and W8 at the end."""
+"""What a user of any pip-layered recipe needs to hear besides pip check: W9 per layer, W1 and W8 at the end, and a
+step the plan cannot see into although the build would (blind; plan_steps.Blind says why)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,19 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 # The findings this module reports, and the wall each one names (slime_image/walls.py).
-GUARDS = {"torch-replaced-under-extensions": ("W9",), "numpy-2-at-the-end": ("W1",), "stock-router-at-the-end": ("W8",)}
+BLIND = "blind-step"
+GUARDS = {
+    "torch-replaced-under-extensions": ("W9",),
+    "numpy-2-at-the-end": ("W1",),
+    "stock-router-at-the-end": ("W8",),
+    BLIND: (),
+}
+# A blind step names no wall: the plan's own sight fails there, and what it missed could be any wall.
+PROTECTS = {BLIND: "a pip step whose packages the plan cannot see although the build would (docs/planner.md)"}
+FIXES = {
+    BLIND: "give the plan the value the finding names (an ARG default or --build-arg NAME=VALUE; the ENV's value in "
+    "the step; the file from the build context), or pass --allow-blind to plan without it"
+}
 
 # Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).
 TORCH_EXTENSIONS = {"transformer-engine", "transformer-engine-torch", "flash-attn", "apex", "torchvision", "torchaudio"}

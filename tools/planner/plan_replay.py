@@ -1,0 +1,385 @@
+"""Each pip step of a recipe replayed over a simulated environment (plan_env.py): the base manifest first, then every
+step in Dockerfile order, each resolved by the planner's pip (`install --dry-run --report`) through the planner's
+index (plan_index.py) and cached by its inputs; per step, what it added, changed and removed, and what `pip check`
+says right after it (run while the next step resolves)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from slime_image.atomic_write import write_atomically
+from slime_image.errors import UserError
+
+from tools.inputs.lock import lock_cutoff, lock_pins
+from tools.inputs.recipe import ROOT, PipStep, Recipe, Unsimulated
+from tools.planner import plan_env, plan_steps, sdist_metadata
+from tools.planner.base_manifest import manifest_for
+from tools.planner.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
+from tools.planner.plan_findings import TORCH_EXTENSIONS, Findings
+from tools.planner.plan_index import PlanIndex
+from tools.planner.plan_report import StepResult, describe, shorten
+from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files, shown
+from tools.planner.progress import ticking
+from tools.planner.wheel_tags import wheel_tags
+
+CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
+CHECKS_AT_ONCE = 2  # pip checks left running while later steps resolve; each step is reported once its check is in
+# What pip prints when a step cannot be satisfied, so the real build would stop there.
+UNSATISFIABLE = (
+    "No matching distribution found",
+    "ResolutionImpossible",
+    "conflicting dependencies",
+    "Invalid requirement",
+)
+NETWORK_ERRORS = (
+    "NewConnectionError",
+    "Max retries exceeded",
+    "Temporary failure in name resolution",
+    "Network is unreachable",
+    "ConnectionError",
+    "ProxyError",
+)
+
+
+def platform_args(arch: str) -> list[str]:
+    if arch == platform.machine():
+        return []  # this host is the image's architecture: pip's own tags (glibc 2.34+ needed by sglang)
+    tags = [f"manylinux_2_{n}_{arch}" for n in range(39, 16, -1)] + [f"manylinux2014_{arch}"]
+    args = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312"]
+    return args + [a for tag in tags for a in ("--platform", tag)]
+
+
+def index_url() -> str:
+    """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
+    pip configuration is not read: the image's build does not see it (plan_env.PASSED)."""
+    return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+
+
+def index_settings() -> str:
+    """What the plan's resolutions depend on of pip's settings, as one string for cache keys."""
+    return json.dumps(sorted(plan_env.pip_settings().items()))
+
+
+def index_reachable() -> bool:
+    url = index_url().rstrip("/") + "/pip/"
+    try:
+        with urllib.request.urlopen(url, timeout=10):
+            return True
+    except urllib.error.HTTPError:
+        return True  # the server answered
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def unreachable(where: str) -> UserError:
+    return UserError(
+        f"cannot reach the package index {index_url()} {where}",
+        "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
+        code=2,
+    )
+
+
+class _StepFails(Exception):
+    def __init__(self, line: int, why: str):
+        super().__init__(why)
+        self.line, self.why = line, why
+
+
+class _Unsimulable(Exception):
+    """pip could not work out the step here (for example an sdist whose metadata needs CUDA to build)."""
+
+
+class _WouldFail(Exception):
+    """pip says the step cannot be satisfied: the Docker build would fail at this step."""
+
+
+@dataclass
+class Replayed:
+    """What replaying every step gave: the base manifest's fields, each step's result, the lines of the steps that
+    fail the build, the lines after requirements.txt's step that moved numpy, and the findings so far."""
+
+    manifest: dict
+    results: list[StepResult]
+    failed_steps: list[int]
+    numpy_moved: list[int]
+    findings: Findings
+
+
+class Replay:
+    """The simulated environment of one plan and what each step did to it; the Planner (plan_check.py) judges it."""
+
+    def __init__(
+        self,
+        recipe: Recipe,
+        *,
+        manifest: Path | None = None,
+        arch: str,
+        log=print,
+        use_lock: bool = True,
+        cutoff: str = "",
+        assume_empty_base: bool = False,
+        lock_file: Path | None = None,
+        allow_blind: bool = False,
+    ):
+        self.recipe = recipe
+        self.args = recipe.args
+        self.arch = arch
+        self.log = log
+        self.manifest_path = manifest or self.base_manifest(assume_empty_base)
+        self.env = FakeEnv(CACHE / f"env-py312-{arch}")
+        self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+        self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
+        self.lock = plan_steps.recipe_lock(recipe, lock_file) if use_lock else None
+        # A lock given to plan under (make lock's second plan) constrains every step: its stack locks, which it
+        # decides, would pin the same versions of what their steps install.
+        self.lock_override = lock_file
+        self.blind = plan_steps.Blind(recipe)
+        self.allow_blind = allow_blind
+        self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
+        # What the verification build found the image's sdist-built distributions to declare (sdist_metadata.py)
+        self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
+        # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
+        self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
+        self._index: PlanIndex | None = None  # the planner's index in front of the real one, once a step needs it
+        self._open = contextlib.ExitStack()  # what replay() closes: the planner's index
+        self._pins: dict[str, str] = {}
+
+    @functools.cached_property
+    def upstream(self) -> str:
+        return index_url()
+
+    @property
+    def index(self) -> PlanIndex:
+        """Started on first need, so that a plan whose every step is cached asks nothing of the network."""
+        if self._index is None:
+            self._index = self._open.enter_context(PlanIndex(self.upstream, CACHE / "metadata", self.arch, self._pins))
+            self._index.prefetch(self._pins)
+        return self._index
+
+    def base_manifest(self, assume_empty: bool) -> Path | None:
+        """base-manifests/<image>.json for the image the built stages start from; None to plan from nothing."""
+        image = self.recipe.base_image
+        found = manifest_for(image)
+        if found.is_file() or not assume_empty:
+            if not found.is_file():
+                raise UserError(
+                    f"no base-image manifest for {image}: the plan needs {shown(found)}",
+                    f"make base-manifest BASE_IMAGE={image} (where Docker runs), or pass --base-manifest FILE; "
+                    "--assume-empty-base plans from an empty environment instead",
+                    code=2,
+                )
+            return found
+        return None
+
+    def start(self) -> dict:
+        if self.manifest_path is None:
+            data, dists = {"image": self.recipe.base_image, "environment": "ASSUMED EMPTY", "partial": True}, []
+        else:
+            data, dists = load_manifest(self.manifest_path)
+        try:
+            with ticking("preparing the planner's Python 3.12 venv"):
+                self.env.create()
+        except EnvSetupError as exc:
+            if not index_reachable():
+                raise unreachable("while preparing the planner's Python 3.12 venv") from None
+            raise UserError(str(exc), "check that pip can install packages from your index", code=2) from None
+        for dist in dists:
+            self.env.add(dist)
+        self.base = self.env.installed()
+        return data
+
+    def _cache_key(self, pip_args: list[str], files: list[Path], index: str) -> str:
+        state = sorted(self.env.installed().items())
+        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip(), index]
+        return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
+
+    def _resolve(self, step: PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
+        pip_args = ["install", "--dry-run", "--quiet", "--use-feature=fast-deps", *platform_args(self.arch)]
+        if self.cutoff:
+            pip_args += ["--uploaded-prior-to", self.cutoff]
+        pip_args += step.resolve
+        if self.recorded_metadata is not None:
+            pip_args += ["--find-links", str(self.recorded_metadata)]
+        requirements = requirement_files(self.recipe, step)
+        for path in files:
+            pip_args += ["-r" if path in requirements else "-c", str(path)]
+        pip_args += targets
+        # A step that names its own index reads it directly; the others read the real index through the planner's.
+        own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
+        key = self._cache_key(pip_args, files, "" if own_index else index_settings())
+        cached = CACHE / "resolutions" / f"{key}.json"
+        if cached.exists():
+            return json.loads(cached.read_text())["install"], "cached resolution"
+        through = [] if own_index else ["--index-url", self.index.url]
+        with tempfile.TemporaryDirectory() as tmp:
+            report = Path(tmp) / "report.json"
+            proc = self.env.pip(*pip_args[:2], "--report", str(report), *through, *pip_args[2:])
+            if proc.returncode != 0:
+                tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
+                text = "\n".join(tail[-3:])
+                network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
+                if network or (self._index and self._index.errors) or not index_reachable():
+                    raise unreachable(f"while simulating line {step.line}")
+                if any(marker in proc.stderr for marker in UNSATISFIABLE):
+                    raise _WouldFail(text)
+                raise _Unsimulable(text or f"pip exited {proc.returncode}")
+            data = json.loads(report.read_text())
+        for item in data["install"]:
+            if through and "url" in item.get("download_info", {}):
+                item["download_info"]["url"] = self.index.real_url(item["download_info"]["url"])
+        write_atomically(cached, json.dumps({"install": data["install"]}))
+        return data["install"], "resolved"
+
+    def install_dist(self, dist: Dist, line: int) -> None:
+        """Put a distribution into the simulated environment and remember which step's line installed it."""
+        self.env.add(dist)
+        self.setter[canonicalize_name(dist.name)] = line
+
+    def install(self, step: PipStep) -> tuple[bool, str]:
+        rejected = [why for why in map(invalid_requirement, step.packages) if why]
+        if rejected:
+            raise _StepFails(step.line, "; ".join(rejected))
+        asked = plan_steps.asked(self.recipe, step, self.arch)
+        notes, targets = asked.notes, asked.targets
+        for dist, built_at in asked.named:
+            self.install_dist(dist, step.line)
+            if built_at is not None:
+                self.from_source[dist.name] = built_at
+        files = requirement_files(self.recipe, step)
+        files += [self.recipe.context_file(c, step.line) for c in step.constraints]
+        lock = self.step_lock(step)
+        if lock is not None:
+            files.append(lock)
+        if not targets and not step.requirements:
+            return True, "; ".join(notes)
+        try:
+            items, how = self._resolve(step, targets, files)
+        except _WouldFail as exc:
+            raise _StepFails(step.line, str(exc)) from None
+        except _Unsimulable as exc:
+            pinned = [(t, pin) for t in targets if (pin := exact_pin(t))]
+            for _, (name, version) in pinned:
+                self.install_dist(Dist(name, version), step.line)
+            names = ", ".join(t for t, _ in pinned)
+            assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
+            return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
+        urls = [item.get("download_info", {}).get("url", "") for item in items]
+        tags = wheel_tags(urls, CACHE / "wheel-tags", known=self._index.tags if self._index else None)
+        for item in items:
+            dist = dist_from_report(item, tags)
+            self.install_dist(dist, step.line)
+        recorded = self.recorded_metadata and [u.rsplit("/", 1)[-1] for u in urls if str(self.recorded_metadata) in u]
+        if recorded:
+            notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
+        return True, "; ".join([*notes, how])
+
+    def step_lock(self, step: PipStep) -> Path | None:
+        """The lock this step installs under: the file PIP_CONSTRAINT names at its line."""
+        if self.lock is None:
+            return None
+        return self.lock_override or self.recipe.constraint_at(step.line)
+
+    @property
+    def requirements_line(self) -> int | None:
+        return self.recipe.requirements_step.line if self.recipe.requirements_step else None
+
+    def _one(self, step: PipStep | Unsimulated, blind: list[str]) -> tuple[bool, str, bool]:
+        """(simulated, note, fails the build) for one step, the environment changed as it changes it."""
+        if isinstance(step, Unsimulated):
+            return False, f"not simulated: {step.reason}; assumed no change", False
+        if blind:
+            return False, "not simulated: the plan cannot see what it installs (blind); assumed no change", False
+        if step.error:
+            return True, f"THIS STEP FAILS THE BUILD: {step.error}", True
+        if step.installs_nothing:
+            return True, f"pip installs nothing with {', '.join(step.installs_nothing)}", False
+        if step.unsupported:
+            return (
+                False,
+                f"not simulated: the planner cannot honour {'; '.join(step.unsupported)}; assumed no change",
+                False,
+            )
+        if step.action == "uninstall":
+            gone = [p for p in step.packages if self.env.remove(p)]
+            return True, f"removed {len(gone)} of {len(step.packages)} named", False
+        try:
+            with ticking(f"line {step.line}: resolving {shorten(' '.join(step.packages), 60)}"):
+                return (*self.install(step), False)
+        except _StepFails as exc:
+            return True, f"THIS STEP FAILS THE BUILD: {exc.why}", True
+
+    def _replay(self) -> tuple[list[StepResult], list[int], list[int], Findings]:
+        work = sorted(
+            [(s.line, i, s) for i, s in enumerate(self.recipe.steps)]
+            + [(u.line, -1, u) for u in self.recipe.unsimulated],
+            key=lambda item: (item[0], item[1]),
+        )
+        results = []
+        requirements_line = self.requirements_line
+        numpy_after_requirements = []
+        failed_steps: list[int] = []
+        findings = Findings(self.base.get("torch"), {n for n in self.base if n in TORCH_EXTENSIONS})
+        checking = []  # steps, their headers and their pip checks, which run while the next steps resolve
+
+        def report(result: StepResult, header: str, broken) -> None:
+            result.broken = broken()
+            self.log(f"{header}\n{describe(result)}", flush=True)
+
+        for index, (_line, _, step) in enumerate(work, 1):
+            before = self.env.installed()
+            start = time.monotonic()
+            blind = self.blind.findings(step)
+            simulated, note, fails = self._one(step, blind)
+            if fails:
+                failed_steps.append(step.line)
+            after = self.env.installed()
+            self.after_line[step.line] = after
+            result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
+            result.added = {n: v for n, v in sorted(after.items()) if n not in before}
+            result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
+            result.removed = sorted(n for n in before if n not in after)
+            result.findings = findings.after_step(result, after)
+            if self.allow_blind:
+                result.warnings = blind
+            else:
+                result.findings += blind
+            if requirements_line is not None and step.line > requirements_line and "numpy" in result.changed:
+                numpy_after_requirements.append(step.line)
+            results.append(result)
+            header = f"[{index}/{len(work)}] line {step.line}: {shorten(step.command)}"
+            checking.append((result, header, self.env.check_later()))
+            while len(checking) > CHECKS_AT_ONCE:
+                report(*checking.pop(0))
+        for pending in checking:
+            report(*pending)
+        return results, failed_steps, numpy_after_requirements, findings
+
+    def replay(self) -> Replayed:
+        """Each step in Dockerfile order over the simulated environment, holding that environment's lock."""
+        self._pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        with self._open:
+            self._open.enter_context(plan_env.exclusive(self.env.folder.with_suffix(".lock"), self.log))
+            if not self.env.ready():
+                self.index  # noqa: B018 -- starts fetching the lock's pages while the planner's venv is made
+            manifest = self.start()
+            replayed = Replayed(manifest, *self._replay())
+        self._index = None
+        return replayed
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))

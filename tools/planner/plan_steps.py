@@ -1,0 +1,243 @@
+"""What the recipe's pip steps ask of the planner, read from the Dockerfile's model (tools/inputs/recipe.py): the
+distributions a step names outright (a wheel URL, a source tree), what it leaves to pip, the files and the lock it
+reads, what a lock made from a plan records it was made from, and the steps the planner cannot see into (blind)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from slime_image.errors import UserError
+
+from tools.inputs import pairings
+from tools.inputs.lock import check_lock
+from tools.inputs.recipe import ROOT, UNAME, PipStep, Recipe, Unsimulated, substitute
+from tools.planner.plan_env import Dist
+
+# Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what
+# the tree declares there comes from the pairing that pins that commit (pairings/<name>.toml, [megatron]).
+LOCAL_TREES = {"/opt/Megatron-LM": "MEGATRON_COMMIT"}
+_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+SHELL_EXPANSION = "shell expansion"  # how the recipe's model names a pip step it left unexpanded (recipe.py)
+
+
+@dataclass(frozen=True)
+class LocalTree:
+    """What a source tree the image builds declares, read from its pyproject at one commit (its pairing holds it)."""
+
+    name: str
+    version: str
+    requires: tuple[str, ...]
+    ref_arg: str  # the ARG that picks the checkout
+    ref: str  # the value of that ARG this metadata was read at
+
+
+@dataclass
+class Asked:
+    """What one pip install step asks: distributions it names outright, each with the tree and checkout the image
+    builds it from (None for a wheel URL); the requirements pip resolves; what the planner assumed."""
+
+    named: list[tuple[Dist, str | None]] = field(default_factory=list)
+    targets: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def shown(path: Path) -> str:
+    """A path as the user knows it: relative to the repository when inside it."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def wheel_name_version(url: str, arch: str) -> tuple[str, str] | None:
+    """The distribution and version a wheel URL names; `$(uname -m)` in it is the image's architecture."""
+    try:
+        name, version, _, _ = parse_wheel_filename(url.replace(UNAME, arch).rsplit("/", 1)[-1])
+    except InvalidWheelFilename:
+        return None
+    return str(name), str(version)
+
+
+def exact_pin(target: str) -> tuple[str, str] | None:
+    """(name, version) when a requirement pins one version with ==, else None."""
+    try:
+        requirement = Requirement(target)
+    except InvalidRequirement:
+        return None
+    pins = [s.version for s in requirement.specifier if s.operator == "=="]
+    return (requirement.name, pins[0]) if len(pins) == 1 and "*" not in pins[0] else None
+
+
+def invalid_requirement(target: str) -> str | None:
+    """pip's refusal of a requirement it cannot parse, or None (URLs and local paths are not requirements)."""
+    if target.startswith(("http://", "https://", "/", ".", "git+")):
+        return None
+    try:
+        Requirement(target)
+    except InvalidRequirement as exc:
+        return f"pip rejects the requirement {target!r}: {exc}"
+    return None
+
+
+def local_tree(recipe: Recipe, path: str, step: PipStep) -> LocalTree:
+    ref_arg = LOCAL_TREES[path]
+    ref = recipe.args.get(ref_arg, "")
+    declared = pairings.megatron_metadata(ref)
+    if declared is None:
+        raise UserError(
+            f"{recipe.path}:{step.line}: no pairing records what {path} declares at {ref_arg}={ref}",
+            "read name, version and requires from that checkout's pyproject into the [megatron] table of the "
+            "pairing that pins it (pairings/<name>.toml)",
+            code=2,
+        )
+    return LocalTree(declared["name"], declared["version"], tuple(declared["requires"]), ref_arg, ref)
+
+
+def asked(recipe: Recipe, step: PipStep, arch: str) -> Asked:
+    """Each package word of an install step: a wheel URL under --no-deps is that wheel's distribution, pip itself is
+    the installer, a source tree is what its checkout declares (or, under --no-deps, its name at the ARG that picks
+    it); anything else is pip's to resolve."""
+    found = Asked()
+    for package in step.packages:
+        if package.startswith(("http://", "https://")):
+            wheel = wheel_name_version(package, arch)
+            if wheel and step.no_deps:
+                found.named.append((Dist(*wheel), None))
+                found.notes.append(f"{wheel[0]} {wheel[1]} from its wheel URL (not fetched; --no-deps)")
+                continue
+            found.targets.append(package)
+        elif canonicalize_name(package) == "pip" or package.startswith("pip=="):
+            found.notes.append(
+                f"{package}: the installer itself, not simulated (the planner resolves with its own pip)"
+            )
+        elif package.startswith("/"):
+            if package in LOCAL_TREES and LOCAL_TREES[package] in recipe.args:
+                tree = local_tree(recipe, package, step)
+                found.named.append(
+                    (Dist(tree.name, tree.version, list(tree.requires)), f"{package} at {tree.ref_arg}={tree.ref}")
+                )
+                if not step.no_deps:
+                    found.targets += tree.requires
+                found.notes.append(f"{package}: {tree.name} {tree.version} as its checkout at {tree.ref[:12]} declares")
+            elif step.no_deps:
+                name = Path(package).name.lower()
+                refs = [
+                    f"{name.upper()}{s}" for s in ("_REF", "_VERSION", "_COMMIT") if f"{name.upper()}{s}" in recipe.args
+                ]
+                ref_arg = refs[0] if refs else f"{name.upper()}_REF"
+                version = recipe.args.get(ref_arg, "0").lstrip("v")
+                version = version if re.fullmatch(r"\d+(\.\d+)*", version) else "0"
+                found.named.append((Dist(name, version), f"{package} at {ref_arg}={recipe.args.get(ref_arg, '?')}"))
+                found.notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
+            else:
+                found.notes.append(f"{package}: local tree not simulated (its metadata is only in the image)")
+        else:
+            found.targets.append(package)
+    return found
+
+
+def requirement_files(recipe: Recipe, step: PipStep) -> list[Path]:
+    return [recipe.context_file(r, step.line) for r in step.requirements]
+
+
+def recipe_lock(recipe: Recipe, lock_file: Path | None) -> Path | None:
+    """The lock a plan installs under: the one given (make lock's second plan), else the recipe's own, whose files
+    must exist and be locks."""
+    if lock_file is not None:
+        return lock_file
+    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
+    if missing:
+        raise UserError(
+            f"{recipe.path}: PIP_CONSTRAINT names {', '.join(map(shown, missing))}, which does not exist",
+            "make lock (it writes the lock and its stack locks)",
+            code=2,
+        )
+    for _, path in recipe.constraint_files:
+        check_lock(path)
+    return recipe.constraint_file()
+
+
+def router_wheel_lines(recipe: Recipe) -> list[int]:
+    """Lines of the steps that install the SLIME-patched router from its wheel URL."""
+    return [s.line for s in recipe.installs if any("sgl-router" in p for p in s.packages)]
+
+
+def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
+    """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
+    steps = [s.words for s in recipe.steps]
+    digests = {"slime.Dockerfile pip steps": json.dumps([steps, recipe.args])}
+    # A file another stage brings is no input the plan reads (Blind names its step).
+    files = {recipe.copies[r] for s in recipe.installs for r in s.requirements if r in recipe.copies}
+    for path in [*sorted(files), *([manifest] if manifest else [])]:
+        digests[shown(path)] = path.read_text()
+    return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
+
+
+def _copied_from_elsewhere(recipe: Recipe) -> dict[str, str]:
+    """Image path -> the stage or image a `COPY --from` of the built stages brings it from."""
+    found = {}
+    for stage in recipe.built:
+        cwd = "/"
+        for ins in stage.instructions:
+            if ins.cmd == "WORKDIR":
+                cwd = posixpath.join(cwd, substitute(ins.value[0], recipe.args))
+            source = next((f.partition("=")[2] for f in ins.flags if f.startswith("--from=")), None)
+            if ins.cmd == "COPY" and source and ins.value:
+                found[posixpath.normpath(posixpath.join(cwd, substitute(ins.value[-1], recipe.args)))] = source
+    return found
+
+
+class Blind:
+    """Why the planner cannot see what a step installs although the build would: an ARG with no default, an ENV the
+    build expands, a file another stage or image brings; each said with how to give the planner the value. A command
+    substitution or a shell variable is not blind in this sense: no value can be given for it, and the step stays
+    NOT SIMULATED."""
+
+    def __init__(self, recipe: Recipe):
+        self.recipe = recipe
+        self.declared = {item.partition("=")[0] for ins in recipe.of("ARG") for item in ins.value}
+        self.copied = _copied_from_elsewhere(recipe)
+
+    def findings(self, step: PipStep | Unsimulated) -> list[str]:
+        return [f"blind-step: line {step.line}: {why}" for why in self._why(step)]
+
+    def _why(self, step: PipStep | Unsimulated) -> list[str]:
+        if isinstance(step, Unsimulated):
+            if not step.reason.startswith(SHELL_EXPANSION):
+                return []  # another installer (uv, conda): no value given makes it one the plan replays
+            names = dict.fromkeys(m.group(1) or m.group(2) for m in _VARIABLE.finditer(step.command))
+            return [why for why in map(self._variable, names) if why]
+        found = []
+        for word in [*step.packages, *step.requirements, *step.constraints]:
+            source = next(
+                (s for d, s in self.copied.items() if word == d or word.startswith(d.rstrip("/") + "/")), None
+            )
+            if source is not None:
+                found.append(
+                    f"{word} comes from COPY --from={source}, which the plan cannot read: COPY it from the build "
+                    "context, or install it from the index by name and version"
+                )
+        return found
+
+    def _variable(self, name: str) -> str | None:
+        if name in self.recipe.env:
+            return (
+                f"ENV {name} is expanded by the build, not by the plan: write its value into the step, or make it "
+                f"an ARG with a default (ARG {name}=VALUE), which the plan substitutes"
+            )
+        if name in self.declared and name not in self.recipe.args:
+            return f"ARG {name} has no default: give it one (ARG {name}=VALUE) or pass --build-arg {name}=VALUE"
+        return None
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))
