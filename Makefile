@@ -190,15 +190,16 @@ docs: $(VENV)/.installed ## Regenerate the tables of docs/ (versions, pairings, 
 	$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
-# --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py
-# works out the rest of the command, as the verification build's.
+# NAME=value build arguments for it, read as shell words so a quoted value stays one (a mirror:
+# BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py works out the rest of the command, as
+# the verification build's, and refuses an extra that would change what the image holds under the same tag.
 ENGINE       ?=
 BUILD_ARGS   ?=
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
 	@$(VPY) -m tools.release.build $(if $(PAIRING),--pairing $(PAIRING)) $(if $(ENGINE),--engine $(ENGINE)) --platform $(PLATFORM) \
-	  --image $(IMAGE) $(if $(TAG),--tag $(TAG)) $(foreach a,$(BUILD_ARGS),--build-arg '$(a)') $(if $(DRY_RUN),--dry-run)
+	  --image $(IMAGE) $(if $(TAG),--tag $(TAG)) $(if $(BUILD_ARGS),--build-args '$(subst ','\'',$(BUILD_ARGS))') $(if $(DRY_RUN),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=

@@ -260,7 +260,7 @@ class Recipe:
             )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
         if build_args:
-            undeclared = sorted(set(build_args) - {n.partition("=")[0] for i in recipe.of("ARG") for n in i.value})
+            undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:
                 raise UserError(
                     f"{path}: no ARG {', '.join(undeclared)}: a build argument the Dockerfile does not declare reaches "
@@ -323,6 +323,11 @@ class Recipe:
 
     def of(self, *cmds: str) -> list[Instruction]:
         return [i for i in self.instructions if i.cmd in cmds]
+
+    @cached_property
+    def declared(self) -> set[str]:
+        """Every ARG name, with a default or without."""
+        return {item.partition("=")[0] for ins in self.of("ARG") for item in ins.value}
 
     @cached_property
     def arg_lines(self) -> dict[str, list[int]]:
