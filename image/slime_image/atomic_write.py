@@ -1,27 +1,100 @@
-"""Write a file so that readers see the old content or the new, never half of it; check first that it can be."""
+"""Write files so that readers see the old content or the new, never half of it, and several files all or none;
+check first that they can be written."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path
 
 from slime_image.errors import UserError
 
+# Every file this process has put in place, in order: run_command's message on Ctrl-C names them.
+WRITTEN: list[Path] = []
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place."""
-    path = Path(path)
+
+@contextlib.contextmanager
+def interrupts_held():
+    """Ctrl-C inside the block waits for its end, so that it never lands between two renames of one write."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and previous is signal.default_int_handler:
+        raise KeyboardInterrupt
+
+
+def _stage(path: Path, text: str | None) -> str:
+    """A temporary file beside `path` holding `text` (None: a copy of `path` as it is), with `path`'s mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+            if text is not None:
+                handle.write(text)
+        if text is None:
+            shutil.copyfile(path, tmp)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
+        raise
+    return tmp
+
+
+def write_all(files: dict[Path, str]) -> None:
+    """Write every file of `files` (path -> text) or none of them.
+
+    Each is staged beside its target first, with a copy of the target as it was, so a folder that cannot take a file
+    fails here, before any target changes. Then all are renamed into place with Ctrl-C held back; a rename that fails
+    puts back the ones already renamed."""
+    files = {Path(path): text for path, text in files.items()}
+    staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
+    try:
+        for path, text in files.items():
+            old = _stage(path, None) if path.is_file() else None
+            staged.append((path, _stage(path, text), old))
+        with interrupts_held():
+            done: list[tuple[Path, str | None]] = []
+            try:
+                for path, new, old in staged:
+                    os.replace(new, path)
+                    done.append((path, old))
+            except BaseException:
+                for path, old in reversed(done):
+                    if old is None:
+                        path.unlink()
+                    else:
+                        os.replace(old, path)
+                raise
+            WRITTEN.extend(path for path, _ in done)
+    finally:
+        for _, new, old in staged:
+            for leftover in (new, old):
+                if leftover is not None and os.path.lexists(leftover):
+                    os.unlink(leftover)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place."""
+    path = Path(path)
+    tmp = _stage(path, text)
+    try:
+        with interrupts_held():
+            os.replace(tmp, path)
+            WRITTEN.append(path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
         raise
 
 

@@ -153,10 +153,8 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     if re.search(r"\s|\"", user["IMAGE"]):
         raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
     cluster_shape.check_image(user["IMAGE"])
-    recipe = launch_recipe.load(ROOT / user["LAUNCH_RECIPE"])
-    launch_recipe.check(recipe["settings"])
-    launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
-    cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
+    recipe = launch_recipe.read(ROOT / user["LAUNCH_RECIPE"])
+    cluster_shape.check_job(recipe["flags"], fixed, int(user["NUM_NODES"]))
     return {**fixed, **user, "RAY_VERSION": ray_version()}
 
 
