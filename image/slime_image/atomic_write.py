@@ -3,34 +3,15 @@ check first that they can be written."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import tempfile
-import threading
 from pathlib import Path
 
-from slime_image.errors import UserError
+from slime_image.errors import UserError, interrupts_held
 
 # Every file this process has put in place, in order: run_command's message on Ctrl-C names them.
 WRITTEN: list[Path] = []
-
-
-@contextlib.contextmanager
-def interrupts_held():
-    """Ctrl-C inside the block waits for its end, so that it never lands between two renames of one write."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught and previous is signal.default_int_handler:
-        raise KeyboardInterrupt
 
 
 def _stage(path: Path, text: str | None) -> str:

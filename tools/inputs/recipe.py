@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import dockerfile
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.errors import UserError
+from slime_image.errors import UserError, interrupts_held
 from slime_image.record import VERSION_SUFFIXES
 
 from tools.inputs import pip_cli
+
+# The parser is Go code: Ctrl-C while its runtime starts can crash the interpreter (SIGSEGV), and inside a parse it
+# ends in a SystemError; so each waits for it (interrupts_held), here and in _parse.
+with interrupts_held():
+    import dockerfile
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "slime.Dockerfile"
@@ -209,7 +213,8 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
     except UnicodeDecodeError as exc:
         raise UserError(f"{path} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
     try:
-        commands = dockerfile.parse_file(str(path))
+        with interrupts_held():
+            commands = dockerfile.parse_file(str(path))
     except dockerfile.GoIOError as exc:
         raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None
     except dockerfile.GoParseError as exc:
