@@ -71,11 +71,14 @@ def names(folder: Path | None = None) -> list[str]:
 
 
 def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:
+    """The pairing `name` names: `default`, or the stem of a file of pairings/, never a path (every command that takes
+    PAIRING reads it here, so none writes `ARG PAIRING=../x` or a lock outside locks/)."""
     if name == DEFAULT:
         return default(folder, recipe)
     path = (folder or FOLDER) / f"{name}.toml"
-    if not path.is_file():
-        raise UserError(f"no pairing {name!r} ({path} does not exist)", f"use one of: {', '.join(names(folder))}")
+    if name not in names(folder):
+        where = f"{path} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
+        raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(names(folder))}")
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:

@@ -198,7 +198,7 @@ def run(args, only: tuple[str, ...]) -> int:
             f"the rendered manifests are not valid YAML: {yaml_problem(exc)}",
             "quote the value that broke it, or fix the template",
         ) from None
-    if args.out:
+    if args.out and str(args.out) != "-":
         write_atomically(args.out, text)
     else:
         sys.stdout.write(text)
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--out", type=Path)
+    output.add_argument("--out", type=Path, help="the file to write (default, or -: stdout)")
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
     guard_report.add_options(parser)
     args = parser.parse_args(argv)

@@ -22,7 +22,7 @@ from tools.inputs.recipe import DOCKERFILE, Recipe
 
 
 def run(args) -> int:
-    pairing = pairings.load(args.pairing).build_arg_values if args.pairing else None
+    pairing = pairings.load(args.pairing).build_arg_values if args.pairing is not None else None
     versions = Recipe.load(args.dockerfile, build_args=pairing).version_args()
     if args.command == "get":
         if args.name not in versions:
