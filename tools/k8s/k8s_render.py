@@ -41,6 +41,7 @@ USER_DEFAULTS = {
     "PREFLIGHT_CANARY": "1",
     "LAUNCH_RECIPE": str(launch_recipe.DEFAULT.relative_to(ROOT)),  # the job the RayCluster is sized for
     fingerprint.ALLOW: "0",  # 1: the preflight and make submit accept an image other inputs built than this tree
+    cluster_shape.ALLOW_TAG: "0",  # 1: IMAGE may name a tag without its digest
 }
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
@@ -152,7 +153,12 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
         )
     if re.search(r"\s|\"", user["IMAGE"]):
         raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
-    cluster_shape.check_image(user["IMAGE"])
+    if user[cluster_shape.ALLOW_TAG] not in ("0", "1"):
+        raise UserError(
+            f"{cluster_shape.ALLOW_TAG}={user[cluster_shape.ALLOW_TAG]!r} is neither 1 nor 0",
+            f"set {cluster_shape.ALLOW_TAG}=0 to require IMAGE's digest, 1 to accept a tag alone",
+        )
+    cluster_shape.check_image(user["IMAGE"], allow_tag=user[cluster_shape.ALLOW_TAG] == "1")
     recipe = launch_recipe.read(ROOT / user["LAUNCH_RECIPE"])
     cluster_shape.check_job(recipe["flags"], fixed, int(user["NUM_NODES"]))
     return {**fixed, **user, "RAY_VERSION": ray_version()}
