@@ -87,7 +87,32 @@ def check_writable(option: str, path: Path | str | None) -> None:
     """
     if path is None or str(path) == "-":
         return
+    if str(path).endswith(os.sep):
+        raise UserError(f"{option} {path}: a folder, and it takes a file", f"pass {option} a file name: {path}NAME")
     target = Path(path)
     existing = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
     if target.is_dir() or (existing != target and (not existing.is_dir() or not os.access(existing, os.W_OK))):
         raise UserError(f"{option} {path}: cannot write a file there", f"pass {option} a file in a writable folder")
+
+
+def check_outputs(outputs: dict[str, Path | str | None]) -> None:
+    """Fail before the work starts on a command's outputs (option -> path; None: not asked, -: stdout) when they
+    collide: two written to stdout would be mixed there, and two options naming one file would leave only the later;
+    then check_writable on each file."""
+    on_stdout = [option for option, path in outputs.items() if path is not None and str(path) == "-"]
+    if len(on_stdout) > 1:
+        raise UserError(
+            f"{' and '.join(on_stdout)} would all write to stdout, one mixed into the other",
+            f"send {' or '.join(on_stdout[1:])} to a file",
+        )
+    named: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None or str(path) == "-":
+            continue
+        check_writable(option, path)
+        same = named.setdefault(os.path.realpath(path), option)
+        if same != option:
+            raise UserError(
+                f"{same} and {option} both name {path}: the later would overwrite the earlier",
+                f"give {option} a file of its own",
+            )

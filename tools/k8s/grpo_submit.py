@@ -114,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
     guard_report.add_options(parser)
     args = parser.parse_args(argv)
+    # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed into it.
+    printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
     return run_command(
-        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args))
+        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args), printed)
     )
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools import guard_report
@@ -190,7 +190,6 @@ def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple
 
 
 def run(args, only: tuple[str, ...]) -> int:
-    check_writable("--out", args.out)
     if args.get:
         values = values_for(args.overlay, dict(os.environ), args.env_file)
         if args.get not in values:
@@ -228,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only takes {', '.join(TEMPLATES)}")
     if args.env_file is None and DEFAULT_ENV_FILE.exists():
         args.env_file = DEFAULT_ENV_FILE
+    outputs = {"--get": "-"} if args.get else {"--out": args.out or "-"}
     return run_command(
-        "render", lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only))
+        "render",
+        lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs),
     )
 
 

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import UserError
 from slime_image.smoke.core import FAIL, PASS, SKIP, STANDIN, WARN, Check, Result
 
@@ -141,6 +141,7 @@ def write_reports(
     options: tuple[str, str] = ("--json", "--junit"),
 ) -> None:
     """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them."""
+    check_outputs(dict(zip(options, (json_path, junit_path), strict=True)))
     if json_path:
         write(options[0], json_path, as_json(rows, stage, tool))
     if junit_path:
