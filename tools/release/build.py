@@ -15,6 +15,7 @@ ignore the Dockerfile's SHELL, and the RUN steps would lose bash and pipefail.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -28,6 +29,11 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 
 ENGINES = ("docker", "podman", "buildah")
+# What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
+NAME = re.compile(
+    r"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+)
+TAG = re.compile(r"\w[\w.-]{0,127}")
 
 
 def git_head() -> str:
@@ -143,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
         pairing = pairings.load(args.pairing)
         engine = chosen_engine(args.engine, installed=not args.dry_run)
         tag = args.tag or image_tag(Recipe.load(build_args=pairing.build_arg_values).version_args())
+        if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
+            raise UserError(
+                f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
+                "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
+                "digits and . _ - (128 at most)",
+            )
         try:
             extra = [*args.build_arg, *shlex.split(args.build_args)]
         except ValueError as exc:

@@ -29,6 +29,12 @@ def run(args) -> int:
             raise UserError(f"{args.name} is not a version ARG of {args.dockerfile}", "see `make versions`")
         print(versions[args.name])
     elif args.command == "tag":
+        missing = [name for name in ("SLIME_REF", "SGLANG_VERSION") if name not in versions]
+        if missing:
+            raise UserError(
+                f"{args.dockerfile} declares no ARG {' or '.join(missing)}, which the tag is made of",
+                "declare ARG SLIME_REF=<tag> and ARG SGLANG_VERSION=<version> with defaults",
+            )
         print(image_tag(versions))
     else:
         print(json.dumps(versions, indent=2))
