@@ -62,6 +62,13 @@ def interrupted(kept: list) -> UserError:
     return UserError(f"interrupted{shown} nothing it was writing was kept", "run it again")
 
 
+def pipe_closed() -> UserError:
+    """What a reader that left early (`| head`) leaves: nothing more reaches it, not even Python's own flush of stdout
+    at exit, which would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return UserError("its output was closed before all of it was read", "read the whole output")
+
+
 def _ignore_interrupts() -> None:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -89,9 +96,7 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
         report(prog, interrupted(_written()[before:]))
         return INTERRUPTED
     except BrokenPipeError:
-        # The reader left: nothing more reaches it, not even Python's own flush of stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        report(prog, UserError("its output was closed before all of it was read", "read the whole output"))
+        report(prog, pipe_closed())
         return PIPE_CLOSED
     except UnicodeError as exc:
         cause = f"cannot read text that is not UTF-8 ({getattr(exc, 'reason', exc)})"
@@ -109,14 +114,17 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
 
 def handle_start(missing_fix: str) -> None:
     """End what stops a command outside run_command as run_command would, with no traceback: Ctrl-C while Python
-    imports what the command needs or while it exits, and a module this interpreter lacks (`missing_fix` says where to
-    get it). Installed by the entry points (image/bin/slime-image, tools/__init__.py) before any of their imports."""
+    imports what the command needs or while it exits, an output closed early (the dispatcher's usage), and a module
+    this interpreter lacks (`missing_fix` says where to get it). Installed by the entry points (image/bin/slime-image,
+    tools/__init__.py) before any of their imports."""
 
     def hook(kind, value, traceback):
         main = getattr(sys.modules.get("__main__"), "__spec__", None)
         prog = main.name if main else os.path.basename(sys.argv[0] or "python")
         if issubclass(kind, KeyboardInterrupt):
             report(prog, interrupted(_written()))
+        elif issubclass(kind, BrokenPipeError):
+            report(prog, pipe_closed())
         elif issubclass(kind, ModuleNotFoundError) and value.name:
             report(prog, UserError(f"this Python ({sys.executable}) has no module {value.name!r}", missing_fix))
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 from test_host_bad_input import ROOT, assert_refused, tool
@@ -54,3 +55,18 @@ def test_the_tag_of_a_dockerfile_without_slime_ref_is_named(tmp_path):
     assert_refused(
         proc, "versions", f"{dockerfile} declares no ARG SLIME_REF, which the tag is made of", "ARG SLIME_REF"
     )
+
+
+def test_the_image_dispatchers_usage_into_a_reader_that_left_is_two_lines():
+    """`true` reads nothing and exits long before Python has started, so the usage meets a closed pipe."""
+    proc = subprocess.run(
+        ["bash", "-c", f"{sys.executable} image/bin/slime-image --help | true"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        "slime-image: its output was closed before all of it was read",
+        "fix: read the whole output",
+    ]
