@@ -35,7 +35,8 @@ def report(prog: str, error: UserError) -> None:
 def interrupts_held():
     """Ctrl-C inside the block waits for its end: it never lands between two renames of one write (atomic_write), nor
     inside a compiled call that cannot take it (the Dockerfile parser's)."""
-    if threading.current_thread() is not threading.main_thread():
+    # Only the main thread may set a handler, and one a library set in C (getsignal: None) could not be put back.
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
         yield
         return
     caught: list[int] = []

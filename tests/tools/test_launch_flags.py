@@ -150,3 +150,15 @@ def test_each_flag_reaches_the_job_once_whatever_its_section(tmp_path):
     received = json.loads((tmp_path / "train-args.json").read_text())
     assert received.count("--attention-backend") == 1
     assert received[received.index("--attention-backend") + 1] == "auto"
+
+
+@pytest.mark.usefixtures("stand_ins")
+@pytest.mark.parametrize(
+    "change, cause",
+    [
+        (lambda recipe: recipe["runtime_env"].update(X={"a": 1}), "runtime_env.X in"),
+        (lambda recipe: recipe.update(ray_address=["http://127.0.0.1:8265"]), "ray_address in"),
+    ],
+)
+def test_a_setting_that_is_not_one_word_is_refused(tmp_path, change, cause):
+    refused_everywhere(tmp_path, with_sections(tmp_path, change), cause, "see kubernetes/launch/qwen3-4b-grpo.yaml")

@@ -71,6 +71,10 @@ def load(path: Path) -> dict:
             recipe[section] = {}
         if not isinstance(recipe[section], dict):
             raise refused(f"{path}: {section} is not a mapping", f"write {section}: as `name: value` lines; {EXAMPLE}")
+    nested = [str(name) for name, value in recipe["runtime_env"].items() if isinstance(value, (dict, list))]
+    if nested or not isinstance(recipe.get("ray_address", ""), str):
+        what = f"runtime_env.{nested[0]}" if nested else "ray_address"
+        raise refused(f"{what} in {path} is not one word: Ray would be given its Python spelling", EXAMPLE)
     entrypoint = recipe.setdefault("entrypoint", ["python3", "/opt/slime/train.py"])
     if not (isinstance(entrypoint, list) and entrypoint and all(isinstance(w, str) for w in entrypoint)):
         raise refused(
