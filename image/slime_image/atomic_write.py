@@ -10,7 +10,8 @@ from pathlib import Path
 
 from slime_image.errors import UserError, interrupts_held
 
-# Every file this process has put in place, in order: run_command's message on Ctrl-C names them.
+# The files this process has put in place through write_all, in order: run_command's message on Ctrl-C names them.
+# (A single file written with write_atomically is whole or absent, and most are caches, not what a command makes.)
 WRITTEN: list[Path] = []
 
 
@@ -70,12 +71,9 @@ def write_atomically(path: Path, text: str) -> None:
     path = Path(path)
     tmp = _stage(path, text)
     try:
-        with interrupts_held():
-            os.replace(tmp, path)
-            WRITTEN.append(path)
+        os.replace(tmp, path)
     except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        os.unlink(tmp)
         raise
 
 
