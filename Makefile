@@ -22,6 +22,10 @@ REPORTS      ?= reports
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
 AWS_ACCOUNT_ID ?=
 
+# The reports' folder, made when missing; an empty REPORTS names itself rather than reaching mkdir.
+reports_dir = [ -n "$(strip $(REPORTS))" ] || { echo "make $@: REPORTS is empty: the reports have no folder" >&2; \
+	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; mkdir -p "$(REPORTS)"
+
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
 need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
@@ -53,7 +57,7 @@ DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	$(VPY) -m tools.planner.plan --dockerfile "$(DOCKERFILE)" --platform "$(PLATFORM)" $(if $(PAIRING),--pairing "$(PAIRING)") \
 	  --report-json $(REPORTS)/plan.json --report-junit $(REPORTS)/plan.xml $(PLAN_ARGS)
 
@@ -99,7 +103,7 @@ render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100
 
 .PHONY: validate-manifests
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --out "$(RENDERED)" \
 	  --report-json $(REPORTS)/render-$(OVERLAY).json --report-junit $(REPORTS)/render-$(OVERLAY).xml
 	@image=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get IMAGE) && \
@@ -161,7 +165,7 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	nodes=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get NUM_NODES) && \
 	allow=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get ALLOW_OTHER_IMAGE) && \
 	versions=$$(mktemp) && trap 'rm -f "$$versions"' EXIT && \
-	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && mkdir -p $(REPORTS) && \
+	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && { $(reports_dir); } && \
 	$(VPY) -m tools.k8s.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
 	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay "$(OVERLAY)" \
 	  --report-json $(REPORTS)/submit.json --report-junit $(REPORTS)/submit.xml -- kubectl -n $$ns exec $$pod -- ray
@@ -177,7 +181,7 @@ lint: $(VENV)/.installed ## ruff, hadolint, the generated tables of docs/, the p
 	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
 	$(VPY) -m tools.docs --check
 	$(VPY) -m tools.inputs.pairings check
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	$(VPY) -m tools.inputs.rules --report-json $(REPORTS)/rules.json --report-junit $(REPORTS)/rules.xml
 
 .PHONY: versions
@@ -246,7 +250,7 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations on 1 GPU, about 5 min) in the built image; reports in REPORTS/
 	@$(need_engine)
 	@docker image inspect "$(IMAGE):$(TAG)" >/dev/null 2>&1 || { echo "make canary: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v "$(CURDIR)/$(REPORTS):/reports" "$(IMAGE):$(TAG)" \
 		slime-canary --json /reports/canary.json --junit /reports/canary.xml
 
@@ -254,6 +258,6 @@ canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job, 2 iterations o
 smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/
 	@$(need_engine)
 	@docker image inspect "$(IMAGE):$(TAG)" >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	docker run --rm --gpus all --ipc=host -v "$(CURDIR)/$(REPORTS):/reports" "$(IMAGE):$(TAG)" \
 		slime-smoke --stage all --json /reports/smoke.json --junit /reports/smoke.xml
