@@ -37,15 +37,15 @@ def write_all(files: dict[Path, str]) -> None:
     """Write every file of `files` (path -> text) or none of them.
 
     Each is staged beside its target first, with a copy of the target as it was, so a folder that cannot take a file
-    fails here, before any target changes. Then all are renamed into place with Ctrl-C held back; a rename that fails
-    puts back the ones already renamed."""
+    fails here, before any target changes; then all are renamed into place, and a rename that fails puts back the ones
+    already renamed. Ctrl-C waits for the end, so it never leaves a staged file behind or half the targets renamed."""
     files = {Path(path): text for path, text in files.items()}
-    staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
-    try:
-        for path, text in files.items():
-            old = _stage(path, None) if path.is_file() else None
-            staged.append((path, _stage(path, text), old))
-        with interrupts_held():
+    with interrupts_held():
+        staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
+        try:
+            for path, text in files.items():
+                old = _stage(path, None) if path.is_file() else None
+                staged.append((path, _stage(path, text), old))
             done: list[tuple[Path, str | None]] = []
             try:
                 for path, new, old in staged:
@@ -59,22 +59,24 @@ def write_all(files: dict[Path, str]) -> None:
                         os.replace(old, path)
                 raise
             WRITTEN.extend(path for path, _ in done)
-    finally:
-        for _, new, old in staged:
-            for leftover in (new, old):
-                if leftover is not None and os.path.lexists(leftover):
-                    os.unlink(leftover)
+        finally:
+            for _, new, old in staged:
+                for leftover in (new, old):
+                    if leftover is not None and os.path.lexists(leftover):
+                        os.unlink(leftover)
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place."""
+    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place; Ctrl-C waits
+    for the end, so it never leaves the temporary file behind."""
     path = Path(path)
-    tmp = _stage(path, text)
-    try:
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with interrupts_held():
+        tmp = _stage(path, text)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def check_writable(option: str, path: Path | str | None) -> None:
