@@ -10,7 +10,7 @@ PYTHON       ?= python3
 VENV         ?= .venv
 VPY          := $(VENV)/bin/python
 IMAGE        ?= slime-image
-TAG          ?= $(shell $(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) tag)
+TAG          ?= $(shell $(VPY) -m tools.release.versions $(if $(PAIRING),--pairing "$(PAIRING)") tag)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
@@ -24,6 +24,10 @@ CANARY_ARGS  ?=
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
 AWS_ACCOUNT_ID ?=
 
+# The reports' folder, made when missing; an empty REPORTS names itself rather than reaching mkdir.
+reports_dir = [ -n "$(strip $(REPORTS))" ] || { echo "make $@: REPORTS is empty: the reports have no folder" >&2; \
+	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; mkdir -p "$(REPORTS)"
+
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
 need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
@@ -31,11 +35,14 @@ need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/
 
 .PHONY: help
 help: ## List the targets
-	@echo "slime-image: the SLIME image recipe for EKS (H200, B300, CUDA 13)"
-	@echo
-	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-19s %s\n", $$1, $$2}'
-	@echo
-	@echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) REPORTS=$(REPORTS) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"
+	@# A reader that stops early (make help | head) is no error: SIGPIPE ignored, the write errors left unsaid.
+	@trap '' PIPE; { \
+	echo "slime-image: the SLIME image recipe for EKS (H200, B300, CUDA 13)"; \
+	echo; \
+	grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-19s %s\n", $$1, $$2}'; \
+	echo; \
+	echo "Variables: IMAGE=$(IMAGE) TAG=<from slime.Dockerfile> PLATFORM=$(PLATFORM) REPORTS=$(REPORTS) AWS_REGION=$(AWS_REGION) AWS_ACCOUNT_ID=<from aws sts when unset>"; \
+	} 2>/dev/null; exit 0
 
 $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(None if sys.version_info >= (3, 11) else "make: Python 3.11 or newer is needed for the project tools; set PYTHON=")'
@@ -52,14 +59,14 @@ DOCKERFILE   ?= slime.Dockerfile
 
 .PHONY: plan
 plan: $(VENV)/.installed ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
-	@mkdir -p $(REPORTS)
-	$(VPY) -m tools.planner.plan --dockerfile $(DOCKERFILE) --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) \
+	@$(reports_dir)
+	$(VPY) -m tools.planner.plan --dockerfile "$(DOCKERFILE)" --platform "$(PLATFORM)" $(if $(PAIRING),--pairing "$(PAIRING)") \
 	  --report-json $(REPORTS)/plan.json --report-junit $(REPORTS)/plan.xml $(PLAN_ARGS)
 
 .PHONY: lock
 lock: $(VENV)/.installed ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
-	@lock=$$($(VPY) -m tools.inputs.pairings lock $(or $(PAIRING),default)) && \
-	$(VPY) -m tools.planner.plan --platform $(PLATFORM) $(if $(PAIRING),--pairing $(PAIRING)) --lock "$$lock"
+	@lock=$$($(VPY) -m tools.inputs.pairings lock "$(or $(PAIRING),default)") && \
+	$(VPY) -m tools.planner.plan --platform "$(PLATFORM)" $(if $(PAIRING),--pairing "$(PAIRING)") --lock "$$lock"
 
 .PHONY: walls
 walls: $(VENV)/.installed ## Where each wall is guarded (WALLS="W13 W22" for some)
@@ -71,38 +78,38 @@ pairings: $(VENV)/.installed ## List the supported slime releases (pairings/), t
 
 .PHONY: promote
 promote: $(VENV)/.installed ## Make PAIRING the default: slime.Dockerfile's ARG defaults and the docs tables from its TOML
-	@$(VPY) -m tools.promote $(or $(PAIRING),default)
+	@$(VPY) -m tools.promote "$(or $(PAIRING),default)"
 
 .PHONY: base-manifest
 base-manifest: $(VENV)/.installed ## Write base-manifests/ for BASE_IMAGE (default: slime.Dockerfile's): its Python and its published weight (needs Docker)
-	@$(VPY) -m tools.planner.platforms $(PLATFORM) >/dev/null
+	@$(VPY) -m tools.planner.platforms "$(PLATFORM)" >/dev/null
 	@$(need_engine)
 	@base="$(BASE_IMAGE)"; [ -n "$$base" ] || base=$$($(VPY) -m tools.release.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker manifest inspect -v "$$base" > $$tmp/registry.json && \
-	if docker run --rm --platform $(PLATFORM) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json 2>/dev/null; then \
-	  { docker run --rm --platform $(PLATFORM) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; }; \
+	if docker run --rm --platform "$(PLATFORM)" --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json 2>/dev/null; then \
+	  { docker run --rm --platform "$(PLATFORM)" --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; }; \
 	  inspect="--inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt"; \
 	else inspect=""; fi && \
-	$(VPY) -m tools.planner.base_manifest --image "$$base" $$inspect --registry-manifest $$tmp/registry.json --platform $(PLATFORM); \
+	$(VPY) -m tools.planner.base_manifest --image "$$base" $$inspect --registry-manifest $$tmp/registry.json --platform "$(PLATFORM)"; \
 	  status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
 RENDERED     := $(REPORTS)/manifests-$(OVERLAY).yaml
-KUBECTL_NS    = $$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get NAMESPACE)
+KUBECTL_NS    = $$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get NAMESPACE)
 need_cluster = $(call need,kubectl,install kubectl (https://kubernetes.io/docs/tasks/tools/)); \
 	timeout 10 kubectl cluster-info >/dev/null 2>&1 || { echo "make $@: kubectl reaches no cluster (kubectl cluster-info failed): aws eks update-kubeconfig --name <cluster>" >&2; exit 1; }
 
 .PHONY: render
 render: $(VENV)/.installed ## Print the EKS manifests for OVERLAY=h200|b300|h100 (IMAGE, NAMESPACE, NUM_NODES, FSX_CLAIM required)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY)
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)"
 
 .PHONY: validate-manifests
 validate-manifests: $(VENV)/.installed ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
-	@mkdir -p $(REPORTS)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --out $(RENDERED) \
+	@$(reports_dir)
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --out "$(RENDERED)" \
 	  --report-json $(REPORTS)/render-$(OVERLAY).json --report-junit $(REPORTS)/render-$(OVERLAY).xml
-	@image=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get IMAGE) && \
-	$(VPY) -m tools.k8s.k8s_validate $(RENDERED) --overlay $(OVERLAY) --image "$$image" \
+	@image=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get IMAGE) && \
+	$(VPY) -m tools.k8s.k8s_validate "$(RENDERED)" --overlay "$(OVERLAY)" --image "$$image" \
 	  --report-json $(REPORTS)/manifests-$(OVERLAY).json --report-junit $(REPORTS)/manifests-$(OVERLAY).xml
 
 .PHONY: crds
@@ -112,21 +119,21 @@ crds: $(VENV)/.installed ## Download the KubeRay CRDs the manifest tests validat
 .PHONY: deploy
 deploy: $(VENV)/.installed ## Apply the RayCluster for OVERLAY to the current cluster
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s.k8s_nodes --overlay $(OVERLAY)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only raycluster --out $(RENDERED)
-	kubectl apply -f $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_nodes --overlay "$(OVERLAY)"
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --only raycluster --out "$(RENDERED)"
+	kubectl apply -f "$(RENDERED)"
 
 .PHONY: data-prep
 data-prep: $(VENV)/.installed ## Download the model and datasets onto the shared file system (a Job)
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only data-prep-job --out $(RENDERED)
-	kubectl apply -f $(RENDERED)
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --only data-prep-job --out "$(RENDERED)"
+	kubectl apply -f "$(RENDERED)"
 
 .PHONY: preflight
 preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY as a Job; print its report; exit with its status
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only preflight-job --out $(RENDERED)
-	@ns=$(KUBECTL_NS); job=$$(kubectl create -f $(RENDERED) -o name) || exit 1; \
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --only preflight-job --out "$(RENDERED)"
+	@ns=$(KUBECTL_NS); job=$$(kubectl create -f "$(RENDERED)" -o name) || exit 1; \
 	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
 	kubectl -n $$ns logs $$job; \
 	failed=$$(kubectl -n $$ns get $$job -o jsonpath='{.status.failed}'); \
@@ -136,8 +143,8 @@ preflight: $(VENV)/.installed ## Run the smoke suite on one GPU node of OVERLAY 
 .PHONY: preflight-p2p
 preflight-p2p: $(VENV)/.installed ## Two GPU nodes of OVERLAY exchange over NCCL and EFA, GPU by GPU (a Job of 2 pods); exit with its status
 	@$(need_cluster)
-	@$(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --only preflight-p2p --out $(RENDERED)
-	@ns=$(KUBECTL_NS); made=$$(kubectl create -f $(RENDERED) -o name) || exit 1; job=$$(echo "$$made" | grep '^job'); \
+	@$(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --only preflight-p2p --out "$(RENDERED)"
+	@ns=$(KUBECTL_NS); made=$$(kubectl create -f "$(RENDERED)" -o name) || exit 1; job=$$(echo "$$made" | grep '^job'); \
 	kubectl -n $$ns wait --for=condition=complete --for=condition=failed --timeout=30m $$job >/dev/null; \
 	kubectl -n $$ns logs -l job-name=$${job#*/} --prefix --tail=-1; \
 	failed=$$(kubectl -n $$ns get $$job -o jsonpath='{.status.failed}'); \
@@ -156,13 +163,13 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	@$(need_cluster)
 	@ns=$(KUBECTL_NS); pod=$$(kubectl -n $$ns get pods -l app.kubernetes.io/component=ray-head -o name | head -1); \
 	[ -n "$$pod" ] || { echo "make submit: no Ray head pod in namespace $$ns: run make deploy first" >&2; exit 1; }; \
-	recipe=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get LAUNCH_RECIPE) && \
-	nodes=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get NUM_NODES) && \
-	allow=$$($(VPY) -m tools.k8s.k8s_render --overlay $(OVERLAY) --get ALLOW_OTHER_IMAGE) && \
+	recipe=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get LAUNCH_RECIPE) && \
+	nodes=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get NUM_NODES) && \
+	allow=$$($(VPY) -m tools.k8s.k8s_render --overlay "$(OVERLAY)" --get ALLOW_OTHER_IMAGE) && \
 	versions=$$(mktemp) && trap 'rm -f "$$versions"' EXIT && \
-	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && mkdir -p $(REPORTS) && \
+	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && { $(reports_dir); } && \
 	$(VPY) -m tools.k8s.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
-	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay $(OVERLAY) \
+	  $$([ "$$allow" = 1 ] && echo --allow-other-image) --overlay "$(OVERLAY)" \
 	  --report-json $(REPORTS)/submit.json --report-junit $(REPORTS)/submit.xml -- kubectl -n $$ns exec $$pod -- ray
 
 # How many pytest workers make test runs (pytest-xdist): auto is one a core; 0 runs the suite in this process alone.
@@ -179,31 +186,32 @@ lint: $(VENV)/.installed ## ruff, hadolint, the generated tables of docs/, the p
 	$(VENV)/bin/hadolint -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
 	$(VPY) -m tools.docs --check
 	$(VPY) -m tools.inputs.pairings check
-	@mkdir -p $(REPORTS)
+	@$(reports_dir)
 	$(VPY) -m tools.inputs.rules --report-json $(REPORTS)/rules.json --report-junit $(REPORTS)/rules.xml
 
 .PHONY: versions
 versions: $(VENV)/.installed ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
-	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) json
+	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing "$(PAIRING)") json
 
 .PHONY: tag
 tag: $(VENV)/.installed ## Print the default image tag (of PAIRING, when given)
-	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing $(PAIRING)) tag
+	@$(VPY) -m tools.release.versions $(if $(PAIRING),--pairing "$(PAIRING)") tag
 
 .PHONY: docs
 docs: $(VENV)/.installed ## Regenerate the tables of docs/ (versions, pairings, checks, patches, walls) from their sources
 	$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
-# --build-arg NAME=value words for it (a mirror: BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py
-# works out the rest of the command, as the verification build's.
+# NAME=value build arguments for it, read as shell words so a quoted value stays one (a mirror:
+# BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py works out the rest of the command, as
+# the verification build's, and refuses an extra that would change what the image holds under the same tag.
 ENGINE       ?=
 BUILD_ARGS   ?=
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
-	@$(VPY) -m tools.release.build $(if $(PAIRING),--pairing $(PAIRING)) $(if $(ENGINE),--engine $(ENGINE)) --platform $(PLATFORM) \
-	  --image $(IMAGE) $(if $(TAG),--tag $(TAG)) $(foreach a,$(BUILD_ARGS),--build-arg '$(a)') $(if $(DRY_RUN),--dry-run)
+	@$(VPY) -m tools.release.build $(if $(PAIRING),--pairing "$(PAIRING)") $(if $(ENGINE),--engine "$(ENGINE)") --platform "$(PLATFORM)" \
+	  --image "$(IMAGE)" $(if $(TAG),--tag "$(TAG)") $(if $(BUILD_ARGS),--build-args '$(subst ','\'',$(BUILD_ARGS))') $(if $(DRY_RUN),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=
@@ -212,7 +220,7 @@ APEX_REPO     ?=
 
 .PHONY: build-check
 build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.release.build_check.run $(if $(PAIRING),--pairing $(PAIRING)) $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
+	$(VPY) -m tools.release.build_check.run $(if $(PAIRING),--pairing "$(PAIRING)") $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
 .PHONY: push
@@ -227,7 +235,7 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	    { echo "make push: no AWS credentials ('aws sts get-caller-identity' failed): run 'aws configure' or 'aws sso login', or set AWS_ACCOUNT_ID" >&2; exit 1; }; \
 	fi; \
 	registry="$$account.dkr.ecr.$(AWS_REGION).amazonaws.com"; \
-	docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make push: image $(IMAGE):$(TAG) is not built here: run make build first" >&2; exit 1; }; \
+	docker image inspect "$(IMAGE):$(TAG)" >/dev/null 2>&1 || { echo "make push: image $(IMAGE):$(TAG) is not built here: run make build first" >&2; exit 1; }; \
 	aws ecr describe-repositories --region $(AWS_REGION) --repository-names $(ECR_REPOSITORY) >/dev/null 2>&1 || \
 	  aws ecr create-repository --region $(AWS_REGION) --repository-name $(ECR_REPOSITORY) >/dev/null || exit 1; \
 	aws ecr get-login-password --region $(AWS_REGION) | docker login --username AWS --password-stdin "$$registry" || exit 1; \
@@ -237,7 +245,7 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 	    "docker-daemon:$(IMAGE):$(TAG)" "docker://$$ref" && \
 	  digest=$$(skopeo inspect --creds "AWS:$$(aws ecr get-login-password --region $(AWS_REGION))" --format '{{.Digest}}' "docker://$$ref") || exit 1; \
 	else \
-	  docker tag $(IMAGE):$(TAG) "$$ref" && docker push "$$ref" && \
+	  docker tag "$(IMAGE):$(TAG)" "$$ref" && docker push "$$ref" && \
 	  digest=$$(docker image inspect --format '{{index .RepoDigests 0}}' "$$ref" | cut -d@ -f2) || exit 1; \
 	fi; \
 	echo "make push: pushed $$registry/$(ECR_REPOSITORY)@$$digest as $$ref ($(COMPRESSION) layers; fingerprint" \
@@ -246,15 +254,15 @@ push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when m
 .PHONY: canary
 canary: $(VENV)/.installed ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2 iterations on 1 GPU, about 5 min; CANARY_ARGS=--learn: the policy learns) in the built image; reports in REPORTS/
 	@$(need_engine)
-	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make canary: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@mkdir -p $(REPORTS)
-	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
+	@docker image inspect "$(IMAGE):$(TAG)" >/dev/null 2>&1 || { echo "make canary: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
+	@$(reports_dir)
+	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v "$(CURDIR)/$(REPORTS):/reports" "$(IMAGE):$(TAG)" \
 		slime-canary --json /reports/canary.json --junit /reports/canary.xml $(CANARY_ARGS)
 
 .PHONY: smoke-test
 smoke-test: $(VENV)/.installed ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/
 	@$(need_engine)
-	@docker image inspect $(IMAGE):$(TAG) >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@mkdir -p $(REPORTS)
-	docker run --rm --gpus all --ipc=host -v "$(CURDIR)/$(REPORTS):/reports" $(IMAGE):$(TAG) \
+	@docker image inspect "$(IMAGE):$(TAG)" >/dev/null 2>&1 || { echo "make smoke-test: image $(IMAGE):$(TAG) is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
+	@$(reports_dir)
+	docker run --rm --gpus all --ipc=host -v "$(CURDIR)/$(REPORTS):/reports" "$(IMAGE):$(TAG)" \
 		slime-smoke --stage all --json /reports/smoke.json --junit /reports/smoke.xml

@@ -5,6 +5,17 @@ is copied into the image.
 """
 
 import sys
+from pathlib import Path
+
+# The tools share image/'s slime_image; the virtualenv's .pth lists image/, a Python without it does not, and the
+# next import would then end in a traceback instead of naming the virtualenv.
+_IMAGE = str(Path(__file__).resolve().parents[1] / "image")
+if _IMAGE not in sys.path:
+    sys.path.append(_IMAGE)
+
+from slime_image.errors import handle_start  # noqa: E402
+
+handle_start("run it with the project's virtualenv: make venv, then .venv/bin/python -m <command> (make targets do)")
 
 # The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
 COMMANDS = (

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
 from tools.inputs import pairings
@@ -213,7 +213,7 @@ def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
 
     return {
         "versions": ("pairings.md", "slime.Dockerfile", versions_table),
-        "pairings": ("pairings.md", "pairings/", lambda _: pairings.table_rows()),
+        "pairings": ("pairings.md", "pairings/", lambda dockerfile: pairings.table_rows(Recipe.load(dockerfile))),
         "checks": ("smoke.md", "the smoke suite's registry", lambda _: wall_guards.checks_table()),
         "patches": ("patches.md", "slime_image.patches", lambda _: wall_guards.patches_table()),
         "walls": ("walls.md", "image/slime_image/walls.py and the guards", lambda _: wall_guards.walls_table()),
@@ -235,7 +235,9 @@ def replace_block(text: str, begin: str, end: str, rows: list[str], page: Path) 
     return head + "\n".join([begin, *rows, end]) + tail
 
 
-def sync(docs: Path, dockerfile: Path, check: bool) -> int:
+def pending(docs: Path, dockerfile: Path) -> dict[Path, str]:
+    """The pages of `docs` whose generated tables differ from their sources (`dockerfile` for the Dockerfile's facts),
+    each with its new text."""
     original: dict[Path, str] = {}
     updated: dict[Path, str] = {}
     for name, (page, source, rows) in tables().items():
@@ -243,15 +245,18 @@ def sync(docs: Path, dockerfile: Path, check: bool) -> int:
         if path not in original:
             original[path] = updated[path] = path.read_text()
         updated[path] = replace_block(updated[path], *markers(name, source), rows(dockerfile), path)
-    stale = [path for path, text in updated.items() if text != original[path]]
+    return {path: text for path, text in updated.items() if text != original[path]}
+
+
+def sync(docs: Path, dockerfile: Path, check: bool) -> int:
+    stale = pending(docs, dockerfile)
     if stale and check:
         raise UserError(
             f"{', '.join(map(str, stale))}: a generated table differs from its source (slime.Dockerfile, pairings/, "
             "the walls and guards, base-manifests/, docs/build/)",
             "run `make docs`",
         )
-    for path in stale:
-        write_atomically(path, updated[path])
+    write_all(stale)
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
@@ -62,9 +63,11 @@ def refusal_rows(guards: dict[str, tuple[str, ...]], error: UserError | None) ->
     return made
 
 
-def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool: str, stage: str, body):
+def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool: str, stage: str, body, outputs: dict):
     """Run a refusing command's body and write its guards' report (--report-json, --report-junit) whether it refuses
-    or not; a refusal still ends the command as it would without the report."""
+    or not; a refusal still ends the command as it would without the report. `outputs` are the body's own (option ->
+    file, - for stdout), checked with the reports' before the body runs (atomic_write.check_outputs)."""
+    check_outputs({**outputs, "--report-json": args.report_json, "--report-junit": args.report_junit})
     try:
         result = body()
     except UserError as error:

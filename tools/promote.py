@@ -1,5 +1,5 @@
 """Make another pairing the default, in one command: its values become slime.Dockerfile's ARG defaults (each line
-rewritten where it stands) and the generated tables of docs/ name it.
+rewritten where it stands) and the generated tables of docs/ name it, all written or none.
 
     python -m tools.promote NAME        (make promote PAIRING=NAME)
 """
@@ -8,12 +8,32 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from pathlib import Path
 
+from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
 from tools import docs
 from tools.inputs import pairings
-from tools.inputs.recipe import DOCKERFILE, ROOT
+from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
+
+
+def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
+    """Make `name` the default: slime.Dockerfile and every page of docs/ whose tables name the default, written all
+    or none (a docs/ that cannot take them leaves the Dockerfile as it was). Returns the ARGs that changed and the
+    files written."""
+    dockerfile = root / DOCKERFILE.name
+    text, changed = pairings.promoted(name, dockerfile)
+    with tempfile.TemporaryDirectory() as scratch:
+        staged = Path(scratch) / dockerfile.name
+        staged.write_text(text)
+        if not pairings.matches(pairings.load(name), Recipe.load(staged, context=root)):
+            raise UserError(f"{dockerfile.name} would not read back as {name}'s values", "check its ARG lines by hand")
+        files = {dockerfile: text, **docs.pending(root / "docs", staged)}
+    files = {path: text for path, text in files.items() if not path.is_file() or path.read_text() != text}
+    write_all(files)
+    return changed, list(files)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.name == pairings.DEFAULT:
             fix = f"use one of: {', '.join(pairings.names())}"
             raise UserError("promote needs the pairing to make the default", fix)
-        changed = pairings.promote(args.name)
-        docs.sync(ROOT / "docs", DOCKERFILE, check=False)
+        changed, written = promote(args.name)
+        shown = ", ".join(str(path.relative_to(ROOT)) for path in written) or "nothing: it already was"
         print(
-            f"promote: {args.name} is the default; slime.Dockerfile's {', '.join(changed) or 'ARGs were already'} "
-            "and docs/pairings.md rewritten; next: make lint, make test, make build-check for each pairing",
+            f"promote: {args.name} is the default; wrote {shown} (ARGs {', '.join(changed) or 'unchanged'}); "
+            "next: make lint, make test, make build-check for each pairing",
             file=sys.stderr,
         )
         return 0

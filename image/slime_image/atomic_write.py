@@ -1,28 +1,82 @@
-"""Write a file so that readers see the old content or the new, never half of it; check first that it can be."""
+"""Write files so that readers see the old content or the new, never half of it, and several files all or none;
+check first that they can be written."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
-from slime_image.errors import UserError
+from slime_image.errors import UserError, interrupts_held
+
+# The files this process has put in place through write_all, in order: run_command's message on Ctrl-C names them.
+# (A single file written with write_atomically is whole or absent, and most are caches, not what a command makes.)
+WRITTEN: list[Path] = []
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place."""
-    path = Path(path)
+def _stage(path: Path, text: str | None) -> str:
+    """A temporary file beside `path` holding `text` (None: a copy of `path` as it is), with `path`'s mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+            if text is not None:
+                handle.write(text)
+        if text is None:
+            shutil.copyfile(path, tmp)
         os.chmod(tmp, mode)
-        os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+    return tmp
+
+
+def write_all(files: dict[Path, str]) -> None:
+    """Write every file of `files` (path -> text) or none of them.
+
+    Each is staged beside its target first, with a copy of the target as it was, so a folder that cannot take a file
+    fails here, before any target changes; then all are renamed into place, and a rename that fails puts back the ones
+    already renamed. Ctrl-C waits for the end, so it never leaves a staged file behind or half the targets renamed."""
+    files = {Path(path): text for path, text in files.items()}
+    with interrupts_held():
+        staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
+        try:
+            for path, text in files.items():
+                old = _stage(path, None) if path.is_file() else None
+                staged.append((path, _stage(path, text), old))
+            done: list[tuple[Path, str | None]] = []
+            try:
+                for path, new, old in staged:
+                    os.replace(new, path)
+                    done.append((path, old))
+            except BaseException:
+                for path, old in reversed(done):
+                    if old is None:
+                        path.unlink()
+                    else:
+                        os.replace(old, path)
+                raise
+            WRITTEN.extend(path for path, _ in done)
+        finally:
+            for _, new, old in staged:
+                for leftover in (new, old):
+                    if leftover is not None and os.path.lexists(leftover):
+                        os.unlink(leftover)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place; Ctrl-C waits
+    for the end, so it never leaves the temporary file behind."""
+    path = Path(path)
+    with interrupts_held():
+        tmp = _stage(path, text)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
 
 
 def check_writable(option: str, path: Path | str | None) -> None:
@@ -33,7 +87,32 @@ def check_writable(option: str, path: Path | str | None) -> None:
     """
     if path is None or str(path) == "-":
         return
+    if str(path).endswith(os.sep):
+        raise UserError(f"{option} {path}: a folder, and it takes a file", f"pass {option} a file name: {path}NAME")
     target = Path(path)
     existing = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
     if target.is_dir() or (existing != target and (not existing.is_dir() or not os.access(existing, os.W_OK))):
         raise UserError(f"{option} {path}: cannot write a file there", f"pass {option} a file in a writable folder")
+
+
+def check_outputs(outputs: dict[str, Path | str | None]) -> None:
+    """Fail before the work starts on a command's outputs (option -> path; None: not asked, -: stdout) when they
+    collide: two written to stdout would be mixed there, and two options naming one file would leave only the later;
+    then check_writable on each file."""
+    on_stdout = [option for option, path in outputs.items() if path is not None and str(path) == "-"]
+    if len(on_stdout) > 1:
+        raise UserError(
+            f"{' and '.join(on_stdout)} would all write to stdout, one mixed into the other",
+            f"send {' or '.join(on_stdout[1:])} to a file",
+        )
+    named: dict[str, str] = {}
+    for option, path in outputs.items():
+        if path is None or str(path) == "-":
+            continue
+        check_writable(option, path)
+        same = named.setdefault(os.path.realpath(path), option)
+        if same != option:
+            raise UserError(
+                f"{same} and {option} both name {path}: the later would overwrite the earlier",
+                f"give {option} a file of its own",
+            )

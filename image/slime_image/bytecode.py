@@ -8,8 +8,10 @@ on, so those `.pyc` files are written beside their sources: slime's Megatron GRP
 slime-imports imports), what a rollout engine's processes import, and what a train actor imports besides. Anything
 else compiles in memory when it is first imported (the image sets PYTHONDONTWRITEBYTECODE=1).
 
-Run after slime's patches, so the bytecode is of the patched sources. A module that does not import is named and
-left out: the gate after this step decides what must import.
+Run after slime's patches, so the bytecode is of the patched sources; slime's modules are imported from
+--slime-root. A module that does not import is named and left out (the gate after this step decides what must
+import), but none of slime's path importing, or slime imported from another tree, is an error: the step would
+otherwise pass having compiled nothing of it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from slime_image.errors import run_command
+from slime_image.errors import UserError, run_command
 from slime_image.patches.base import check_root
 from slime_image.slime_source import grpo_modules
 
@@ -67,15 +69,38 @@ def bytecode_bytes(trees: tuple[Path, ...]) -> tuple[int, int]:
 
 def run(slime_root: Path) -> int:
     check_root("--slime-root", slime_root, "slime")
-    modules = job_modules(slime_root)
+    root = slime_root.resolve()
+    modules = job_modules(root)
+    own = [name for name in modules if name not in ENGINE_MODULES]
+    if not own:
+        raise UserError(
+            f"{root} has no job path to compile: no train.py importing slime/, no slime/ray/ modules",
+            "pass --slime-root a slime checkout at a release tag (its train.py imports slime.ray)",
+        )
+    sys.path.insert(0, str(root))  # slime's modules from --slime-root, before any other slime on the path
     failed = compile_imports(modules)
-    count, size = bytecode_bytes(TREES)
+    # --slime-root is /opt/slime in the image, one of TREES: counted once.
+    count, size = bytecode_bytes(tuple({tree.resolve() for tree in (*TREES, root)}))
     print(
         f"slime-bytecode: {len(modules) - len(failed)} of {len(modules)} modules imported, {len(sys.modules)} loaded; "
         f"{count} .pyc files, {size / 1e9:.3f} GB"
     )
     for name, why in failed.items():
         print(f"slime-bytecode: not compiled, {name} did not import: {why}")
+    found = getattr(sys.modules.get("slime"), "__file__", None)
+    if found and not Path(found).resolve().is_relative_to(root):
+        raise UserError(
+            f"slime was imported from {Path(found).parent}, not from --slime-root {root}: the bytecode is of another "
+            "tree",
+            "remove that slime from the path (PYTHONPATH, an installed copy), or pass its tree as --slime-root",
+        )
+    files = [name for name in own if (root / name.replace(".", "/")).with_suffix(".py").is_file()]  # not packages
+    if files and all(name in failed for name in files):
+        raise UserError(
+            f"none of the {len(files)} modules of slime's job path imported, so none was compiled ({files[0]}: "
+            f"{failed[files[0]]})",
+            "run it where slime's dependencies are installed: in the image, after its pip steps and slime's patches",
+        )
     return 0
 
 

@@ -3,14 +3,18 @@
 A bad input, a missing file or an unmet precondition is a UserError: the cause in one line, the fix in
 another, a non-zero exit, no traceback. Image commands and host tools both end through `run_command`, which also
 turns what any input can cause into that form: a file it cannot read or write, text that is not UTF-8, Ctrl-C, and an
-output pipe closed early (`| head`). Every command writes its files whole or not at all (atomic_write), so none of
-these leaves a file half-written.
+output pipe closed early (`| head`). Every command writes its files whole or not at all, and several files all or
+none (atomic_write), so none of these leaves a file half-written; on Ctrl-C it names what it had written.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 
@@ -27,24 +31,73 @@ def report(prog: str, error: UserError) -> None:
     print(f"fix: {error.fix}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def interrupts_held():
+    """Ctrl-C inside the block waits for its end: it never lands between two renames of one write (atomic_write), nor
+    inside a compiled call that cannot take it (the Dockerfile parser's)."""
+    # Only the main thread may set a handler, and one a library set in C (getsignal: None) could not be put back.
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and previous is signal.default_int_handler:
+        raise KeyboardInterrupt
+
+
 INTERRUPTED, PIPE_CLOSED = 130, 141  # the shell's codes for SIGINT and SIGPIPE
+
+
+def _written() -> list:
+    """The files this process has put in place (atomic_write.WRITTEN; none when nothing imported it)."""
+    return getattr(sys.modules.get("slime_image.atomic_write"), "WRITTEN", [])
+
+
+def interrupted(kept: list) -> UserError:
+    """What Ctrl-C leaves: the files in `kept` whole (atomic_write), nothing else it was writing."""
+    shown = f" after it wrote {', '.join(map(str, kept))}, each whole;" if kept else ":"
+    return UserError(f"interrupted{shown} nothing it was writing was kept", "run it again")
+
+
+def pipe_closed() -> UserError:
+    """What a reader that left early (`| head`) leaves: nothing more reaches it, not even Python's own flush of stdout
+    at exit, which would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return UserError("its output was closed before all of it was read", "read the whole output")
+
+
+def _ignore_interrupts() -> None:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _quiet_exit() -> None:
+    """Once a command's body is over, Ctrl-C while the interpreter exits (its atexit handlers: logging's shutdown) is
+    ignored: the work is done or reported, and Python would print a traceback of its own. Registered after the body,
+    so after the handlers of the libraries it imported, so that it runs before them."""
+    if not getattr(_quiet_exit, "registered", False):
+        atexit.register(_ignore_interrupts)
+        _quiet_exit.registered = True
 
 
 def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     """Run a command's body; a UserError becomes two lines on stderr and `code` (or the error's own), and so do the
     failures no command foresees one by one."""
+    before = len(_written())
     try:
         return main()
     except UserError as error:
         report(prog, error)
         return error.code if error.code is not None else code
     except KeyboardInterrupt:
-        report(prog, UserError("interrupted: nothing it was writing was kept", "run it again"))
+        report(prog, interrupted(_written()[before:]))
         return INTERRUPTED
     except BrokenPipeError:
-        # The reader left: nothing more reaches it, not even Python's own flush of stdout at exit.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        report(prog, UserError("its output was closed before all of it was read", "read the whole output"))
+        report(prog, pipe_closed())
         return PIPE_CLOSED
     except UnicodeError as exc:
         cause = f"cannot read text that is not UTF-8 ({getattr(exc, 'reason', exc)})"
@@ -56,3 +109,26 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
             prog, UserError(f"{exc.strerror or exc}{where}", "check that the path exists and may be read or written")
         )
         return code
+    finally:
+        _quiet_exit()
+
+
+def handle_start(missing_fix: str) -> None:
+    """End what stops a command outside run_command as run_command would, with no traceback: Ctrl-C while Python
+    imports what the command needs or while it exits, an output closed early (the dispatcher's usage), and a module
+    this interpreter lacks (`missing_fix` says where to get it). Installed by the entry points (image/bin/slime-image,
+    tools/__init__.py) before any of their imports."""
+
+    def hook(kind, value, traceback):
+        main = getattr(sys.modules.get("__main__"), "__spec__", None)
+        prog = main.name if main else os.path.basename(sys.argv[0] or "python")
+        if issubclass(kind, KeyboardInterrupt):
+            report(prog, interrupted(_written()))
+        elif issubclass(kind, BrokenPipeError):
+            report(prog, pipe_closed())
+        elif issubclass(kind, ModuleNotFoundError) and value.name:
+            report(prog, UserError(f"this Python ({sys.executable}) has no module {value.name!r}", missing_fix))
+        else:
+            sys.__excepthook__(kind, value, traceback)
+
+    sys.excepthook = hook

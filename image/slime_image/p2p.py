@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from slime_image import gpus, walls, where
-from slime_image.atomic_write import check_writable
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
@@ -128,10 +128,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         if args.bytes < 4 or args.iterations < 1 or args.timeout <= 0:
             raise UserError("--bytes must be 4 or more, --iterations 1 or more, --timeout above 0", "use the defaults")
-        check_writable("--json", args.json)
+        check_outputs({"--json": args.json})
         outcomes, seconds = run_ranks(args, count)
         rows = judge(args.node, outcomes, seconds)
-        print(report.as_table(rows, STAGE), flush=True)
+        print(report.as_table(rows, STAGE), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
         report.write_reports(rows, STAGE, "slime-p2p", json_path=args.json, where=where.describe())
         return 0 if report.ok(rows) else 1
 

@@ -11,6 +11,8 @@ import ast
 from dataclasses import dataclass
 from pathlib import Path
 
+from slime_image.errors import UserError
+
 ACTOR_GROUP = Path("slime/ray/actor_group.py")
 SELECTOR_MODULE = Path("slime/ray/tms_preload.py")
 SELECTOR_IMPORT = "slime.ray.tms_preload"
@@ -141,7 +143,14 @@ def _file_of(root: Path, module: str) -> Path | None:
 
 def _imports(root: Path, path: Path, module_level: bool) -> set[str]:
     """Absolute names of the modules a file imports (relative imports resolved), at module level or anywhere."""
-    tree = ast.parse(path.read_text(errors="replace"), str(path))
+    try:
+        tree = ast.parse(path.read_text(errors="replace"), str(path))
+    except (SyntaxError, ValueError) as exc:  # ValueError: null bytes, a binary file named .py
+        where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
+        raise UserError(
+            f"{path}: not Python source{where}: {getattr(exc, 'msg', exc)}",
+            "pass a slime checkout whose sources compile (git -C <checkout> status names what changed)",
+        ) from None
     package = _module_of(root, path) if path.name == "__init__.py" else _module_of(root, path).rpartition(".")[0]
     nodes = tree.body if module_level else list(ast.walk(tree))
     found = set()

@@ -20,7 +20,7 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import UserError, run_command
 
 # A test file that does any of these needs a model, a dataset or the network: slime's CI runs it on its GPU runners.
@@ -141,8 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():
             raise UserError(f"--slime-root {args.slime_root} has no tests folder", "pass slime's checkout")
-        check_writable("--junit", str(args.junit))
-        check_writable("--json", args.json)
+        check_outputs({"--junit": str(args.junit), "--json": args.json})
         chosen, left = selection(args.slime_root)
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
         # The runner goes after the image's own site-packages: what pytest needs that the image already has
@@ -152,13 +151,15 @@ def main(argv: list[str] | None = None) -> int:
         command += ["--continue-on-collection-errors"]  # a file that cannot be imported is counted, not the end
         command += [f"--junitxml={args.junit}", *map(str, chosen)]
         try:
-            proc = subprocess.run(command, cwd=args.slime_root, env=env, timeout=args.timeout)
+            # a report on stdout is alone there: pytest's own lines go to stderr then
+            shown = sys.stderr if args.json == "-" else None
+            proc = subprocess.run(command, cwd=args.slime_root, env=env, timeout=args.timeout, stdout=shown)
         except subprocess.TimeoutExpired:
             raise UserError(f"slime's tests ran past {args.timeout:g} s", "pass a longer --timeout") from None
         if not args.junit.is_file():
             raise UserError(f"pytest wrote no report (exit {proc.returncode})", "read pytest's output above")
         result = summary(per_file(args.junit, [str(c) for c in chosen]), [str(p) for p in left])
-        print(table(result), flush=True)
+        print(table(result), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
         if args.json == "-":
             print(json.dumps(result, indent=1))
         elif args.json:

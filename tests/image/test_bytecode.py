@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import IMAGE_BIN
 
 
@@ -50,3 +51,63 @@ def test_a_slime_root_that_is_not_slime_is_refused(tmp_path):
     assert lines[0].startswith(f"slime-bytecode: --slime-root {tmp_path} holds no slime/ package folder")
     assert lines[1].startswith("fix: ") and "/opt/slime" in lines[1]
     assert not list(tmp_path.rglob("*.pyc"))
+
+
+# Issue 40: it compiled nothing and passed; it imported slime from the path, not from --slime-root; a tree it could
+# not parse ended in a traceback.
+
+
+def bare_run(root, *args, pythonpath=""):
+    """slime-bytecode with slime only where --slime-root says (PYTHONPATH, when given, holds another tree)."""
+    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}
+    return subprocess.run(
+        [sys.executable, str(IMAGE_BIN / "slime-bytecode"), "--slime-root", str(root), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+def assert_refused(proc, cause, fix):
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[-2].startswith("slime-bytecode: ") and cause in lines[-2], lines
+    assert lines[-1].startswith("fix: ") and fix in lines[-1], lines
+
+
+def test_it_imports_slime_from_the_slime_root_not_from_the_path(tmp_path):
+    root, other = slime_tree(tmp_path / "root"), slime_tree(tmp_path / "other")
+    proc = bare_run(root, pythonpath=str(other))
+    assert proc.returncode == 0, proc.stderr
+    assert {p.name.split(".")[0] for p in root.rglob("*.pyc")} >= {"placement", "rollout"}
+    assert not list(other.rglob("*.pyc"))
+
+
+def test_compiling_none_of_slimes_path_is_an_error(tmp_path):
+    root = slime_tree(tmp_path)
+    (root / "slime" / "ray" / "placement.py").write_text("import a_dependency_not_installed\n")
+    proc = bare_run(root)
+    assert_refused(
+        proc, "none of the 2 modules of slime's job path imported", "where slime's dependencies are installed"
+    )
+    assert "not compiled, slime.ray.rollout did not import: ModuleNotFoundError" in proc.stdout
+
+
+def test_a_tree_without_a_job_path_is_an_error(tmp_path):
+    (tmp_path / "slime").mkdir()
+    (tmp_path / "slime" / "__init__.py").write_text("")
+    assert_refused(bare_run(tmp_path), "has no job path to compile", "a slime checkout at a release tag")
+
+
+@pytest.mark.parametrize(
+    "content, cause",
+    [
+        ("def broken(:\n", "not Python source (line 1)"),
+        ("\x00\x01ELF binary", "not Python source"),
+    ],
+)
+def test_a_tree_it_cannot_parse_is_named_without_a_traceback(tmp_path, content, cause):
+    root = slime_tree(tmp_path)
+    (root / "slime" / "ray" / "rollout.py").write_text(content)
+    assert_refused(bare_run(root), f"{root / 'slime' / 'ray' / 'rollout.py'}: {cause}", "sources compile")

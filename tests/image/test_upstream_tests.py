@@ -95,3 +95,13 @@ def test_a_runner_without_pytest_is_refused(slime_tree, tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines[0] == f"slime-upstream-tests: --runner {tmp_path} holds no pytest" and lines[1].startswith("fix: ")
+
+
+def test_a_report_on_stdout_is_alone_there(slime_tree, tmp_path):
+    (slime_tree / "tests" / "test_broken.py").unlink()
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(RUNNER)]
+    command += ["--slime-root", str(slime_tree), "--junit", str(tmp_path / "j.xml"), "--json", "-"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "Megatron-LM")}
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["passed"] == 2 and "2 passed" in proc.stderr

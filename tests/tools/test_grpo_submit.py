@@ -73,11 +73,11 @@ def submit(recipe_path, stand_ins, *options):
 
 def test_arguments_arrive_intact_through_sh(tmp_path, stand_ins):
     # A value with spaces and shell characters is what /bin/sh would mangle.
-    path, recipe = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b 'grpo' $HOME;x")
+    path, _ = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b 'grpo' $HOME;x")
     proc = submit(path, stand_ins)
     assert proc.returncode == 0, proc.stderr
     received = json.loads((stand_ins / "train-args.json").read_text())
-    assert received == grpo_submit.job_argv(recipe)[2:]
+    assert received == grpo_submit.job_argv(launch_recipe.load(path))[2:]
     assert received[received.index("--wandb-group") + 1] == "qwen3 4b 'grpo' $HOME;x"
     assert received[received.index("--eval-prompt-data") + 1 : received.index("--eval-prompt-data") + 3] == [
         "aime",
@@ -95,8 +95,8 @@ def test_arguments_arrive_intact_through_sh(tmp_path, stand_ins):
 @pytest.mark.guard_fails("submit:base64-launcher")
 def test_the_naive_entrypoint_would_have_lost_arguments(tmp_path, stand_ins):
     """What the launcher prevents: the same words joined for /bin/sh arrive split and expanded."""
-    _path, recipe = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b run")
-    words = grpo_submit.job_argv(recipe)
+    path, _ = recipe_with(tmp_path, stand_ins, wandb_group="qwen3 4b run")
+    words = grpo_submit.job_argv(launch_recipe.load(path))
     subprocess.run(["/bin/sh", "-c", " ".join(words)], check=True)
     received = json.loads((stand_ins / "train-args.json").read_text())
     assert received != words[2:]

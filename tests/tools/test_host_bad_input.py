@@ -21,7 +21,8 @@ from tools.planner.plan import write_lock
 from tools.planner.progress import ticking
 
 ROOT = Path(__file__).resolve().parents[2]
-USER = {"IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test", "NAMESPACE": "slime"}
+USER = {"IMAGE": "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test@sha256:" + "0" * 64}
+USER |= {"NAMESPACE": "slime"}
 USER |= {"NUM_NODES": "2", "FSX_CLAIM": "fsx-lustre"}
 
 

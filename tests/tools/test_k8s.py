@@ -12,7 +12,7 @@ from slime_image.errors import UserError
 
 from tools.k8s import k8s_render, k8s_validate
 
-IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test"
+IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test@sha256:" + "0" * 64
 USER = {"IMAGE": IMAGE, "NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx-lustre"}
 OVERLAYS = ["h200", "b300", "h100"]
 

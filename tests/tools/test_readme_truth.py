@@ -70,3 +70,36 @@ def test_the_dispatchers_help_lists_every_command():
 
 def test_tools_rules_on_a_missing_dockerfile_still_says_so(tmp_path):
     assert_refused(tool("tools.inputs.rules", str(tmp_path / "nope")), "rules", "no Dockerfile at", "pass the path")
+
+
+# Issue 40: what the README says about the machine the targets and the tests need, held to the Makefile and .ci/run.
+
+README = (ROOT / "README.md").read_text()
+
+
+def test_the_readme_names_every_target_that_needs_a_docker_daemon():
+    makefile = (ROOT / "Makefile").read_text()
+    needing = set(re.findall(r"^([a-z][a-z-]*):[^\n]*\n(?:\t[^\n]*\n)*?\t@\$\(need_engine\)", makefile, re.MULTILINE))
+    assert needing == {"push", "canary", "smoke-test", "base-manifest"}
+    sentence = README[README.index("need a running") - 200 : README.index("need a running")]
+    assert all(f"`make {target}`" in sentence for target in needing), sentence
+
+
+def test_the_readme_names_the_system_tools_ci_installs():
+    ci = (ROOT / ".ci" / "run").read_text()
+    for command, package in re.findall(r"command -v (\w+) >/dev/null \|\| missing\+=\(([\w-]+)\)", ci):
+        assert f"`{command}`" in README, command
+        assert command == package or package in README, package
+    assert "bash .ci/run" in README
+
+
+def test_the_readme_names_the_first_test_file_and_the_crds_target():
+    first = sorted((ROOT / "tests" / "image").glob("test_*.py"))[0]
+    assert f"`{first.relative_to(ROOT)}`" in README
+    assert "`make crds`" in README and "crds:" in (ROOT / "Makefile").read_text()
+
+
+@pytest.mark.parametrize("command", re.findall(r"`(python3 image/bin/[^`]+)`", README))
+def test_the_readme_image_commands_run_from_a_clone_as_written(command):
+    proc = run(*command.split())
+    assert proc.returncode == 0 and proc.stdout and "Traceback" not in proc.stderr, proc.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -40,15 +41,24 @@ def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
     return {name: tree_digest(root / name) for name in (*INPUTS, *locks)}
 
 
+def same_base(base: str, default: str) -> bool:
+    return re.fullmatch(rf"{re.escape(default)}(@sha256:[0-9a-f]{{64}})?", base) is not None
+
+
 def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
     """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them."""
     recipe = Recipe.load(build_args=pairing.build_arg_values)
     return input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
 
 
-def of_tree(pairing: pairings.Pairing) -> str:
-    """The fingerprint of this tree's inputs for `pairing`."""
+def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:
+    """The fingerprint of this tree's inputs for `pairing`, built on `base` (default: the Dockerfile's BASE_IMAGE).
+
+    Another base is another input, so it enters the digest; the Dockerfile's own base pinned by its digest (what
+    slime.Dockerfile asks of production builds) is the same input and leaves the fingerprint as it is."""
     digests = pairing_inputs(pairing)
+    if base is not None and not same_base(base, Recipe.load().defaults["BASE_IMAGE"]):
+        digests["BASE_IMAGE"] = base
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import tomllib
@@ -72,11 +71,14 @@ def names(folder: Path | None = None) -> list[str]:
 
 
 def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:
+    """The pairing `name` names: `default`, or the stem of a file of pairings/, never a path (every command that takes
+    PAIRING reads it here, so none writes `ARG PAIRING=../x` or a lock outside locks/)."""
     if name == DEFAULT:
         return default(folder, recipe)
     path = (folder or FOLDER) / f"{name}.toml"
-    if not path.is_file():
-        raise UserError(f"no pairing {name!r} ({path} does not exist)", f"use one of: {', '.join(names(folder))}")
+    if name not in names(folder):
+        where = f"{path} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
+        raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(names(folder))}")
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
@@ -153,10 +155,11 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
 BARE = re.compile(r"^[\w.+/:@=,-]+$")
 
 
-def promote(name: str, dockerfile: Path = DOCKERFILE) -> list[str]:
-    """Make `name` the default pairing: its values become slime.Dockerfile's ARG defaults, each line rewritten where
-    it stands. Returns the ARGs that changed. Refuses a draft, and a Dockerfile that declares one of them twice or
-    not at all (the rule version-args-once-and-used holds that)."""
+def promoted(name: str, dockerfile: Path = DOCKERFILE) -> tuple[str, list[str]]:
+    """slime.Dockerfile's text with `name` the default pairing: its values become the ARG defaults, each line
+    rewritten where it stands; and the ARGs that changed. Writes nothing (tools.promote writes it with the docs).
+    Refuses a draft, and a Dockerfile that declares one of them twice or not at all (the rule
+    version-args-once-and-used holds that)."""
     pairing = load(name)
     if pairing.draft:
         raise UserError(f"{name} is a draft ({pairing.draft[0]})", f"lock and build it first: make lock PAIRING={name}")
@@ -173,15 +176,7 @@ def promote(name: str, dockerfile: Path = DOCKERFILE) -> list[str]:
         if lines[0] != written:
             text = text.replace(lines[0], written)
             changed.append(arg)
-    staged = dockerfile.with_name(f".{dockerfile.name}.promote")
-    try:
-        staged.write_text(text)
-        if not matches(pairing, Recipe.load(staged, context=dockerfile.parent)):
-            raise UserError(f"{dockerfile.name} would not read back as {name}'s values", "check its ARG lines by hand")
-        os.replace(staged, dockerfile)
-    finally:
-        staged.unlink(missing_ok=True)
-    return changed
+    return text, changed
 
 
 def _version(name: str) -> Version | None:
@@ -284,9 +279,11 @@ def write_draft(tree: Path, out: Path | None) -> tuple[Path, str]:
 COLUMNS = ("SLIME_REF", "SGLANG_VERSION", "TRANSFORMER_ENGINE_VERSION", "MEGATRON_COMMIT", "SGL_ROUTER_RELEASE")
 
 
-def table_rows(folder: Path | None = None) -> list[str]:
-    """The pairings as a table (docs/pairings.md, through tools.docs), the default marked."""
-    chosen = default(folder).name
+def table_rows(recipe: Recipe | None = None, folder: Path | None = None) -> list[str]:
+    """The pairings as a table (docs/pairings.md, through tools.docs), the default (`recipe`'s) marked; none is when
+    the Dockerfile's defaults are no pairing's, which `check` reports."""
+    recipe = recipe or Recipe.load()
+    chosen = next((name for name in names(folder) if matches(load(name, folder), recipe)), None)
     rows = [
         "| pairing | " + " | ".join(f"`{c}`" for c in COLUMNS) + " | lock | build |",
         "|---" * (len(COLUMNS) + 3) + "|",

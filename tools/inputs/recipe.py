@@ -15,12 +15,16 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import dockerfile
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.errors import UserError
+from slime_image.errors import UserError, interrupts_held
 from slime_image.record import VERSION_SUFFIXES
 
 from tools.inputs import pip_cli
+
+# The parser is Go code: Ctrl-C while its runtime starts can crash the interpreter (SIGSEGV), and inside a parse it
+# ends in a SystemError; so each waits for it (interrupts_held), here and in _parse.
+with interrupts_held():
+    import dockerfile
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "slime.Dockerfile"
@@ -209,7 +213,8 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
     except UnicodeDecodeError as exc:
         raise UserError(f"{path} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
     try:
-        commands = dockerfile.parse_file(str(path))
+        with interrupts_held():
+            commands = dockerfile.parse_file(str(path))
     except dockerfile.GoIOError as exc:
         raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None
     except dockerfile.GoParseError as exc:
@@ -260,7 +265,7 @@ class Recipe:
             )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
         if build_args:
-            undeclared = sorted(set(build_args) - {n.partition("=")[0] for i in recipe.of("ARG") for n in i.value})
+            undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:
                 raise UserError(
                     f"{path}: no ARG {', '.join(undeclared)}: a build argument the Dockerfile does not declare reaches "
@@ -323,6 +328,11 @@ class Recipe:
 
     def of(self, *cmds: str) -> list[Instruction]:
         return [i for i in self.instructions if i.cmd in cmds]
+
+    @cached_property
+    def declared(self) -> set[str]:
+        """Every ARG name, with a default or without."""
+        return {item.partition("=")[0] for ins in self.of("ARG") for item in ins.value}
 
     @cached_property
     def arg_lines(self) -> dict[str, list[int]]:

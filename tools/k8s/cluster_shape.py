@@ -1,6 +1,6 @@
-"""The cluster's shape against what runs on it, checked before anything is rendered or submitted: an image reference a
-node can pull (a registry, and a tag or a digest), as many nodes as the launch recipe's parallelism uses, and no more
-GPUs per node than the overlay's instance type has. Host side."""
+"""The cluster's shape against what runs on it, checked before anything is rendered or submitted: an image reference
+every node pulls the same way (a registry, and a digest), as many nodes as the launch recipe's parallelism uses, and
+no more GPUs per node than the overlay's instance type has. Host side."""
 
 from __future__ import annotations
 
@@ -18,16 +18,24 @@ REFERENCE = re.compile(
 )
 
 
-def check_image(image: str) -> None:
-    """A reference every node pulls the same image by: a registry (else Docker Hub) and a tag or a digest (else
-    `:latest`, which `make push` never pushes)."""
+ALLOW_TAG = "ALLOW_IMAGE_TAG"  # the setting that lets IMAGE name a tag without its digest
+
+
+def check_image(image: str, allow_tag: bool = False) -> None:
+    """A reference every node pulls the same image by: a registry (else Docker Hub) and the digest `make push` printed
+    (a tag can be moved to another image under a running cluster, and nodes that pull later get that one); a tag
+    alone only with `allow_tag` (ALLOW_IMAGE_TAG=1)."""
     found = REFERENCE.fullmatch(image)
-    fix = "set IMAGE to the reference `make push` printed: REGISTRY/REPOSITORY:TAG (or @sha256:DIGEST)"
+    fix = "set IMAGE to the reference `make push` printed: REGISTRY/REPOSITORY@sha256:DIGEST"
     if not found:
         raise UserError(f"IMAGE={image!r} names no registry: nodes would look for it on Docker Hub", fix)
-    if not (found["tag"] or found["digest"]):
+    if not found["digest"]:
+        if found["tag"] and allow_tag:
+            return
+        moved = "a tag can be moved to another image" if found["tag"] else "nodes would pull :latest"
         raise UserError(
-            f"IMAGE={image!r} has no tag or digest: nodes would pull :latest, which make push never pushes", fix
+            f"IMAGE={image!r} has no digest: {moved}, and nodes that pull later would run another image than the first",
+            f"{fix}; or {ALLOW_TAG}=1 to run on a tag anyway",
         )
 
 

@@ -7,7 +7,8 @@ kubectl is needed on the user's side. The job's argument vector reaches train.py
 base64-encoded to the image's slime-launch command, because Ray runs the entrypoint under /bin/sh -c,
 which re-splits arguments and cannot expand bash arrays (W16). The submission is refused, with the reason
 and the fix, when a required setting is missing, a number is not one, the GRPO batch invariant fails, or
-the SGLang log level is not lower case (W15). Host side (PyYAML).
+the SGLang log level is not lower case (W15), whichever section of the recipe gives the flag; a flag given twice is
+refused (tools/k8s/launch_recipe.py reads and checks every flag once). Host side (PyYAML).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def check_environment(recipe: dict, overlay: str) -> None:
     env = {k: str(v) for k, v in recipe.get("runtime_env", {}).items()}
     capability = str(load_overlay(overlay)["COMPUTE_CAPABILITY"])
     findings = job_env.env_findings(env, "runtime_env") + job_env.uvloop_finding(env, "runtime_env")
-    findings += job_env.fp8_finding(recipe["settings"], env, capability)
+    findings += job_env.fp8_finding(recipe["flags"], env, capability)
     if findings:
         wall, cause, fix = findings[0]
         guard = "fp8-block-scaling-on-the-gpu" if wall == "W27" else "job-environment"
@@ -51,7 +52,8 @@ def check_environment(recipe: dict, overlay: str) -> None:
 
 
 def flags(mapping: dict) -> list[str]:
-    """`name_with_underscores: value` -> ['--name-with-underscores', 'value']; true -> the flag alone."""
+    """`name_with_underscores: value` -> ['--name-with-underscores', 'value']; true -> the flag alone. `mapping` is
+    the recipe's `flags` (launch_recipe.load): each flag once, whichever section gave it."""
     out = []
     for key, value in mapping.items():
         flag = "--" + key.replace("_", "-")
@@ -67,11 +69,7 @@ def flags(mapping: dict) -> list[str]:
 
 
 def job_argv(recipe: dict) -> list[str]:
-    return [
-        *recipe["entrypoint"],
-        *flags(recipe["settings"]),
-        *flags(recipe.get("model", {})),
-    ]
+    return [*recipe["entrypoint"], *flags(recipe["flags"])]
 
 
 def submit_command(recipe: dict, ray: list[str], launcher: str = LAUNCHER) -> list[str]:
@@ -116,8 +114,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
     guard_report.add_options(parser)
     args = parser.parse_args(argv)
+    # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed into it.
+    printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
     return run_command(
-        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args))
+        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args), printed)
     )
 
 
@@ -139,10 +139,8 @@ def submit(args) -> int:
     if args.image_versions and not args.allow_other_image:
         stamped = read_image_versions(args.image_versions)
         fingerprint.compare(stamped.get("IMAGE_INPUTS"), stamped.get("PAIRING"), "submit")
-    recipe = launch_recipe.load(args.recipe)
-    launch_recipe.check(recipe["settings"])
-    launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
-    cluster_shape.check_job(recipe["settings"], load_overlay(args.overlay), args.num_nodes)
+    recipe = launch_recipe.read(args.recipe)
+    cluster_shape.check_job(recipe["flags"], load_overlay(args.overlay), args.num_nodes)
     check_environment(recipe, args.overlay)
     command = submit_command(recipe, args.ray or ["ray"], args.launcher)
     if args.dry_run:

@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools import guard_report
@@ -41,6 +41,7 @@ USER_DEFAULTS = {
     "PREFLIGHT_CANARY": "1",
     "LAUNCH_RECIPE": str(launch_recipe.DEFAULT.relative_to(ROOT)),  # the job the RayCluster is sized for
     fingerprint.ALLOW: "0",  # 1: the preflight and make submit accept an image other inputs built than this tree
+    cluster_shape.ALLOW_TAG: "0",  # 1: IMAGE may name a tag without its digest
 }
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
@@ -152,11 +153,14 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
         )
     if re.search(r"\s|\"", user["IMAGE"]):
         raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
-    cluster_shape.check_image(user["IMAGE"])
-    recipe = launch_recipe.load(ROOT / user["LAUNCH_RECIPE"])
-    launch_recipe.check(recipe["settings"])
-    launch_recipe.check_flags(recipe, *launch_recipe.recorded_flags())
-    cluster_shape.check_job(recipe["settings"], fixed, int(user["NUM_NODES"]))
+    if user[cluster_shape.ALLOW_TAG] not in ("0", "1"):
+        raise UserError(
+            f"{cluster_shape.ALLOW_TAG}={user[cluster_shape.ALLOW_TAG]!r} is neither 1 nor 0",
+            f"set {cluster_shape.ALLOW_TAG}=0 to require IMAGE's digest, 1 to accept a tag alone",
+        )
+    cluster_shape.check_image(user["IMAGE"], allow_tag=user[cluster_shape.ALLOW_TAG] == "1")
+    recipe = launch_recipe.read(ROOT / user["LAUNCH_RECIPE"])
+    cluster_shape.check_job(recipe["flags"], fixed, int(user["NUM_NODES"]))
     return {**fixed, **user, "RAY_VERSION": ray_version()}
 
 
@@ -186,7 +190,6 @@ def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple
 
 
 def run(args, only: tuple[str, ...]) -> int:
-    check_writable("--out", args.out)
     if args.get:
         values = values_for(args.overlay, dict(os.environ), args.env_file)
         if args.get not in values:
@@ -200,7 +203,7 @@ def run(args, only: tuple[str, ...]) -> int:
             f"the rendered manifests are not valid YAML: {yaml_problem(exc)}",
             "quote the value that broke it, or fix the template",
         ) from None
-    if args.out:
+    if args.out and str(args.out) != "-":
         write_atomically(args.out, text)
     else:
         sys.stdout.write(text)
@@ -215,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--out", type=Path)
+    output.add_argument("--out", type=Path, help="the file to write (default, or -: stdout)")
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
     guard_report.add_options(parser)
     args = parser.parse_args(argv)
@@ -224,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--only takes {', '.join(TEMPLATES)}")
     if args.env_file is None and DEFAULT_ENV_FILE.exists():
         args.env_file = DEFAULT_ENV_FILE
+    outputs = {"--get": "-"} if args.get else {"--out": args.out or "-"}
     return run_command(
-        "render", lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only))
+        "render",
+        lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs),
     )
 
 

@@ -22,6 +22,7 @@ from typing import NamedTuple
 import jsonschema
 import kubernetes_validate
 import yaml
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
 from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
@@ -357,6 +358,7 @@ def validate(
 
 
 def report(args) -> int:
+    check_outputs({"--report-json": args.report_json, "--report-junit": args.report_junit})
     overlay = load_overlay(args.overlay)
     try:
         text = args.manifests.read_text()
@@ -365,14 +367,16 @@ def report(args) -> int:
     crds = crd_root()
     found = validate(text, overlay, args.image, crds, str(args.manifests))
     guard_report.write_reports(args, guard_report.rows(found, guards()), "validate-manifests", args.overlay)
+    # A report on stdout replaces these lines there; they go to stderr beside it.
+    lines = sys.stderr if "-" in (args.report_json, args.report_junit) else sys.stdout
     failed = 0
     for name, problems in found.items():
         if problems is None:
-            print(f"skip {name}: no KubeRay CRDs found; run `make crds` or set KUBERAY_CRD_DIR")
+            print(f"skip {name}: no KubeRay CRDs found; run `make crds` or set KUBERAY_CRD_DIR", file=lines)
             continue
-        print(f"{'ok  ' if not problems else 'FAIL'} {name}")
+        print(f"{'ok  ' if not problems else 'FAIL'} {name}", file=lines)
         for problem in problems:
-            print(f"     {problem}")
+            print(f"     {problem}", file=lines)
         failed += bool(problems)
     return 1 if failed else 0
 

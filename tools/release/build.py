@@ -3,8 +3,10 @@ once (the pairing's set, the tree's revision and fingerprint, then any extra), s
 verification build (tools/release/build_check/run.py). The Makefile only passes its variables on.
 
     python -m tools.release.build [--pairing NAME] [--engine docker|podman|buildah] [--platform P] [--image NAME]
-                          [--tag TAG] [--build-arg NAME=VALUE ...] [--dry-run]
+                          [--tag TAG] [--build-arg NAME=VALUE ...] [--build-args 'NAME=VALUE ...'] [--dry-run]
 
+An extra build argument may say where a download comes from (a mirror) or name the base; one that would change what
+the image holds without changing its tag and fingerprint (a pairing's version) is refused (`overrides`).
 --dry-run prints the command (one shell line, quoted) instead of running it. Without --engine, the first of docker,
 podman and buildah found on PATH builds. podman and buildah build in Docker format with layers: in OCI format they
 ignore the Dockerfile's SHELL, and the RUN steps would lose bash and pipefail.
@@ -13,6 +15,7 @@ ignore the Dockerfile's SHELL, and the RUN steps would lose bash and pipefail.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
 import subprocess
@@ -26,6 +29,11 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 
 ENGINES = ("docker", "podman", "buildah")
+# What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
+NAME = re.compile(
+    r"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+)
+TAG = re.compile(r"\w[\w.-]{0,127}")
 
 
 def git_head() -> str:
@@ -33,11 +41,67 @@ def git_head() -> str:
     return head.stdout.strip() or "unknown"
 
 
+# The stamp: what the build works out itself and the image carries as the truth about its inputs.
+STAMP = ("IMAGE_REVISION", "IMAGE_INPUTS")
+
+
+def overridable(name: str) -> bool:
+    """An ARG a build may set on top of its pairing: where a download comes from (a mirror, pip's index), the source
+    label, and the base, which its fingerprint follows (fingerprint.of_tree). Every other ARG decides what the image
+    holds, which its tag and fingerprint would then not say."""
+    return name.endswith("_URL") or name in ("PIP_TRUSTED_HOST", "IMAGE_SOURCE", "BASE_IMAGE")
+
+
+def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
+    """NAME -> value of the extra build arguments, each refused with its cause and fix unless `overridable`."""
+    declared = Recipe.load().declared
+    given: dict[str, str] = {}
+    for arg in extra:
+        name, sep, value = arg.partition("=")
+        if not sep or not name:
+            raise UserError(
+                f"build argument {arg!r} is not NAME=VALUE",
+                "give each as NAME=VALUE, a value with spaces quoted: BUILD_ARGS=\"NAME='a b'\"",
+            )
+        if name in given:
+            raise UserError(f"build argument {name} is given twice", f"give {name} once")
+        if name not in declared:
+            raise UserError(
+                f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
+                "pass only the ARGs slime.Dockerfile declares (a mirror: MEGATRON_REPO_URL=..., PIP_INDEX_URL=...)",
+            )
+        if name == pairings.ARG:
+            raise UserError(
+                f"build argument {name}: the pairing is chosen with its whole set of values, not one",
+                "make build PAIRING=<name> (make pairings lists them)",
+            )
+        if name in pairing.build_arg_values:
+            raise UserError(
+                f"build argument {name}={value} overrides a value of pairing {pairing.name}: the image would carry "
+                f"{pairing.name}'s tag and fingerprint without being its build",
+                "a version change is a pairing: make a pairing (pairings/<name>.toml, python -m tools.inputs.pairings "
+                "draft), make lock PAIRING=<name>, then make build PAIRING=<name>",
+            )
+        if name in STAMP:
+            raise UserError(f"build argument {name} is the stamp make build works out", f"leave {name} out")
+        if not overridable(name):
+            raise UserError(
+                f"build argument {name}={value} changes what the image holds, which its tag and fingerprint would "
+                "not say",
+                f"change ARG {name} in slime.Dockerfile, an input of the fingerprint (or make a pairing)",
+            )
+        given[name] = value
+    return given
+
+
 def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
-    the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base)."""
+    the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
+    refused where it would make the stamp lie (`overrides`)."""
+    given = overrides(pairing, list(extra))
     own = pairing.build_args if pairing.name != pairings.default().name else []
-    return [*own, f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}", *extra]
+    stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
+    return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]
 
 
 def chosen_engine(engine: str | None, installed: bool = True) -> str:
@@ -74,6 +138,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image", default="slime-image", help="the local image name")
     parser.add_argument("--tag", help="default: the pairing's tag (make tag)")
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument(
+        "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make build's BUILD_ARGS)"
+    )
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     args = parser.parse_args(argv)
 
@@ -82,7 +149,17 @@ def main(argv: list[str] | None = None) -> int:
         pairing = pairings.load(args.pairing)
         engine = chosen_engine(args.engine, installed=not args.dry_run)
         tag = args.tag or image_tag(Recipe.load(build_args=pairing.build_arg_values).version_args())
-        line = [*command(engine, args.platform, build_args(pairing, args.build_arg), f"{args.image}:{tag}"), str(ROOT)]
+        if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
+            raise UserError(
+                f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
+                "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
+                "digits and . _ - (128 at most)",
+            )
+        try:
+            extra = [*args.build_arg, *shlex.split(args.build_args)]
+        except ValueError as exc:
+            raise UserError(f"BUILD_ARGS {args.build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
+        line = [*command(engine, args.platform, build_args(pairing, extra), f"{args.image}:{tag}"), str(ROOT)]
         if engine == "docker":
             line.insert(-1, "--load")
         if args.dry_run:

@@ -22,13 +22,19 @@ from tools.inputs.recipe import DOCKERFILE, Recipe
 
 
 def run(args) -> int:
-    pairing = pairings.load(args.pairing).build_arg_values if args.pairing else None
+    pairing = pairings.load(args.pairing).build_arg_values if args.pairing is not None else None
     versions = Recipe.load(args.dockerfile, build_args=pairing).version_args()
     if args.command == "get":
         if args.name not in versions:
             raise UserError(f"{args.name} is not a version ARG of {args.dockerfile}", "see `make versions`")
         print(versions[args.name])
     elif args.command == "tag":
+        missing = [name for name in ("SLIME_REF", "SGLANG_VERSION") if name not in versions]
+        if missing:
+            raise UserError(
+                f"{args.dockerfile} declares no ARG {' or '.join(missing)}, which the tag is made of",
+                "declare ARG SLIME_REF=<tag> and ARG SGLANG_VERSION=<version> with defaults",
+            )
         print(image_tag(versions))
     else:
         print(json.dumps(versions, indent=2))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slime_image import gpus, where
-from slime_image.atomic_write import check_writable
+from slime_image.atomic_write import check_outputs
 from slime_image.canary import faults, invariants, job, phases
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import report
@@ -146,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not (Path(args.slime_root) / "train.py").is_file():
             raise UserError(f"no slime checkout at {args.slime_root} (its train.py)", "pass --slime-root")
-        check_writable("--json", args.json)
-        check_writable("--junit", args.junit)
+        check_outputs({"--json": args.json, "--junit": args.junit})
+        # A report on stdout is alone there: the progress and the table go to stderr.
+        out = sys.stderr if "-" in (args.json, args.junit) else sys.stdout
         fresh_work_folder(args.work.resolve())
-        rows = canary(args, mode)
-        print(report.as_table(rows, phases.STAGE), flush=True)
+        rows = canary(args, mode, out)
+        print(report.as_table(rows, phases.STAGE), file=out, flush=True)
         context = {**where.describe(), "mode": "learn" if args.learn else "check", "fault": args.fault}
         report.write_reports(
             rows, phases.STAGE, "slime-canary", json_path=args.json, junit_path=args.junit, where=context
@@ -173,7 +174,7 @@ def fresh_work_folder(work: Path) -> None:
     (work / MARK).write_text("made by slime-canary, emptied by its next run\n")
 
 
-def canary(args, mode: Mode) -> list[report.Row]:
+def canary(args, mode: Mode, out) -> list[report.Row]:
     work = args.work.resolve()
     env = job_env(work, args.megatron_root, args.fault)
     made = job.run(
@@ -187,14 +188,14 @@ def canary(args, mode: Mode) -> list[report.Row]:
         detail = phases.failure_text(made.lines)
         return [phases.row("assets", "assets", FAIL, "making the inputs failed", made.seconds, detail)]
     rows = [phases.row("assets", "assets", PASS, made.lines[-1] if made.lines else "", made.seconds)]
-    print(f"slime-canary: slime's train.py in {args.slime_root}, log in {work / 'canary.log'}", flush=True)
+    print(f"slime-canary: slime's train.py in {args.slime_root}, log in {work / 'canary.log'}", file=out, flush=True)
     outcome = job.run(
         [sys.executable, str(PROBES / "canary_train.py"), args.slime_root, *slime_args(work, mode)],
         env,
         work / "canary.log",
         args.timeout,
         work,
-        on_line=lambda line: print(line, flush=True) if invariants.MARKER.search(line) else None,
+        on_line=lambda line: print(line, file=out, flush=True) if invariants.MARKER.search(line) else None,
     )
     rows += phases.rows(outcome.lines, mode.iterations, outcome.returncode, args.timeout)
     if args.learn:

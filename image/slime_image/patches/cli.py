@@ -21,7 +21,7 @@ import os
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import run_command
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
@@ -207,8 +207,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args, selected: list[str]) -> int:
-    check_writable("--report-json", args.report_json)  # before any tree is written, not after
-    check_writable("--report-junit", args.report_junit)
+    # Before any tree is written, not after; --json prints to stdout, where at most one output may go.
+    check_outputs(
+        {"--json": "-" if args.json else None, "--report-json": args.report_json, "--report-junit": args.report_junit}
+    )
     check_root("--slime-root", args.slime_root, "slime")
     check_root("--megatron-root", args.megatron_root, "megatron")
     check_root("--sglang-root", args.sglang_root, "sglang")
@@ -233,10 +235,12 @@ def run(args, selected: list[str]) -> int:
         report = {"ok": ok, "check": args.check, "upstream": chosen if upstream_selected else None, "patches": results}
         print(json.dumps(report, indent=2))
     else:
+        # A report on stdout replaces these lines there; they go to stderr beside it.
+        lines = sys.stderr if "-" in (args.report_json, args.report_junit) else sys.stdout
         if upstream_selected:
-            print(f"upstream patches: {chosen}")
+            print(f"upstream patches: {chosen}", file=lines)
         for r in results:
-            print(f"{r['id']:<28} {r['status']:<16} {r['message']}")
+            print(f"{r['id']:<28} {r['status']:<16} {r['message']}", file=lines)
             if r["status"] == NOT_NEEDED and r["id"] in {p.ID for p in upstream.UPSTREAM}:
                 print(f"WARNING: {r['id']}: {r['message']}", file=sys.stderr)
         if not ok:

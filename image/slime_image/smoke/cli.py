@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slime_image import pip_conflicts, standins, where
-from slime_image.atomic_write import check_writable
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
 from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
@@ -57,7 +57,9 @@ def parse_args(argv):
     )
     parser.add_argument("--stage", choices=sorted(STAGES), default="build")
     parser.add_argument("--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
-    parser.add_argument("--junit", metavar="PATH", help="write a JUnit XML report")
+    parser.add_argument(
+        "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)"
+    )
     parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
     parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
@@ -142,11 +144,10 @@ def run_suite(args) -> int:
         arch_targets=args.arch_targets,
     )
     given_inputs(args)
-    check_writable("--json", args.json)
-    check_writable("--junit", args.junit)
+    check_outputs({"--json": args.json, "--junit": args.junit})
     lookups.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
     rows = run(checks, ctx, STAGES[args.stage])
-    if args.json != "-":
+    if "-" not in (args.json, args.junit):  # a report on stdout replaces the table there
         print(report.as_table(rows, args.stage), flush=True)
     here = where.describe(ctx.versions_file)
     report.write_reports(rows, args.stage, json_path=args.json, junit_path=args.junit, where=here)

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import check_outputs, write_all
 from slime_image.errors import UserError
 from slime_image.smoke.core import FAIL, PASS, SKIP, STANDIN, WARN, Check, Result
 
@@ -149,18 +149,15 @@ def write_reports(
 ) -> None:
     """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them;
     `where` (slime_image.where.describe) names the machine a run on a GPU was made on."""
-    if json_path:
-        write(options[0], json_path, as_json(rows, stage, tool, where))
-    if junit_path:
-        write(options[1], junit_path, as_junit(rows, stage, tool, where))
-
-
-def write(option: str, path: str, text: str) -> None:
-    """A report to the file `path` (the option that named it, for the error) or, for -, to stdout."""
-    if path == "-":
-        sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
-        return
+    asked = dict(zip(options, (json_path, junit_path), strict=True))
+    check_outputs(asked)
+    made = {option: make(rows, stage, tool, where) for option, make in zip(options, (as_json, as_junit), strict=True)}
     try:
-        write_atomically(Path(path), text)
+        write_all({Path(path): made[option] for option, path in asked.items() if path and path != "-"})
     except OSError as exc:
-        raise UserError(f"{option} {path}: {exc.strerror}", f"pass {option} a file in a writable folder") from None
+        raise UserError(
+            f"{exc.filename}: {exc.strerror}: no report was written", f"pass {' and '.join(options)} writable files"
+        ) from None
+    for option, path in asked.items():
+        if path == "-":
+            sys.stdout.write(made[option] + ("" if made[option].endswith("\n") else "\n"))

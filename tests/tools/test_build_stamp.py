@@ -1,0 +1,85 @@
+"""The stamp is honest (issue 40): an image `make build` makes carries its pairing's tag and the tree's fingerprint
+only when it is that pairing's build of this tree. BUILD_ARGS may name a mirror or a base, never a value that changes
+what the image holds under the same tag; each word of it is read as the shell reads it.
+
+Each case runs `make build DRY_RUN=1 ENGINE=buildah`, which prints the builder's command and builds nothing; before
+this issue every refused case printed a command with the default's tag and fingerprint."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+
+import pytest
+from test_host_bad_input import ROOT, assert_refused
+
+from tools.inputs import fingerprint, pairings
+from tools.inputs.recipe import Recipe
+
+PAIRING_FIX = "a version change is a pairing: make a pairing"
+
+
+def make_build(*args: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    argv = [shutil.which("make"), "-s", "build", "DRY_RUN=1", "ENGINE=buildah", *args]
+    proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    proc.stderr = "".join(line for line in proc.stderr.splitlines(True) if not line.startswith("make: ***"))
+    return proc
+
+
+def build_words(proc: subprocess.CompletedProcess) -> dict[str, str]:
+    """NAME -> value of each --build-arg of the printed command, read back as the shell reads it."""
+    assert proc.returncode == 0, proc.stderr
+    words = shlex.split(proc.stdout)
+    return dict(words[i + 1].split("=", 1) for i, word in enumerate(words) if word == "--build-arg")
+
+
+@pytest.mark.parametrize("arg", ["SGLANG_VERSION=0.5.99", "SLIME_REF=v9.9.9", "SLIME_PATCHES=none"])
+def test_a_value_the_pairing_declares_is_refused_as_a_pairing(arg):
+    name = arg.split("=")[0]
+    assert_refused(make_build(f"BUILD_ARGS={arg}"), "make build", f"{arg} overrides a value of pairing", PAIRING_FIX)
+    proc = make_build("PAIRING=v0.3.0", f"BUILD_ARGS={arg}")
+    assert_refused(proc, "make build", f"{name}=", "make lock PAIRING=<name>")
+
+
+@pytest.mark.parametrize(
+    "arg, cause, fix",
+    [
+        ("TORCH_VERSION=2.9.0", "changes what the image holds", "change ARG TORCH_VERSION in slime.Dockerfile"),
+        ("UNUSED_DISTRIBUTIONS=", "changes what the image holds", "slime.Dockerfile"),
+        ("PAIRING=v0.3.0", "the pairing is chosen with its whole set of values", "make build PAIRING=<name>"),
+        ("IMAGE_INPUTS=0123456789abcdef", "IMAGE_INPUTS is the stamp", "leave IMAGE_INPUTS out"),
+        ("NOTANARG=1", "slime.Dockerfile declares no ARG NOTANARG", "pass only the ARGs slime.Dockerfile declares"),
+        ("PIP_INDEX_URL", "'PIP_INDEX_URL' is not NAME=VALUE", "NAME=VALUE"),
+        ("SLIME_REPO_URL=/a SLIME_REPO_URL=/b", "SLIME_REPO_URL is given twice", "give SLIME_REPO_URL once"),
+        ("IMAGE_SOURCE='https://x", "No closing quotation", "close each quote"),
+    ],
+)
+def test_an_argument_that_would_make_the_stamp_lie_is_refused(arg, cause, fix):
+    assert_refused(make_build(f"BUILD_ARGS={arg}"), "make build", cause, fix)
+
+
+def test_a_quoted_value_stays_one_argument():
+    words = build_words(make_build("BUILD_ARGS=IMAGE_SOURCE='https://example.com/a b' PIP_TRUSTED_HOST=mirror"))
+    assert words["IMAGE_SOURCE"] == "https://example.com/a b"
+    assert words["PIP_TRUSTED_HOST"] == "mirror"
+    assert "b'" not in words and "b" not in words
+
+
+def test_a_mirror_keeps_the_tag_and_the_fingerprint():
+    words = build_words(make_build("BUILD_ARGS=MEGATRON_REPO_URL=file:///mirrors/megatron PIP_INDEX_URL=https://m/s"))
+    assert words["MEGATRON_REPO_URL"] == "file:///mirrors/megatron"
+    assert words["IMAGE_INPUTS"] == fingerprint.of_tree(pairings.default())
+
+
+def test_another_base_changes_the_fingerprint_and_the_default_base_pinned_by_digest_does_not():
+    default = Recipe.load().defaults["BASE_IMAGE"]
+    tree = fingerprint.of_tree(pairings.default())
+    pinned = build_words(make_build(f"BUILD_ARGS=BASE_IMAGE={default}@sha256:{'0' * 64}"))
+    assert pinned["IMAGE_INPUTS"] == tree
+    other = build_words(make_build("BUILD_ARGS=BASE_IMAGE=ubuntu:24.04"))
+    assert other["BASE_IMAGE"] == "ubuntu:24.04"
+    assert other["IMAGE_INPUTS"] != tree
+    assert other["IMAGE_INPUTS"] == fingerprint.of_tree(pairings.default(), "ubuntu:24.04")

@@ -1,0 +1,60 @@
+"""Where a command's outputs go (issue 40): `-` is stdout and never a file named `-`; when a report goes to stdout,
+nothing else does; a folder is refused, not written as a file; two options never name the same file."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+from test_host_bad_input import ROOT, USER, assert_refused, tool
+
+RENDER = ("tools.k8s.k8s_render", "--overlay", "h200")
+
+
+def test_render_out_dash_is_stdout_not_a_file_named_dash():
+    proc = tool(*RENDER, "--out", "-", "--only", "raycluster", env=USER)
+    assert proc.returncode == 0, proc.stderr
+    assert [doc["kind"] for doc in yaml.safe_load_all(proc.stdout)] == ["RayCluster"]
+    assert not (ROOT / "-").exists()
+
+
+def test_render_with_a_report_on_stdout_and_the_manifests_there_too_is_refused():
+    proc = tool(*RENDER, "--report-json", "-", env=USER)
+    assert_refused(proc, "render", "--out and --report-json would all write to stdout", "send --report-json to a file")
+    assert proc.stdout == ""
+
+
+def test_render_report_on_stdout_is_the_json_alone(tmp_path):
+    proc = tool(*RENDER, "--out", str(tmp_path / "m.yaml"), "--report-junit", "-", env=USER)
+    assert ET.fromstring(proc.stdout).tag == "testsuite", proc.stdout
+    assert (tmp_path / "m.yaml").is_file()
+
+
+@pytest.mark.parametrize("option", ["--report-json", "--report-junit"])
+def test_render_refuses_one_file_for_two_outputs(tmp_path, option):
+    out = tmp_path / "m.yaml"
+    proc = tool(*RENDER, "--out", str(out), option, str(out), env=USER)
+    assert_refused(proc, "render", f"--out and {option} both name {out}", f"give {option} a file of its own")
+    assert not out.exists()
+
+
+def test_render_refuses_a_folder_path(tmp_path):
+    proc = tool(*RENDER, "--out", str(tmp_path / "m.yaml"), "--report-json", f"{tmp_path}/reports/", env=USER)
+    assert_refused(proc, "render", "a folder, and it takes a file", "--report-json a file name")
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "m.yaml").exists()
+
+
+def test_submit_refuses_a_report_on_stdout_beside_the_command_it_prints():
+    recipe = str(ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml")
+    proc = tool("tools.k8s.grpo_submit", "--recipe", recipe, "--dry-run", "--report-json", "-")
+    assert_refused(proc, "submit", "--dry-run and --report-json would all write to stdout", "to a file")
+
+
+def test_validate_report_on_stdout_is_the_json_alone(tmp_path):
+    manifests = tmp_path / "m.yaml"
+    assert tool(*RENDER, "--out", str(manifests), env=USER).returncode == 0
+    args = (str(manifests), "--overlay", "h200", "--image", USER["IMAGE"], "--report-json", "-")
+    proc = tool("tools.k8s.k8s_validate", *args)
+    assert json.loads(proc.stdout)["tool"] == "validate-manifests", proc.stdout
