@@ -12,8 +12,9 @@ ARG BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
-# The slime release this build pairs with (pairings/<PAIRING>.toml holds its versions, which the ARGs below
-# default to for the default pairing): it names the lock, locks/<PAIRING>.lock.
+# The slime release this build pairs with: it names the lock, locks/<PAIRING>.lock. The defaults of PAIRING and of
+# every version ARG below are copies of pairings/<default>.toml, written by `make promote` (never by hand; `make lint`
+# fails when they differ), so that a plain `docker build` builds the default pairing.
 ARG PAIRING=v0.3.1
 ARG EFA_INSTALLER_VERSION=1.48.0
 ARG PIP_VERSION=26.3

@@ -49,8 +49,10 @@ def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
     folder = runner(work)
     container = buildah("from", "--pull=never", image).stdout.strip()
     try:
-        # No network: buildah's chroot isolation shares the host's, so the run gets a namespace of its own.
-        command = ["unshare", "--net", "buildah", *storage, "run", "--isolation", "chroot"]
+        # No network: buildah's chroot isolation shares the host's, so the run gets a namespace of its own, with
+        # only its loopback up (slime's distributed tests meet on 127.0.0.1).
+        command = ["unshare", "--net", "sh", "-c", 'ip link set lo up && exec "$@"', "sh", "buildah", *storage]
+        command += ["run", "--isolation", "chroot"]
         command += ["--volume", f"{folder}:/opt/test-runner:ro", "--volume", f"{out}:/out", container, "--"]
         command += ["slime-upstream-tests", "--runner", "/opt/test-runner", "--junit", "/out/junit.xml"]
         command += ["--json", f"/out/{RESULT}"]
