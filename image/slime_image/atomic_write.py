@@ -33,6 +33,17 @@ def _stage(path: Path, text: str | None) -> str:
     return tmp
 
 
+def _special(path: Path) -> bool:
+    """A target that is not a file to replace: a device or a pipe (--json /dev/null). Renaming over it would put a
+    regular file where the device was, for every process of the machine; it is written in place instead."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
+
+
 def write_all(files: dict[Path, str]) -> None:
     """Write every file of `files` (path -> text) or none of them.
 
@@ -40,6 +51,7 @@ def write_all(files: dict[Path, str]) -> None:
     fails here, before any target changes; then all are renamed into place, and a rename that fails puts back the ones
     already renamed. Ctrl-C waits for the end, so it never leaves a staged file behind or half the targets renamed."""
     files = {Path(path): text for path, text in files.items()}
+    special = {path: files.pop(path) for path in list(files) if _special(path)}
     with interrupts_held():
         staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
         try:
@@ -59,6 +71,8 @@ def write_all(files: dict[Path, str]) -> None:
                         os.replace(old, path)
                 raise
             WRITTEN.extend(path for path, _ in done)
+            for path, text in special.items():
+                _write_in_place(path, text)
         finally:
             for _, new, old in staged:
                 for leftover in (new, old):
@@ -70,6 +84,9 @@ def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place; Ctrl-C waits
     for the end, so it never leaves the temporary file behind."""
     path = Path(path)
+    if _special(path):
+        _write_in_place(path, text)
+        return
     with interrupts_held():
         tmp = _stage(path, text)
         try:

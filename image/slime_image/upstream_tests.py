@@ -1,7 +1,8 @@
 """slime-upstream-tests: slime's own unit tests, from the slime tree in the image, run in the image's stack: the test
 files that need no model, data or network (those that launch a training or download are left out); on a GPU their
-CUDA tests run too. Writes pytest's JUnit XML and, per file, how many passed, failed, erred or were skipped; a failure
-that comes from running upstream's tests outside upstream's CI is named as such, not counted against the stack.
+CUDA tests run too. Each file runs in a pytest process of its own, as slime's CI runs them. Writes their JUnit XML
+and, per file, how many passed, failed, erred or were skipped; a failure that comes from running upstream's tests
+outside upstream's CI is named as such, not counted against the stack.
 
     slime-upstream-tests --runner DIR [--slime-root /opt/slime] --junit FILE [--json FILE|-]
 
@@ -15,8 +16,10 @@ import argparse
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -25,7 +28,7 @@ from slime_image.errors import UserError, run_command
 
 # A test file that does any of these needs a model, a dataset or the network: slime's CI runs it on its GPU runners.
 NEEDS_MORE = re.compile(r"execute_train|hf download|hf_download|snapshot_download|def prepare\(")
-TIMEOUT = 1800.0
+TIMEOUT = 600.0  # seconds one test file may take
 
 # Failures that come from where the tests run, not from the stack: (what the error shows, why).
 OUTSIDE_CI = (
@@ -123,6 +126,29 @@ def table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def run_file(args, file: Path, xml: Path, shown) -> ET.Element:
+    """One test file in a pytest process of its own, as slime's CI runs each (a module one file stubs stays out of
+    the next); its JUnit suite, or one that says it ran past the time a file may take."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    # The runner goes after the image's own site-packages: what pytest needs that the image already has
+    # (packaging, pygments) stays the image's, so the tests see the stack as a job does.
+    boot = f"import sys; sys.path.append({str(args.runner)!r}); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
+    command = [sys.executable, "-c", boot, "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"]
+    command += [f"--junitxml={xml}", str(file)]
+    proc = subprocess.Popen(command, cwd=args.slime_root, env=env, stdout=shown, start_new_session=True)
+    try:
+        proc.wait(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # with what the tests started (torch's spawned ranks)
+        proc.wait()
+    if xml.is_file():
+        return ET.parse(xml).getroot().find("testsuite")
+    suite = ET.Element("testsuite", name=str(file))
+    case = ET.SubElement(suite, "testcase", classname="", name=str(file), file=str(file))
+    ET.SubElement(case, "error", message=f"no report: the file ran past {args.timeout:g} s or its pytest died")
+    return suite
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="slime-upstream-tests", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -132,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--junit", type=Path, required=True, help="where pytest's JUnit XML goes")
     parser.add_argument("--json", metavar="PATH|-", help="the per-file result as JSON")
     parser.add_argument(
-        "--timeout", type=float, default=TIMEOUT, help=f"seconds the run may take (default {TIMEOUT:g})"
+        "--timeout", type=float, default=TIMEOUT, help=f"seconds one test file may take (default {TIMEOUT:g})"
     )
     args = parser.parse_args(argv)
 
@@ -141,23 +167,17 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():
             raise UserError(f"--slime-root {args.slime_root} has no tests folder", "pass slime's checkout")
+        if args.timeout <= 0:
+            raise UserError(f"--timeout {args.timeout:g}: not a positive number of seconds", "leave it out")
         check_outputs({"--junit": str(args.junit), "--json": args.json})
         chosen, left = selection(args.slime_root)
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-        # The runner goes after the image's own site-packages: what pytest needs that the image already has
-        # (packaging, pygments) stays the image's, so the tests see the stack as a job does.
-        boot = f"import sys; sys.path.append({str(args.runner)!r}); import pytest; sys.exit(pytest.main(sys.argv[1:]))"
-        command = [sys.executable, "-c", boot, "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1"]
-        command += ["--continue-on-collection-errors"]  # a file that cannot be imported is counted, not the end
-        command += [f"--junitxml={args.junit}", *map(str, chosen)]
-        try:
-            # a report on stdout is alone there: pytest's own lines go to stderr then
-            shown = sys.stderr if args.json == "-" else None
-            proc = subprocess.run(command, cwd=args.slime_root, env=env, timeout=args.timeout, stdout=shown)
-        except subprocess.TimeoutExpired:
-            raise UserError(f"slime's tests ran past {args.timeout:g} s", "pass a longer --timeout") from None
-        if not args.junit.is_file():
-            raise UserError(f"pytest wrote no report (exit {proc.returncode})", "read pytest's output above")
+        # a report on stdout is alone there: pytest's own lines go to stderr then
+        shown = sys.stderr if args.json == "-" else None
+        with tempfile.TemporaryDirectory() as scratch:
+            suites = [run_file(args, file, Path(scratch) / f"{i}.xml", shown) for i, file in enumerate(chosen)]
+        junit = ET.Element("testsuites")
+        junit.extend(suites)
+        write_atomically(args.junit, ET.tostring(junit, encoding="unicode") + "\n")
         result = summary(per_file(args.junit, [str(c) for c in chosen]), [str(p) for p in left])
         print(table(result), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
         if args.json == "-":

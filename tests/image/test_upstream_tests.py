@@ -105,3 +105,16 @@ def test_a_report_on_stdout_is_alone_there(slime_tree, tmp_path):
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["passed"] == 2 and "2 passed" in proc.stderr
+
+
+def test_a_file_that_hangs_is_stopped_and_counted(slime_tree, tmp_path):
+    """A real hang, in a process the test file starts, as slime's distributed tests start ranks."""
+    hang = "import subprocess, sys, time\n\n\ndef test_wait():\n"
+    hang += "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n    time.sleep(120)\n"
+    (slime_tree / "tests" / "test_hangs.py").write_text(hang)
+    proc, result = run(slime_tree, tmp_path, "--timeout", "5")
+    assert proc.returncode == 1
+    hung = result["files"]["tests/test_hangs.py"]
+    assert hung["errors"] == 1 and "ran past 5 s" in hung["stack"][0], hung
+    assert result["files"]["tests/test_sound.py"]["passed"] == 2  # the other files ran in processes of their own
+    assert subprocess.run(["pgrep", "-f", "time.sleep\\(120\\)"], capture_output=True).stdout == b""
