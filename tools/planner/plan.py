@@ -37,7 +37,7 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
-from tools.planner.plan_replay import CACHE
+from tools.planner.plan_replay import cache_folder
 from tools.planner.plan_report import summary, verdicts, warned
 
 
@@ -77,7 +77,7 @@ def check_cache(cache: Path) -> None:
 
 def run(args, arch: str) -> int:
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
-    check_cache(CACHE)
+    check_cache(cache_folder())
     plan_env.python312()  # a PLAN_PYTHON that is not a 3.12 is refused before any step
     check_writable("--json", args.json)
     check_writable("--lock", args.lock)
