@@ -4,11 +4,12 @@ nothing else does; a folder is refused, not written as a file; two options never
 from __future__ import annotations
 
 import json
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 import yaml
-from test_host_bad_input import ROOT, USER, assert_refused, tool
+from test_host_bad_input import ROOT, USER, assert_refused, run, tool
 
 RENDER = ("tools.k8s.k8s_render", "--overlay", "h200")
 
@@ -58,3 +59,26 @@ def test_validate_report_on_stdout_is_the_json_alone(tmp_path):
     args = (str(manifests), "--overlay", "h200", "--image", USER["IMAGE"], "--report-json", "-")
     proc = tool("tools.k8s.k8s_validate", *args)
     assert json.loads(proc.stdout)["tool"] == "validate-manifests", proc.stdout
+
+
+def on_a_full_disk(folder, *command) -> list[str]:
+    """`command` with `folder` a full file system (a tmpfs of one page, filled), in a mount namespace of its own."""
+    script = 'mount -t tmpfs -o size=4k tmpfs "$1" && head -c 4096 /dev/zero > "$1/filler" && shift && exec "$@"'
+    return ["unshare", "-m", "sh", "-c", script, "sh", str(folder), *command]
+
+
+def test_render_writes_the_manifests_and_its_reports_all_or_none(tmp_path):
+    """The manifests were written, then the reports failed on a full disk: the command said no report was written and
+    exited 1, and left the manifests of a render with no record of its guards. A full disk is what no check before the
+    write foresees; the reports' folder is writable until the bytes go in."""
+    (tmp_path / "reports").mkdir()
+    out, report = tmp_path / "m.yaml", tmp_path / "reports" / "render.json"
+    command = [sys.executable, "-m", RENDER[0], *RENDER[1:], "--out", str(out), "--report-json", str(report)]
+    proc = run(*on_a_full_disk(tmp_path / "reports", *command), env=USER)
+    if "unshare:" in proc.stderr or "mount:" in proc.stderr:
+        pytest.skip(f"no private tmpfs mount here: {proc.stderr.strip()}")
+    assert_refused(proc, "render", f"render: No space left on device: none of {out}, {report} was written")
+    assert not out.exists()
+    proc = tool(*RENDER, "--out", str(out), "--report-json", str(report), env=USER)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(report.read_text())["tool"] == "render" and yaml.safe_load_all(out.read_text())
