@@ -113,7 +113,7 @@ def run(args, arch: str) -> int:
     plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
     log(summary(plan))
     found, guards = verdicts(plan)
-    text = json.dumps(plan.as_json(), indent=2) + "\n"
+    text = json.dumps(plan.as_json(), indent=2) + "\n" if args.json else ""
     files = {Path(args.json): text} if args.json and args.json != "-" else {}
     rows = warned(guard_report.rows(found, guards), plan)
     guard_report.write_reports(args, rows, "plan", recipe.path.name, files)  # the plan's JSON and its reports, or none
