@@ -6,6 +6,7 @@ as slime-smoke."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError
@@ -66,15 +67,16 @@ def refusal_rows(guards: dict[str, tuple[str, ...]], error: UserError | None) ->
 def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool: str, stage: str, body, outputs: dict):
     """Run a refusing command's body and write its guards' report (--report-json, --report-junit) whether it refuses
     or not; a refusal still ends the command as it would without the report. `outputs` are the body's own (option ->
-    file, - for stdout), checked with the reports' before the body runs (atomic_write.check_outputs)."""
-    check_outputs({**outputs, "--report-json": args.report_json, "--report-junit": args.report_junit})
+    file, - for stdout), checked with the reports' before the body runs (atomic_write.check_outputs). The body returns
+    its exit code and the files it made (path -> text), which are written with the reports, all or none."""
+    check_outputs({**outputs, **report_outputs(args)})
     try:
-        result = body()
+        code, files = body()
     except UserError as error:
         write_reports(args, refusal_rows(guards, error), tool, stage)
         raise
-    write_reports(args, refusal_rows(guards, None), tool, stage)
-    return result
+    write_reports(args, refusal_rows(guards, None), tool, stage, files)
+    return code
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -82,8 +84,17 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-junit", metavar="FILE", help="write them as JUnit XML")
 
 
-def write_reports(args: argparse.Namespace, made: list[Row], tool: str, stage: str) -> None:
-    report.write_reports(made, stage, tool, args.report_json, args.report_junit, ("--report-json", "--report-junit"))
+def report_outputs(args: argparse.Namespace) -> dict[str, str | None]:
+    """The reports a command was asked for (option -> file, - for stdout), for check_outputs with its own outputs."""
+    return {"--report-json": args.report_json, "--report-junit": args.report_junit}
+
+
+def write_reports(
+    args: argparse.Namespace, made: list[Row], tool: str, stage: str, files: dict[Path, str] | None = None
+) -> None:
+    """The reports asked for, and `files` (the command's other files) with them in one write, all or none."""
+    options = ("--report-json", "--report-junit")
+    report.write_reports(made, stage, tool, args.report_json, args.report_junit, options, files=files)
 
 
 if __name__ == "__main__":

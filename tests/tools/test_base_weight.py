@@ -4,6 +4,7 @@ written here in Docker's shape (no registry is reachable from this machine)."""
 
 import json
 
+import pytest
 from test_host_bad_input import assert_refused, tool
 
 from tools.planner import base_manifest
@@ -93,3 +94,103 @@ def test_what_a_node_pulls_adds_the_published_base_to_the_images_own_layers(tmp_
     published = {"compressed_gb": 4.25, "source": "docker manifest inspect -v base"}
     base_manifest.manifest_for(base).write_text(json.dumps({"distributions": [], "published": published}))
     assert all(row.endswith("| 3.5 GB | 7.75 GB |") for row in docs.pull_table(DOCKERFILE)[2:])
+
+
+@pytest.mark.parametrize("image", ["../../..", "..", "", "/etc/passwd", "a/../b", "x\0y"])
+def test_an_image_that_is_no_reference_is_refused_before_it_names_a_file(tmp_path, monkeypatch, capsys, image):
+    """--image without --out writes base-manifests/<image>.json: `../../..` wrote base-manifests/.._.._...json, a hidden
+    file of a name no FROM line can have, and a NUL byte ended in a traceback."""
+    monkeypatch.setattr(base_manifest, "FOLDER", tmp_path / "manifests")
+    (tmp_path / "manifests").mkdir()
+    (tmp_path / "inspect.json").write_text(json.dumps({"installed": [{"metadata": {"name": "pip", "version": "26"}}]}))
+    assert base_manifest.main(["--image", image, "--inspect", str(tmp_path / "inspect.json")]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"base-manifest: {image!r} is not an image reference, so it names no file of base-manifests/",
+        "fix: name the image as Docker does, [HOST/]NAME[:TAG][@sha256:DIGEST]: nvidia/cuda:13.0.2-devel-ubuntu24.04",
+    ]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["inspect.json", "manifests"]
+
+
+@pytest.mark.parametrize(
+    "inspect",
+    [
+        {"installed": 5},
+        {"installed": [5]},
+        {"installed": [{"metadata": 5}]},
+        {"installed": [{"metadata": {"name": "pip", "version": 26}}]},
+        {"installed": [{"metadata": {"name": "pip", "version": "26", "requires_dist": "six"}}]},
+        {"installed": [{"metadata": {"name": "pip", "version": "26"}}], "environment": 3},
+    ],
+)
+def test_a_malformed_pip_inspect_report_is_refused_in_two_lines(tmp_path, inspect):
+    (tmp_path / "inspect.json").write_text(json.dumps(inspect))
+    out = tmp_path / "base.json"
+    proc = tool(
+        "tools.planner.base_manifest", "--image", "b", "--inspect", str(tmp_path / "inspect.json"), "--out", str(out)
+    )
+    assert_refused(
+        proc,
+        "base-manifest",
+        f"{tmp_path / 'inspect.json'} is not a pip inspect report (installed[].metadata.name/version)",
+        base_manifest.INSPECT_FIX,
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "registry",
+    [
+        [{"Descriptor": []}],
+        [{"Descriptor": {"platform": "linux/amd64"}, "OCIManifest": {"layers": [{"size": 1}]}}],
+        {"OCIManifest": {"layers": [1]}},
+        {"OCIManifest": {"layers": {"size": 1}}},
+        {"OCIManifest": []},
+        [5],
+    ],
+)
+def test_a_malformed_registry_manifest_is_refused_in_two_lines(tmp_path, registry):
+    out = tmp_path / "base.json"
+    out.write_text('{"image": "b", "distributions": []}\n')
+    assert_refused(
+        weigh(tmp_path, registry, out),
+        "base-manifest",
+        "the registry's manifest holds no linux/amd64 image with its layers' sizes",
+        base_manifest.REGISTRY_FIX,
+    )
+    assert out.read_text() == '{"image": "b", "distributions": []}\n'
+
+
+def test_a_base_manifest_with_malformed_requirements_is_refused_in_two_lines(tmp_path):
+    out = tmp_path / "base.json"
+    out.write_text(json.dumps({"image": "b", "distributions": [{"name": "six", "version": "1", "requires": 7}]}))
+    assert_refused(
+        weigh(tmp_path, [entry("amd64", [1])], out),
+        "base-manifest",
+        f"the base manifest {out} has no `distributions` list of name/version entries",
+        "pass a manifest written by `make base-manifest`",
+    )
+
+
+@pytest.mark.parametrize("platform", ["linux", "linux/", "/amd64"])
+def test_a_platform_without_its_architecture_is_refused_in_two_lines(tmp_path, platform):
+    out = tmp_path / "base.json"
+    out.write_text('{"image": "b", "distributions": []}\n')
+    (tmp_path / "registry.json").write_text(json.dumps([entry("amd64", [1])]))
+    args = ["--image", "b", "--registry-manifest", str(tmp_path / "registry.json"), "--out", str(out)]
+    assert_refused(
+        tool("tools.planner.base_manifest", *args, "--platform", platform),
+        "base-manifest",
+        f"{platform!r} is not a platform this recipe knows",
+        "use PLATFORM=linux/amd64",
+    )
+    assert out.read_text() == '{"image": "b", "distributions": []}\n'
+
+
+def test_a_platform_spelt_as_docker_s_short_form_is_weighed_as_linux_amd64(tmp_path):
+    out = tmp_path / "base.json"
+    out.write_text('{"image": "b", "distributions": []}\n')
+    (tmp_path / "registry.json").write_text(json.dumps([entry("amd64", [2_000_000_000])]))
+    args = ["--image", "b", "--registry-manifest", str(tmp_path / "registry.json"), "--out", str(out)]
+    proc = tool("tools.planner.base_manifest", *args, "--platform", "amd64")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(out.read_text())["published"]["platform"] == "linux/amd64"

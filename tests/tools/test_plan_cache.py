@@ -109,6 +109,20 @@ def test_a_plan_cache_that_is_a_file_is_named(recipe, tmp_path):
     ]
 
 
+def test_an_empty_plan_cache_is_refused_before_anything_is_written(recipe, tmp_path):
+    """`make plan PLAN_CACHE=` gave the planner an empty PLAN_CACHE, which as a path is the current folder: a plan run
+    from the repository's root left its cache there, about 970 files."""
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PLAN_CACHE": ""}
+    proc = subprocess.run([*PLAN, *recipe], capture_output=True, text=True, env=env, cwd=work, timeout=600)
+    assert proc.returncode == 2 and proc.stderr.splitlines() == [
+        "plan: PLAN_CACHE is empty: the plan's cache would be the current folder",
+        "fix: unset PLAN_CACHE for .cache/plan, or set it to a folder: PLAN_CACHE=/tmp/plan-cache",
+    ]
+    assert proc.stdout == "" and list(work.iterdir()) == []
+
+
 def test_a_dockerfile_that_is_not_utf8_is_named(recipe, tmp_path):
     (tmp_path / "Dockerfile").write_bytes(b"FROM scratch\nRUN pip install six\xff\n")
     code, _, err = finish(start(recipe, tmp_path / "cache"))

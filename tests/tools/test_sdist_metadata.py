@@ -8,14 +8,14 @@ import pytest
 from conftest import ROOT
 
 from tools.inputs.recipe import Recipe
-from tools.planner import plan, plan_replay, sdist_metadata
+from tools.planner import plan, sdist_metadata
 
 pytestmark = pytest.mark.slow
 
 
 def planned(tmp_path, monkeypatch, runs: list[str], records=None):
     monkeypatch.setattr(sdist_metadata, "FOLDER", records or tmp_path / "no-records")
-    monkeypatch.setattr(plan_replay, "CACHE", ROOT / ".cache" / "plan-tests")
+    monkeypatch.setenv("PLAN_CACHE", str(ROOT / ".cache" / "plan-tests"))
     (tmp_path / "Dockerfile").write_text("FROM scratch\n" + "".join(f"RUN {r}\n" for r in runs))
     (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
     recipe = Recipe.load(tmp_path / "Dockerfile")

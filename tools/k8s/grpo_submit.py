@@ -117,7 +117,8 @@ def main(argv: list[str] | None = None) -> int:
     # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed into it.
     printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
     return run_command(
-        "submit", lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: submit(args), printed)
+        "submit",
+        lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: (submit(args), {}), printed),
     )
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
-from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 
 from tools import guard_report
@@ -189,13 +188,14 @@ def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple
     return rendered
 
 
-def run(args, only: tuple[str, ...]) -> int:
+def run(args, only: tuple[str, ...]) -> tuple[int, dict[Path, str]]:
+    """The exit code, and the file to write with the reports (guard_report.reporting): the manifests, for --out."""
     if args.get:
         values = values_for(args.overlay, dict(os.environ), args.env_file)
         if args.get not in values:
             raise UserError(f"{args.get} is not a render setting", f"ask for one of {', '.join(sorted(values))}")
         print(values[args.get])
-        return 0
+        return 0, {}
     try:
         text = render(args.overlay, dict(os.environ), args.env_file, only)
     except yaml.YAMLError as exc:
@@ -204,10 +204,9 @@ def run(args, only: tuple[str, ...]) -> int:
             "quote the value that broke it, or fix the template",
         ) from None
     if args.out and str(args.out) != "-":
-        write_atomically(args.out, text)
-    else:
-        sys.stdout.write(text)
-    return 0
+        return 0, {args.out: text}
+    sys.stdout.write(text)
+    return 0, {}
 
 
 def main(argv: list[str] | None = None) -> int:

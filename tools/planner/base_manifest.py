@@ -23,15 +23,32 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 
-from tools.planner.plan_env import load_manifest
+from tools.planner import platforms
+from tools.planner.plan_env import is_distribution, load_manifest
 
 FOLDER = Path(__file__).resolve().parents[2] / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
 REGISTRY_FIX = "pass what `docker manifest inspect -v IMAGE` prints"
+# An image reference as Docker reads one: [HOST[:PORT]/]PATH[:TAG][@ALGORITHM:HEX]. Each part begins with a letter or
+# a digit, so the file name made of it can be neither hidden, nor `.` or `..`, nor empty.
+_HOST = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*(?::[0-9]+)?"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+REFERENCE = re.compile(
+    rf"(?:{_HOST}/)?{_PATH_PART}(?:/{_PATH_PART})*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{{0,127}})?"
+    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
+    re.ASCII,
+)
 
 
 def manifest_for(image: str) -> Path:
-    """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _."""
+    """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _. Only an image reference has
+    one: anything else could name a file outside base-manifests/ or a hidden one in it."""
+    if not REFERENCE.fullmatch(image):
+        raise UserError(
+            f"{image!r} is not an image reference, so it names no file of base-manifests/",
+            "name the image as Docker does, [HOST/]NAME[:TAG][@sha256:DIGEST]: nvidia/cuda:13.0.2-devel-ubuntu24.04",
+            code=2,
+        )
     return FOLDER / (re.sub(r"[/:@]", "_", image) + ".json")
 
 
@@ -44,11 +61,20 @@ def read_json(path: Path, what: str, fix: str):
         raise UserError(f"{what} {path} is not JSON: {exc}", fix) from None
 
 
+def _mapping(value: object) -> dict:
+    """A part of a JSON input that should be an object; any other value reads as an empty one, which the checks that
+    follow refuse (a pip inspect report) or pass over (an entry of the registry's manifest)."""
+    return value if isinstance(value, dict) else {}
+
+
 def read_inspect(path: Path) -> dict:
     data = read_json(path, "the pip inspect report", INSPECT_FIX)
-    if not isinstance(data, dict) or not all(
-        isinstance(item, dict) and {"name", "version"} <= set(item.get("metadata", {}))
-        for item in data.get("installed", [])
+    installed = data.get("installed", []) if isinstance(data, dict) else None
+    environment = data.get("environment", {}) if isinstance(data, dict) else None
+    if (
+        not isinstance(installed, list)
+        or not all(is_distribution(_mapping(i).get("metadata"), "requires_dist") for i in installed)
+        or not isinstance(environment, dict)
     ):
         raise UserError(f"{path} is not a pip inspect report (installed[].metadata.name/version)", INSPECT_FIX)
     return data
@@ -59,15 +85,13 @@ def published_weight(registry: object, platform: str, source: str) -> dict:
     `docker manifest inspect -v` prints: a list of one entry per platform for a multi-platform image, one entry
     otherwise, each with its Descriptor (digest, platform) and its SchemaV2Manifest or OCIManifest (layers, sizes)."""
     os_name, arch = platform.split("/", 1)
-    for entry in registry if isinstance(registry, list) else [registry]:
-        if not isinstance(entry, dict):
+    for entry in map(_mapping, registry if isinstance(registry, list) else [registry]):
+        descriptor = _mapping(entry.get("Descriptor"))
+        found = descriptor.get("platform")  # none on a single-platform image's one entry
+        if found and (_mapping(found).get("os"), _mapping(found).get("architecture")) != (os_name, arch):
             continue
-        descriptor = entry.get("Descriptor") or {}
-        found = descriptor.get("platform") or {}
-        if found and (found.get("os"), found.get("architecture")) != (os_name, arch):
-            continue
-        layers = (entry.get("SchemaV2Manifest") or entry.get("OCIManifest") or {}).get("layers") or []
-        if layers and all(isinstance(layer.get("size"), int) for layer in layers):
+        layers = _mapping(entry.get("SchemaV2Manifest") or entry.get("OCIManifest")).get("layers")
+        if isinstance(layers, list) and layers and all(isinstance(_mapping(x).get("size"), int) for x in layers):
             return {
                 "platform": platform,
                 "digest": descriptor.get("digest"),
@@ -104,30 +128,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inspect", type=Path, help="what `python3 -m pip inspect --local` printed in the image")
     parser.add_argument("--constraint", type=Path)
     parser.add_argument("--registry-manifest", type=Path, help="what `docker manifest inspect -v IMAGE` printed")
-    parser.add_argument("--platform", default="linux/amd64", help="the platform whose layers are weighed")
+    parser.add_argument(
+        "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
+    )
     parser.add_argument("--out", type=Path, help="default: base-manifests/<image>.json, where the planner looks")
     args = parser.parse_args(argv)
-    args.out = args.out or manifest_for(args.image)
 
     def write() -> int:
-        check_writable("--out", args.out)
+        platform = platforms.canonical(args.platform)  # published_weight reads its os and its architecture
+        out = args.out or manifest_for(args.image)
+        check_writable("--out", out)
         if args.inspect:
             constraint = args.constraint.read_text() if args.constraint and args.constraint.is_file() else ""
             data = manifest(args.image, read_inspect(args.inspect), constraint)
-        elif args.registry_manifest and args.out.is_file():
-            data, _ = load_manifest(args.out)  # the planner's reading of it: a broken one is refused the same way
+        elif args.registry_manifest and out.is_file():
+            data, _ = load_manifest(out)  # the planner's reading of it: a broken one is refused the same way
         else:
             raise UserError(
-                f"nothing to write: no --inspect, and no manifest of {args.image} at {args.out} to add the weight to",
+                f"nothing to write: no --inspect, and no manifest of {args.image} at {out} to add the weight to",
                 "pass --inspect (pip inspect in the image), --registry-manifest, or both",
             )
         if args.registry_manifest:
             registry = read_json(args.registry_manifest, "the registry's manifest", REGISTRY_FIX)
-            data["published"] = published_weight(registry, args.platform, f"docker manifest inspect -v {args.image}")
-        write_atomically(args.out, json.dumps(data, indent=1) + "\n")
+            data["published"] = published_weight(registry, platform, f"docker manifest inspect -v {args.image}")
+        write_atomically(out, json.dumps(data, indent=1) + "\n")
         published = data.get("published")
-        weight = f"; published {published['compressed_gb']} GB compressed for {args.platform}" if published else ""
-        print(f"wrote {args.out}: {len(data['distributions'])} distributions of {args.image}{weight}")
+        weight = f"; published {published['compressed_gb']} GB compressed for {platform}" if published else ""
+        print(f"wrote {out}: {len(data['distributions'])} distributions of {args.image}{weight}")
         return 0
 
     return run_command("base-manifest", write)

@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
 
 from tools import guard_report
@@ -37,7 +37,7 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
-from tools.planner.plan_replay import CACHE
+from tools.planner.plan_replay import cache_folder
 from tools.planner.plan_report import summary, verdicts, warned
 
 
@@ -76,11 +76,15 @@ def check_cache(cache: Path) -> None:
 
 
 def run(args, arch: str) -> int:
-    log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if args.json == "-" else print
-    check_cache(CACHE)
+    if args.lock is not None and str(args.lock) == "-":
+        raise UserError("--lock -: the lock and its stack locks are files, not stdout", "pass --lock locks/NAME.lock")
+    outputs = {"--json": args.json, **guard_report.report_outputs(args), "--lock": args.lock}
+    check_outputs(outputs)
+    # What goes to stdout is alone there: with the plan's JSON or a report sent there, the plan's text goes to stderr.
+    on_stdout = any(path is not None and str(path) == "-" for path in outputs.values())
+    log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if on_stdout else print
+    check_cache(cache_folder())
     plan_env.python312()  # a PLAN_PYTHON that is not a 3.12 is refused before any step
-    check_writable("--json", args.json)
-    check_writable("--lock", args.lock)
     check_cutoff(args.uploaded_prior_to)
     cutoff = args.uploaded_prior_to or ""
     if args.lock is not None and not cutoff:
@@ -109,13 +113,12 @@ def run(args, arch: str) -> int:
     plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
     log(summary(plan))
     found, guards = verdicts(plan)
-    guard_report.write_reports(args, warned(guard_report.rows(found, guards), plan), "plan", recipe.path.name)
-    if args.json:
-        text = json.dumps(plan.as_json(), indent=2) + "\n"
-        if args.json == "-":
-            sys.stdout.write(text)
-        else:
-            write_atomically(Path(args.json), text)
+    text = json.dumps(plan.as_json(), indent=2) + "\n" if args.json else ""
+    files = {Path(args.json): text} if args.json and args.json != "-" else {}
+    rows = warned(guard_report.rows(found, guards), plan)
+    guard_report.write_reports(args, rows, "plan", recipe.path.name, files)  # the plan's JSON and its reports, or none
+    if args.json == "-":
+        sys.stdout.write(text)
     if not args.lock:
         return 0 if plan.ok else 1
     locked = locked_plan(recipe, plan, log, **options)

@@ -311,6 +311,17 @@ def dist_from_report(item: dict, wheel_tags: dict[str, list[str]] | None = None)
     )
 
 
+def is_distribution(entry: object, requires: str) -> bool:
+    """An entry that names a distribution: its name and version as text, and its requirements (under `requires`: a
+    base manifest's `requires`, pip inspect's `requires_dist`) a list of text when it has them."""
+    return (
+        isinstance(entry, dict)
+        and all(isinstance(entry.get(key), str) for key in ("name", "version"))
+        and isinstance(entry.get(requires, []), list)
+        and all(isinstance(r, str) for r in entry.get(requires, []))
+    )
+
+
 def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     """A base-image manifest (`make base-manifest`): the image's Python distributions with their requirements."""
     fix = "pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)"
@@ -321,7 +332,7 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     except ValueError as exc:
         raise UserError(f"the base manifest {path} is not JSON: {exc}", fix) from None
     entries = data.get("distributions") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or not all(isinstance(d, dict) and {"name", "version"} <= set(d) for d in entries):
+    if not isinstance(entries, list) or not all(is_distribution(d, "requires") for d in entries):
         raise UserError(f"the base manifest {path} has no `distributions` list of name/version entries", fix)
     return data, [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in entries]
 

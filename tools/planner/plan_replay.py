@@ -34,7 +34,6 @@ from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement
 from tools.planner.progress import ticking
 from tools.planner.wheel_tags import wheel_tags
 
-CACHE = Path(os.environ.get("PLAN_CACHE", ROOT / ".cache" / "plan"))
 CHECKS_AT_ONCE = 2  # pip checks left running while later steps resolve; each step is reported once its check is in
 # What pip prints when a step cannot be satisfied, so the real build would stop there.
 UNSATISFIABLE = (
@@ -51,6 +50,19 @@ NETWORK_ERRORS = (
     "ConnectionError",
     "ProxyError",
 )
+
+
+def cache_folder() -> Path:
+    """The plan's cache: PLAN_CACHE, else .cache/plan. An empty PLAN_CACHE (`make plan PLAN_CACHE=`) is refused: as a
+    path it is the current folder, where the plan would leave its hundreds of cache files."""
+    value = os.environ.get("PLAN_CACHE")
+    if value == "":
+        raise UserError(
+            "PLAN_CACHE is empty: the plan's cache would be the current folder",
+            "unset PLAN_CACHE for .cache/plan, or set it to a folder: PLAN_CACHE=/tmp/plan-cache",
+            code=2,
+        )
+    return ROOT / ".cache" / "plan" if value is None else Path(value)
 
 
 def platform_args(arch: str) -> list[str]:
@@ -138,7 +150,8 @@ class Replay:
         self.arch = arch
         self.log = log
         self.manifest_path = manifest or self.base_manifest(assume_empty_base)
-        self.env = FakeEnv(CACHE / f"env-py312-{arch}")
+        self.cache = cache_folder()
+        self.env = FakeEnv(self.cache / f"env-py312-{arch}")
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = plan_steps.recipe_lock(recipe, lock_file) if use_lock else None
@@ -149,7 +162,7 @@ class Replay:
         self.allow_blind = allow_blind
         self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
         # What the verification build found the image's sdist-built distributions to declare (sdist_metadata.py)
-        self.recorded_metadata = sdist_metadata.metadata_wheels(CACHE)
+        self.recorded_metadata = sdist_metadata.metadata_wheels(self.cache)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
         self.cutoff = cutoff or (lock_cutoff(self.lock) if self.lock else "")
         self._index: PlanIndex | None = None  # the planner's index in front of the real one, once a step needs it
@@ -164,7 +177,9 @@ class Replay:
     def index(self) -> PlanIndex:
         """Started on first need, so that a plan whose every step is cached asks nothing of the network."""
         if self._index is None:
-            self._index = self._open.enter_context(PlanIndex(self.upstream, CACHE / "metadata", self.arch, self._pins))
+            self._index = self._open.enter_context(
+                PlanIndex(self.upstream, self.cache / "metadata", self.arch, self._pins)
+            )
             self._index.prefetch(self._pins)
         return self._index
 
@@ -219,7 +234,7 @@ class Replay:
         # A step that names its own index reads it directly; the others read the real index through the planner's.
         own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
         key = self._cache_key(pip_args, files, "" if own_index else index_settings())
-        cached = CACHE / "resolutions" / f"{key}.json"
+        cached = self.cache / "resolutions" / f"{key}.json"
         if cached.exists():
             return json.loads(cached.read_text())["install"], "cached resolution"
         through = [] if own_index else ["--index-url", self.index.url]
@@ -276,7 +291,7 @@ class Replay:
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
             return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
-        tags = wheel_tags(urls, CACHE / "wheel-tags", known=self._index.tags if self._index else None)
+        tags = wheel_tags(urls, self.cache / "wheel-tags", known=self._index.tags if self._index else None)
         for item in items:
             dist = dist_from_report(item, tags)
             self.install_dist(dist, step.line)

@@ -25,9 +25,14 @@ REFUSED_SPELLINGS = {"arm64": "linux/arm64", "aarch64": "linux/arm64", "linux/aa
 
 def arch(platform: str) -> str:
     """The wheel-tag machine of a supported platform; a UserError naming why for any other."""
+    return SUPPORTED[canonical(platform)]
+
+
+def canonical(platform: str) -> str:
+    """A supported platform in Docker's os/arch form (amd64: linux/amd64); a UserError naming why for any other."""
     name = SPELLINGS.get(platform, platform)
     if name in SUPPORTED:
-        return SUPPORTED[name]
+        return name
     refused = REFUSED_SPELLINGS.get(platform, platform)
     supported = ", ".join(SUPPORTED)
     if refused in REFUSED:

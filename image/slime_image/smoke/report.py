@@ -146,18 +146,25 @@ def write_reports(
     junit_path: str | None = None,
     options: tuple[str, str] = ("--json", "--junit"),
     where: dict | None = None,
+    files: dict[Path, str] | None = None,
 ) -> None:
     """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them;
-    `where` (slime_image.where.describe) names the machine a run on a GPU was made on."""
+    `where` (slime_image.where.describe) names the machine a run on a GPU was made on. `files` (path -> text) are the
+    command's other files, written with the reports in one write_all: a command never leaves them without its
+    reports, nor its reports without them."""
     asked = dict(zip(options, (json_path, junit_path), strict=True))
     check_outputs(asked)
     made = {option: make(rows, stage, tool, where) for option, make in zip(options, (as_json, as_junit), strict=True)}
+    reports = {Path(path): made[option] for option, path in asked.items() if path and path != "-"}
     try:
-        write_all({Path(path): made[option] for option, path in asked.items() if path and path != "-"})
+        write_all({**(files or {}), **reports})
     except OSError as exc:
-        raise UserError(
-            f"{exc.filename}: {exc.strerror}: no report was written", f"pass {' and '.join(options)} writable files"
-        ) from None
+        unwritten = (
+            f"none of {', '.join(map(str, [*files, *reports]))} was written" if files else "no report was written"
+        )
+        fix = "pass writable files" if files else f"pass {' and '.join(options)} writable files"
+        where = f"{exc.filename}: " if exc.filename else ""  # a write that fails for want of space names no file
+        raise UserError(f"{where}{exc.strerror}: {unwritten}", fix) from None
     for option, path in asked.items():
         if path == "-":
             sys.stdout.write(made[option] + ("" if made[option].endswith("\n") else "\n"))
