@@ -19,6 +19,9 @@ FILES = {
     "tests/test_sound.py": "def test_one():\n    assert 1 + 1 == 2\n\n\ndef test_two():\n    pass\n",
     "tests/test_broken.py": "def test_numpy():\n    raise AssertionError('numpy 2.1.0, Megatron asserts numpy < 2')\n",
     "tests/test_no_gpu.py": "def test_kernel():\n    raise RuntimeError('Found no NVIDIA driver on your system.')\n",
+    "tests/utils/test_tokenizer.py": (
+        "def test_qwen3():\n    raise OSError(\"We couldn't connect to 'https://huggingface.co' to load the files\")\n"
+    ),
     "tests/utils/test_skipped.py": "import pytest\n\n\n@pytest.mark.skip('two GPUs')\ndef test_pair():\n    pass\n",
     "tests/test_agent/__init__.py": "",
     "tests/test_agent/test_shadowed.py": "from tests.test_agent import _fakes  # noqa: F401\n",
@@ -42,7 +45,7 @@ def slime_tree(tmp_path):
 def test_the_selection_leaves_out_what_needs_a_model(slime_tree):
     chosen, left = upstream_tests.selection(slime_tree)
     assert [str(p) for p in left] == ["tests/test_model_run.py"]
-    assert "tests/test_agent/test_shadowed.py" in map(str, chosen) and len(chosen) == 5
+    assert "tests/test_agent/test_shadowed.py" in map(str, chosen) and len(chosen) == 6
 
 
 def run(slime_tree, tmp_path, *extra):
@@ -75,9 +78,12 @@ def test_a_failure_of_the_stack_fails_and_the_places_are_named(slime_tree, tmp_p
     assert files["tests/utils/test_skipped.py"]["skipped"] == 1
     shadowed = files["tests/test_agent/test_shadowed.py"]
     assert shadowed["errors"] == 1 and "shadows slime's `tests`" in shadowed["outside_ci"][0], shadowed
-    assert (result["stack_failures"], result["outside_ci_failures"]) == (1, 2)
+    assert files["tests/utils/test_tokenizer.py"]["outside_ci"] == [
+        "test_qwen3: needs the network, which the run does not give it"
+    ]
+    assert (result["stack_failures"], result["outside_ci_failures"]) == (1, 3)
     assert result["left_out"] == ["tests/test_model_run.py"]
-    assert "1 the stack's, 2 from running outside upstream's CI" in proc.stdout
+    assert "1 the stack's, 3 from running outside upstream's CI" in proc.stdout
 
 
 def test_the_stack_passing_passes(slime_tree, tmp_path):
