@@ -153,7 +153,15 @@ def build(build_args: list[str], volumes: list[str], log: Path) -> tuple[int, li
         command += ["--build-arg", arg]
     for volume in volumes:
         command += ["--volume", volume]
-    command += ["-f", str(ROOT / "slime.Dockerfile"), "-t", IMAGE_TAG, str(ROOT)]
+    command += [
+        "--iidfile",
+        str(log.with_suffix(".iid")),
+        "-f",
+        str(ROOT / "slime.Dockerfile"),
+        "-t",
+        IMAGE_TAG,
+        str(ROOT),
+    ]
     steps: list[dict] = []
     start = time.monotonic()
     with (
@@ -299,10 +307,12 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     base = ensure_base(work, pairing.lock)
     standin_artifacts(work, recipe.args)
     build_args = tools_build.build_args(pairing, [*build_args, f"BASE_IMAGE={base}"])
-    log = work / "build.log"
+    log = work / f"build-{pairing.name}.log"  # one per pairing: two pairings may build at once
     code, steps, seconds = build(build_args, volumes, log)
     stopped = last_layer(log) if code else None
-    found = inspect_image(IMAGE_TAG if code == 0 else stopped, gate_again=code != 0) if code == 0 or stopped else {}
+    # What this build made, by its id: the tag is every pairing's, and a build of another pairing may take it meanwhile.
+    built = log.with_suffix(".iid").read_text().strip() if code == 0 else None
+    found = inspect_image(built if code == 0 else stopped, gate_again=code != 0) if code == 0 or stopped else {}
     installed = found.get("installed", [])
     unpinned_by_design = {"pip"}  # PIP_VERSION, installed before the lock applies
     facts = {
@@ -331,12 +341,12 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
-        **(compressed(IMAGE_TAG, work) if code == 0 else {}),
+        **(compressed(built, work) if code == 0 else {}),
         "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
     # After the gate: slime's own unit tests in the image it built (a failure of the stack fails the check).
-    facts["slime_unit_tests"] = slime_tests.run(buildah, STORAGE, IMAGE_TAG, work) if code == 0 else None
+    facts["slime_unit_tests"] = slime_tests.run(buildah, STORAGE, built, work) if code == 0 else None
     facts["targets"] = record.targets(facts)
     record.write(facts, out)
     if found.get("slime_flags"):
@@ -361,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         "--work",
         type=Path,
         default=Path("/var/tmp/slime-build-check"),
-        help="working folder: the stand-in base's parts, the mirrors, build.log",
+        help="working folder: the stand-in base's parts, the mirrors, build-<pairing>.log",
     )
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="the slime release to build (default: the default)")
     parser.add_argument(
