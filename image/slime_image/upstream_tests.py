@@ -13,6 +13,7 @@ and gone after it; it goes after the image's site-packages on the path. Exit 0 w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -74,15 +75,15 @@ def outside_ci(text: str) -> str | None:
 
 def per_file(junit: Path, files: list[str]) -> dict[str, dict]:
     """file -> counts of passed, failed, errors, skipped, and each failure's cause when it is not the stack's."""
-    found = {
-        file: {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "outside_ci": [], "stack": []} for file in files
-    }
+
+    def none_yet() -> dict:
+        return {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "outside_ci": [], "stack": []}
+
+    found = {file: none_yet() for file in files}
     for case in ET.parse(junit).getroot().iter("testcase"):
         file = case.get("file") or module_file(case.get("classname") or "", files)
         file = file or module_file(case.get("name") or "", files)
-        counts = found.setdefault(
-            file or "?", {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "outside_ci": [], "stack": []}
-        )
+        counts = found.setdefault(file or "?", none_yet())
         bad = case.find("failure") if case.find("failure") is not None else case.find("error")
         if case.find("skipped") is not None:
             counts["skipped"] += 1
@@ -142,7 +143,12 @@ def run_file(args, file: Path, xml: Path, shown) -> ET.Element:
     try:
         proc.wait(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # with what the tests started (torch's spawned ranks)
+        pass
+    finally:
+        # Past its time, stopped (Ctrl-C, a SIGTERM from `timeout` or Kubernetes) or done: what the file started
+        # (torch's spawned ranks) ends with it, not in the next file's time or after this command.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     if xml.is_file():
         return ET.parse(xml).getroot().find("testsuite")
@@ -165,7 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
 
+    def stopped(signum, frame):
+        raise KeyboardInterrupt  # a SIGTERM ends the run as Ctrl-C does, the running file's processes with it
+
     def run() -> int:
+        signal.signal(signal.SIGTERM, stopped)
         if not (args.runner / "pytest").is_dir():
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():

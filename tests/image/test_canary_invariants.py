@@ -335,16 +335,32 @@ def test_the_recorded_gpu_fault_runs_fail_the_row_that_guards_them(fault, failed
     assert invariants.fault_row(fault, lines).result.status == "pass"
 
 
-def test_the_recorded_gpu_learning_run_learns():
-    """--learn on the H100 (docs/h200/learn/): the reward rose from a quarter to every token a number, after which
-    every sample scored alike and GRPO had no gradient, which the train step accepts only then."""
-    lines = (H100 / "learn" / "learn.log").read_text().splitlines()
+@pytest.mark.parametrize("log, rose", [("learn.log", "+0.731"), ("h200-learn.log", "+0.721")])
+def test_the_recorded_gpu_learning_run_learns(log, rose):
+    """--learn on the H100 and on the H200 (docs/h200/learn/): the reward rose from a quarter to every token a number,
+    after which every sample scored alike and GRPO had no gradient, which the train step accepts only then."""
+    lines = (H100 / "learn" / log).read_text().splitlines()
     rows = phases.rows(lines, 16, 0, 600)
     assert all(r.result.status == "pass" for r in rows), [(r.check.id, r.result.summary) for r in rows]
     learned = invariants.learning_row(phases.rewards(lines, 16), 3, 0.1)
-    assert learned.result.status == "pass" and "rose +0.731" in learned.result.summary
+    assert learned.result.status == "pass" and f"rose {rose}" in learned.result.summary
     step = {r.check.id: r for r in rows}["iteration-16/train-step"]
     assert step.result.summary == "loss 0, grad norm 0: every sample scored 1, so GRPO had no advantage"
+
+
+def test_the_recorded_gpu_learning_run_with_stale_weights_fails_where_the_updates_stop_reaching_sglang():
+    """--learn --fault stale-weights on the H200 (docs/h200/learn/h200-learn-stale.log): the engine stays at the
+    version before the update, the next rollout samples with it, slime's own --ci-test assertion stops the job, and
+    the reward is never seen to rise."""
+    lines = (H100 / "learn" / "h200-learn-stale.log").read_text().splitlines()
+    rows = {r.check.id: r for r in phases.rows(lines, 16, 1, 600)}
+    first = next(r for r in rows.values() if r.result.status == "fail")
+    assert first.check.id == "iteration-1/weight-version" and first.check.walls == ("W49",)
+    assert first.result.summary == "engine 0: 1; the trained weights are version 2"
+    assert rows["iteration-2/rollout-version"].result.status == "fail"
+    learned = invariants.learning_row(phases.rewards(lines, 16), 3, 0.1)
+    assert learned.result.status == "fail" and learned.check.walls == ("W49",)
+    assert invariants.fault_row("stale-weights", lines).result.status == "pass"
 
 
 def test_a_step_without_a_gradient_still_fails_where_the_samples_scored_differently():

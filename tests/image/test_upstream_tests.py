@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,31 @@ def test_a_file_that_hangs_is_stopped_and_counted(slime_tree, tmp_path):
     assert hung["errors"] == 1 and "ran past 5 s" in hung["stack"][0], hung
     assert result["files"]["tests/test_sound.py"]["passed"] == 2  # the other files ran in processes of their own
     assert subprocess.run(["pgrep", "-f", "time.sleep\\(120\\)"], capture_output=True).stdout == b""
+
+
+def test_a_stopped_run_ends_the_processes_of_the_file_it_was_running(slime_tree, tmp_path):
+    """`timeout` stops the command with SIGTERM: the distributed ranks the running test file started must not run on
+    into whatever comes next (seen on the H200, docs/h200/upstream-tests/record.md)."""
+    hang = "import subprocess, sys, time\n\n\ndef test_wait():\n"
+    hang += "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(123)'])\n    time.sleep(123)\n"
+    (slime_tree / "tests" / "test_hangs.py").write_text(hang)
+    for name in list(FILES):
+        if name.endswith(".py") and "hangs" not in name:
+            (slime_tree / name).unlink()
+    out = tmp_path / "out"
+    out.mkdir()
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(RUNNER)]
+    command += ["--slime-root", str(slime_tree), "--junit", str(out / "junit.xml"), "--timeout", "100"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    started = time.monotonic()
+    while not rank_running("time.sleep\\(123\\)"):
+        assert time.monotonic() - started < 60 and proc.poll() is None, "the test file never started its process"
+        time.sleep(0.2)
+    proc.terminate()
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode != 0 and "Traceback" not in stderr and not (out / "junit.xml").exists()
+    assert not rank_running("time.sleep\\(123\\)")
+
+
+def rank_running(pattern: str) -> bool:
+    return subprocess.run(["pgrep", "-f", pattern], capture_output=True).stdout != b""
