@@ -53,7 +53,18 @@ def trees(tmp_path):
     folder.mkdir(parents=True)
     (folder / "sglang.patch").write_text(diff(site, HTTP_SERVER, "python/", SGLANG_OLD, SGLANG_NEW))
     (folder / "megatron.patch").write_text(diff(megatron, ARGUMENTS, "", MEGATRON_OLD, MEGATRON_NEW))
+    write_order(slime, "megatron.patch", "sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch")
     return slime, megatron, site
+
+
+def write_order(slime, *files):
+    """slime's docker/Dockerfile as far as the patcher reads it: the patch files it applies, in its order (a recipe
+    written here, shaped as slime's: one loop over the names, beside a COPY of a glob that names none)."""
+    (slime / "docker").mkdir(exist_ok=True)
+    (slime / "docker" / "Dockerfile").write_text(
+        "COPY docker/patch/${PATCH_VERSION}/sglang*.patch /work/\n"
+        f"RUN for p in {' '.join(files)}; do [ -f $p ] && git apply $p; done\n"
+    )
 
 
 def patch(slime, megatron, site, *extra):
@@ -259,7 +270,10 @@ def test_a_new_upstream_patch_file_the_series_does_not_declare_fails_loudly_and_
     code, report, statuses = patch(*trees, "--only", UPSTREAM, "--series", series)
     assert code == 1 and set(statuses.values()) == {"error"}
     message = report["patches"][0]["message"]
-    assert "sglang-new_feature.patch is in v0.5.12.post1/ but not declared, and no series here applies it" in message
+    assert (
+        "sglang-new_feature.patch is in v0.5.12.post1/ but not declared, and slime's docker/Dockerfile does not "
+        "apply it" in message
+    )
     assert message.endswith("nothing written") and snapshot(megatron, site) == before
 
 
@@ -306,3 +320,31 @@ def test_each_pairing_declares_its_slime_trees_series():
                 check=True,
             ).stdout
             assert hashlib.sha256(blob).hexdigest()[:16] == digest, (name, file)
+
+
+def test_the_order_of_a_series_is_slime_s_dockerfile_s(trees):
+    """A new patch file slime's Dockerfile names applies where it names it, with no change here; one it does not name
+    stops the series, since where it goes is unknown."""
+    slime, megatron, site = trees
+    folder = slime / "docker" / "patch" / "v0.5.12.post1"
+    patched = site.parent / "order-step"
+    shutil.copytree(site / "sglang", patched / "sglang")
+    subprocess.run(["git", "apply", "-p2", str(folder / "sglang.patch")], cwd=patched, check=True)
+    (folder / "sglang-deterministic.patch").write_text(
+        diff(patched, HTTP_SERVER, "python/", SGLANG_NEW[0], ['@app.post("/post_process_weights")  # ordered\n'])
+    )
+    before = snapshot(megatron, site)
+    code, report, statuses = patch(*trees, "--only", "slime-sglang-patch")
+    assert code == 1 and statuses == {"slime-sglang-patch": "error"}, report
+    assert (
+        "holds sglang-deterministic.patch, which slime's docker/Dockerfile does not apply"
+        in (report["patches"][0]["message"])
+    )
+    assert snapshot(megatron, site) == before
+    write_order(slime, "megatron.patch", "sglang.patch", "sglang-deterministic.patch")
+    code, report, statuses = patch(*trees, "--only", "slime-sglang-patch")
+    assert code == 0 and statuses == {"slime-sglang-patch": "applied"}, report
+    assert '@app.post("/post_process_weights")  # ordered' in (site / HTTP_SERVER).read_text()
+    from slime_image.patches import upstream
+
+    assert upstream.slime_order(slime) == ("megatron.patch", "sglang.patch", "sglang-deterministic.patch")

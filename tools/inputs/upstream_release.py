@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.patches.upstream import declaration_of
+from slime_image.patches.upstream import declaration_of, slime_order
 
 from tools.inputs.recipe import Recipe, substitute
 
@@ -97,7 +97,7 @@ def read(tree: Path) -> Release:
         apex_commit=_last(APEX_GIT, runs, "ref"),
         numpy=_last(PIN.format(name="numpy"), runs, "spec"),
         scipy=_last(PIN.format(name="scipy"), runs, "spec"),
-        patch_series=declaration_of(folder) if has_folder else None,
+        patch_series=declaration_of(folder, slime_order(tree)) if has_folder else None,
         slime_requires=requirements(tree / "requirements.txt"),
     )
 

@@ -97,7 +97,7 @@ def patch_all(
     a chosen folder that differs from it stops every patch before anything is written."""
     version = upstream.sglang_version(roots["sglang_root"]) if roots["sglang_root"] else None
     choice = upstream.choose(roots["slime_root"], version)
-    differences = upstream.series_differences(choice.folder, series) if series and choice.folder else []
+    differences = upstream.series_differences(choice, series) if series and choice.folder else []
     if differences:
         why = f"{choice.why}, which is not the series the pairing declares: {'; '.join(differences)}; nothing written"
         return [{"id": p.ID, "status": ERROR, "message": why} for p in upstream.UPSTREAM if p.ID in selected], (

@@ -1,8 +1,9 @@
 """slime's own patches to Megatron-LM and SGLang (wall W20), applied as slime's image applies them.
 
 slime ships `docker/patch/<sglang version>/megatron.patch` and `sglang.patch`; from v0.3.1 on SGLang's is a series,
-`sglang.patch` then `sglang-top_p.patch`, `sglang-release_hicache.patch` and `sglang-pull_weights.patch`, each
-written on top of the earlier ones. slime's Dockerfile applies the folder PATCH_VERSION names, `latest` by default.
+`sglang.patch` then `sglang-*.patch` files, each written on top of the earlier ones. Their order is a fact of slime's
+own image recipe, `docker/Dockerfile`, which names them in the order it applies them: it is read from there (the tree
+in the image), not kept here. slime's Dockerfile applies the folder PATCH_VERSION names, `latest` by default.
 An unpatched Megatron silently ignores arguments slime sets (`disable_grad_buffers_cpu_backup` under
 --offload-train); an unpatched SGLang lacks endpoints slime calls (`/post_process_weights`). The patches come from
 the slime tree in the image; none is kept in this repository.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,12 +29,24 @@ from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_A
 
 PATCH_ROOT = Path("docker/patch")
 FALLBACK = "latest"  # what slime's Dockerfile picks when PATCH_VERSION is not given
+ORDER_SOURCE = Path("docker/Dockerfile")  # slime's image recipe: it names its patch files in the order it applies them
+PATCH_FILE = re.compile(r"[\w.-]+\.patch")  # a named file; a glob (`sglang*.patch`) names none
 
 
 @dataclass(frozen=True)
 class Choice:
     folder: Path | None
     why: str
+    order: tuple[str, ...] = ()  # the patch files slime's Dockerfile applies, in its order
+
+
+def slime_order(slime_root: Path) -> tuple[str, ...]:
+    """The patch files slime's own docker/Dockerfile names, in the order it names (and applies) them; none when the
+    tree has no Dockerfile."""
+    recipe = slime_root / ORDER_SOURCE
+    if not recipe.is_file():
+        return ()
+    return tuple(dict.fromkeys(PATCH_FILE.findall(recipe.read_text(errors="replace"))))
 
 
 def sglang_version(sglang_root: Path) -> str | None:
@@ -46,15 +60,17 @@ def sglang_version(sglang_root: Path) -> str | None:
 def choose(slime_root: Path, version: str | None) -> Choice:
     """slime's patch folder for this SGLang version, else the one slime's own Dockerfile would apply."""
     base = slime_root / PATCH_ROOT
+    order = slime_order(slime_root)
     if version:
         for name in (f"v{version}", version):
             if (base / name).is_dir():
-                return Choice(base / name, f"{PATCH_ROOT / name} (for the installed SGLang {version})")
+                return Choice(base / name, f"{PATCH_ROOT / name} (for the installed SGLang {version})", order)
     if (base / FALLBACK).is_dir():
         return Choice(
             base / FALLBACK,
             f"{PATCH_ROOT / FALLBACK}: no folder for SGLang {version or '(not installed)'}, so the one slime's "
             "own Dockerfile applies by default",
+            order,
         )
     return Choice(None, f"{slime_root} has no {PATCH_ROOT}/ folder for SGLang {version} and no {FALLBACK}/")
 
@@ -111,7 +127,7 @@ class UpstreamPatch:
 
     ID: str
     TARGET: str  # which root the CLI passes: megatron_root or sglang_root
-    files: tuple[str, ...]  # the first is always shipped; the others where the folder has them
+    first: str  # always shipped; then the `<its stem>-*.patch` files the folder has, in slime's order
     strip: int
     WALLS = ("W20",)
     RETIRES = (
@@ -122,21 +138,29 @@ class UpstreamPatch:
     @property
     def CHANGES(self) -> str:
         tree = "Megatron-LM" if self.TARGET == "megatron_root" else "the installed SGLang"
-        files = ", ".join(f"`{f}`" for f in self.files)
         return (
-            f"slime's own `docker/patch/<sglang version>/` {files} (those present), applied to {tree} "
-            f"with `git apply -p{self.strip}`"
+            f"slime's own `docker/patch/<sglang version>/{self.first}`, then the `{self.stem}-*.patch` files there, "
+            f"in the order slime's `{ORDER_SOURCE}` applies them, applied to {tree} with `git apply -p{self.strip}`"
         )
 
-    def series(self, folder: Path) -> tuple[Path, ...]:
-        return tuple(folder / f for f in self.files if (folder / f).is_file())
+    @property
+    def stem(self) -> str:
+        return self.first.removesuffix(".patch")
 
     def plan(self, tree: Path, slime_root: Path, choice: Choice) -> Outcome:
         if choice.folder is None:
             return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why}")
-        series = self.series(choice.folder)
-        if not series or series[0].name != self.files[0]:
-            return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why} holds no {self.files[0]}")
+        if not (choice.folder / self.first).is_file():
+            return Outcome(NOT_NEEDED, f"NO UPSTREAM PATCH: {choice.why} holds no {self.first}")
+        later = {p.name for p in choice.folder.glob(f"{self.stem}-*.patch")}
+        unordered = sorted(later - set(choice.order))
+        if unordered:
+            return Outcome(
+                ERROR,
+                f"{choice.why} holds {', '.join(unordered)}, which slime's {ORDER_SOURCE} does not apply: where it "
+                "goes in the series is unknown; nothing changed",
+            )
+        series = (choice.folder / self.first, *(choice.folder / f for f in choice.order if f in later))
         named = ", ".join(f"{p.relative_to(slime_root)} (sha256 {sha256(p)[:12]})" for p in series)
         where = f"{named} in {tree}"
         forward = git_apply(series, tree, self.strip, "--check")
@@ -173,26 +197,27 @@ def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
     return folder.strip(), [(f, d) for f, _, d in entries]
 
 
-def declaration_of(folder: Path) -> str:
-    """The series a patch folder holds, written as a declaration: its files in slime's order (those no series here
-    knows last, by name, so that they fail the comparison loudly rather than go unapplied)."""
+def declaration_of(folder: Path, order: tuple[str, ...]) -> str:
+    """The series a patch folder holds, written as a declaration: its files in slime's order (`order`, read from
+    slime's Dockerfile; those it does not name last, by name, so that they fail the comparison loudly rather than go
+    unapplied)."""
     present = sorted(p.name for p in folder.glob("*.patch"))
-    known = [f for patch in UPSTREAM for f in patch.files if f in present]
-    ordered = known + [f for f in present if f not in known]
+    ordered = [f for f in order if f in present] + [f for f in present if f not in order]
     return f"{folder.name}: " + " ".join(f"{f}@{sha256(folder / f)[:DIGEST_PREFIX]}" for f in ordered)
 
 
-def series_differences(folder: Path, declared: str) -> list[str]:
+def series_differences(choice: Choice, declared: str) -> list[str]:
     """How the chosen patch folder differs from the declared series: another folder, a file added or missing, a
-    file changed, another order; empty when they are the same. A file no series here knows is named as such."""
+    file changed, another order; empty when they are the same. A file slime's Dockerfile does not apply is named."""
+    folder = choice.folder
     name, entries = parse_series(declared)
     if folder.name != name:
         return [f"slime chose {folder.name}/, but the pairing declares {name}/"]
-    _, found = parse_series(declaration_of(folder))
+    _, found = parse_series(declaration_of(folder, choice.order))
     want, have = dict(entries), dict(found)
-    known = {f for patch in UPSTREAM for f in patch.files}
     problems = [
-        f"{f} is in {folder.name}/ but not declared" + ("" if f in known else ", and no series here applies it")
+        f"{f} is in {folder.name}/ but not declared"
+        + ("" if f in choice.order else f", and slime's {ORDER_SOURCE} does not apply it")
         for f in have
         if f not in want
     ]
@@ -203,11 +228,7 @@ def series_differences(folder: Path, declared: str) -> list[str]:
     return problems
 
 
-MEGATRON = UpstreamPatch("slime-megatron-patch", "megatron_root", ("megatron.patch",), 1)
-SGLANG = UpstreamPatch(
-    "slime-sglang-patch",
-    "sglang_root",
-    ("sglang.patch", "sglang-top_p.patch", "sglang-release_hicache.patch", "sglang-pull_weights.patch"),
-    2,
-)
-UPSTREAM = [MEGATRON, SGLANG]
+UPSTREAM = [
+    UpstreamPatch("slime-megatron-patch", "megatron_root", "megatron.patch", 1),
+    UpstreamPatch("slime-sglang-patch", "sglang_root", "sglang.patch", 2),
+]
