@@ -135,11 +135,12 @@ FIGURES = (
     ),
     Figure(
         "slime-canary --learn: 16 iterations of 8 prompts x 8 samples",
-        "277 s (engine start 107 s); mean reward 0.27 over the first 3 iterations, 1.00 over the last 3",
-        "one H100 80GB, 16 cores, driver 580",
-        "1.84",
-        "2026-12-05 15:28 UTC",
-        "docs/h200/learn/record.md",
+        "357 s (engine start 172 s, the first on a fresh machine); mean reward 0.28 over the first 3 iterations, "
+        "1.00 over the last 3",
+        "one H200, 16 cores, driver 580",
+        "0.51",
+        "2026-12-05 17:13 UTC",
+        "docs/h200/learn/record.md (before: 277 s on an H100, engine start 107 s, after the plain canary had run)",
     ),
     Figure(
         "start time: the modules a job imports, in a fresh process",
