@@ -13,7 +13,7 @@ from conftest import ROOT
 
 from tools.inputs import fingerprint, pairings
 from tools.planner import sdist_metadata
-from tools.release.build_check import image_weight, record, standins
+from tools.release.build_check import image_weight, record, slime_tests, standins
 
 RECORD = record.RECORD_JSON
 
@@ -241,3 +241,58 @@ def test_an_image_change_rebuilds_in_three_minutes_gate_included():
     assert built["steps"][_first_rebuilt(built["steps"])]["instruction"].startswith("COPY image/")
     assert any("slime-smoke --stage build" in s["instruction"] and not s["cached"] for s in built["steps"])
     assert built["seconds"] <= IMAGE_REBUILD_LIMIT_S
+
+
+def _tests_result(stack: dict[str, list[str]], passed: int = 3) -> dict:
+    files = {
+        file: {"passed": passed, "failed": len(entries), "errors": 0, "skipped": 0, "outside_ci": [], "stack": entries}
+        for file, entries in stack.items()
+    }
+    total = sum(len(e) for e in stack.values())
+    return {
+        "passed": passed * len(files),
+        "failed": total,
+        "errors": 0,
+        "skipped": 0,
+        "stack_failures": total,
+        "outside_ci_failures": 0,
+        "files": files,
+        "left_out": [],
+    }
+
+
+def test_a_failure_the_pairing_does_not_list_is_the_stack_s_and_a_listed_one_that_passes_is_named():
+    result = _tests_result(
+        {
+            "tests/test_a.py": ["test_sdk: TypeError: wants httpx2", "test_new: AssertionError: numpy 2"],
+            "tests/b.py": [],
+        }
+    )
+    known = {"tests/test_a.py::test_sdk": "the test's own client, reviewed", "tests/b.py::test_fixed": "fixed since"}
+    judged = slime_tests.with_known(result, known)
+    assert judged["stack_failures"] == 1 and judged["files"]["tests/test_a.py"]["stack"] == [
+        "test_new: AssertionError: numpy 2"
+    ]
+    assert judged["known_failures"] == 1 and judged["stale_known"] == ["tests/b.py::test_fixed"]
+    assert judged["files"]["tests/test_a.py"]["known"] == [
+        {"failure": "test_sdk: TypeError: wants httpx2", "why": "the test's own client, reviewed"}
+    ]
+    lines = "\n".join(record.unit_test_lines(judged, "v0.3.0"))
+    assert "**1 failures of the stack**" in lines and "known, reviewed: test_sdk: the test's own client" in lines
+    assert "listed but no longer failing, so the check fails: tests/b.py::test_fixed" in lines
+    assert "pairings/v0.3.0.toml, [known_test_failures]" in lines
+    clean = slime_tests.with_known(_tests_result({"tests/test_a.py": ["test_sdk: TypeError"]}), known)
+    assert clean["stack_failures"] == 0 and clean["stale_known"] == ["tests/b.py::test_fixed"]
+    nothing = slime_tests.with_known(_tests_result({"tests/test_a.py": []}), {})
+    assert "[known_test_failures]" not in "\n".join(record.unit_test_lines(nothing, "v0.3.1"))
+
+
+def test_each_pairing_s_known_failures_are_failures_its_record_shows_and_nothing_else_fails(built):
+    """The reviewed list and the last verification build agree: every listed test failed there, and no other did."""
+    raw = {
+        file: {**counts, "stack": counts["stack"] + [k["failure"] for k in counts.get("known", [])]}
+        for file, counts in built["slime_unit_tests"]["files"].items()
+    }
+    known = pairings.load(built["pairing"]).known_test_failures
+    judged = slime_tests.with_known({**built["slime_unit_tests"], "files": raw}, known)
+    assert (judged["stack_failures"], judged["stale_known"]) == (0, [])

@@ -184,3 +184,21 @@ def test_a_draft_over_a_committed_pairing_is_refused(slime_trees, capsys):
     err = capsys.readouterr().err
     assert "pairings: pairings/v0.3.1.toml exists: v0.3.1 is a pairing already" in err
     assert "fix: pass --out FILE" in err
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        '[known_test_failures]\n"tests/test_a.py::test_x" = ""\n',
+        '[known_test_failures]\n"test_x" = "a reason"\n',
+        '[known_test_failures]\n"tests/test_a.py::test_x" = 3\n',
+        'known_test_failures = ["tests/test_a.py::test_x"]\n',
+    ],
+)
+def test_a_known_failure_without_its_test_id_or_its_reason_is_refused(tmp_path, table):
+    text = (pairings.FOLDER / "v0.3.0.toml").read_text()
+    (tmp_path / "v0.3.0.toml").write_text(
+        text.split("[known_test_failures]")[0].replace("\n[args]\n", f"\n{table}[args]\n", 1)
+    )
+    with pytest.raises(UserError, match=r"\[known_test_failures\] must map test ids to reasons"):
+        pairings.load("v0.3.0", tmp_path)

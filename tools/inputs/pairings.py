@@ -52,6 +52,8 @@ class Pairing:
     megatron: dict = field(
         default_factory=dict
     )  # what Megatron-LM declares at MEGATRON_COMMIT: name, version, requires
+    # slime's unit tests that fail in this pairing's image for a reviewed reason of upstream's own: test id -> why
+    known_test_failures: dict[str, str] = field(default_factory=dict)
 
     @property
     def lock(self) -> Path:
@@ -86,7 +88,15 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     if not isinstance(data.get("args"), dict) or not data["args"]:
         raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
     args = {k: str(v) for k, v in data["args"].items()}
-    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())), data.get("megatron", {}))
+    known = data.get("known_test_failures", {})
+    if not isinstance(known, dict) or any(
+        "::" not in test or not isinstance(why, str) or not why.strip() for test, why in known.items()
+    ):
+        raise UserError(
+            f"{path}: [known_test_failures] must map test ids to reasons",
+            '"tests/FILE.py::TEST_NAME" = "why it fails, reviewed, and why it is upstream\'s own"',
+        )
+    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())), data.get("megatron", {}), known)
 
 
 def megatron_metadata(commit: str, folder: Path | None = None) -> dict | None:

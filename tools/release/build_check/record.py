@@ -189,13 +189,13 @@ def markdown(record: dict) -> str:
         *[f"| {c['id']} | {c['status']} | {c['summary'].replace('|', '/')[:150]} |" for c in gate["checks"]],
         "",
     ]
-    lines += unit_test_lines(record.get("slime_unit_tests"))
+    lines += unit_test_lines(record.get("slime_unit_tests"), record["pairing"])
     if record.get("failure"):
         lines += ["## Where it stopped", "", "```text", *record["failure"], "```", ""]
     return "\n".join(lines)
 
 
-def unit_test_lines(tests: dict | None) -> list[str]:
+def unit_test_lines(tests: dict | None, pairing: str) -> list[str]:
     """slime's own unit tests in the image, per file, each failure named as the stack's or as running them here."""
     if not tests:
         return ["## slime's unit tests in the image", "", "not run (the build did not finish)", ""]
@@ -206,18 +206,33 @@ def unit_test_lines(tests: dict | None) -> list[str]:
         f"{tests['failed']} failed, {tests['errors']} errors, {tests['skipped']} skipped; "
         f"**{tests['stack_failures']} failures of the stack**, {tests['outside_ci_failures']} from running upstream's "
         f"tests outside upstream's CI; {len(tests['left_out'])} files left out (they need a model, data or the "
-        "network).",
+        "network)." + known_sentence(tests, pairing),
         "",
         "| file | passed | failed | errors | skipped | failures, and why |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for file, f in tests["files"].items():
         why = "; ".join(
-            [f"outside upstream's CI: {x}" for x in f["outside_ci"]] + [f"the stack's: {x}" for x in f["stack"]]
+            [f"outside upstream's CI: {x}" for x in f["outside_ci"]]
+            + [f"known, reviewed: {k['failure'].partition(': ')[0]}: {k['why']}" for k in f.get("known", [])]
+            + [f"the stack's: {x}" for x in f["stack"]]
         )
         counts = f"{f['passed']} | {f['failed']} | {f['errors']} | {f['skipped']}"
         lines.append(f"| {file} | {counts} | {why.replace('|', '/')[:300]} |")
     return [*lines, ""]
+
+
+def known_sentence(tests: dict, pairing: str) -> str:
+    """What the pairing's [known_test_failures] took out of the stack's failures, where it lists any."""
+    if not tests.get("known_failures") and not tests.get("stale_known"):
+        return ""
+    sentence = (
+        f" {tests['known_failures']} more are failures the pairing lists as upstream's own, each with its reason "
+        f"(pairings/{pairing}.toml, [known_test_failures])"
+    )
+    if tests.get("stale_known"):
+        sentence += f"; listed but no longer failing, so the check fails: {', '.join(tests['stale_known'])}"
+    return sentence + "."
 
 
 def write(record: dict, directory: Path) -> None:

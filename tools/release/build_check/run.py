@@ -346,16 +346,24 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "failure": log.read_text().splitlines()[-40:] if code else None,
     }
     # After the gate: slime's own unit tests in the image it built (a failure of the stack fails the check).
-    facts["slime_unit_tests"] = slime_tests.run(buildah, STORAGE, built, work) if code == 0 else None
+    tests = slime_tests.run(buildah, STORAGE, built, work) if code == 0 else None
+    facts["slime_unit_tests"] = slime_tests.with_known(tests, pairing.known_test_failures) if tests else None
     facts["targets"] = record.targets(facts)
     record.write(facts, out)
     if found.get("slime_flags"):
         record.write_flags(found["slime_flags"], out)
     print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)
     stack_failures = (facts["slime_unit_tests"] or {}).get("stack_failures", 0)
+    stale = (facts["slime_unit_tests"] or {}).get("stale_known", [])
     if stack_failures:
         print(f"build-check: {stack_failures} of slime's unit tests fail in the image (record: {out})", flush=True)
-    return 0 if code == 0 and not stack_failures else 1
+    for test in stale:
+        print(
+            f"build-check: {test} is listed in pairings/{pairing.name}.toml [known_test_failures] but did not fail;"
+            " remove it there",
+            flush=True,
+        )
+    return 0 if code == 0 and not stack_failures and not stale else 1
 
 
 def main(argv: list[str] | None = None) -> int:

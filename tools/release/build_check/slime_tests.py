@@ -1,6 +1,8 @@
 """slime's own unit tests in the image the verification build made (image/slime_image/upstream_tests.py chooses and
 judges them): in a working container of the image, without the network, with pytest from a folder mounted for the
-run, so that no test runner stays in the image. The per-file result goes into the build's record."""
+run, so that no test runner stays in the image. The per-file result goes into the build's record, after the failures
+the pairing lists as known (its [known_test_failures], each reviewed with its reason) are taken out of the stack's:
+a listed test that no longer fails is named too, so that the list cannot outlive its reasons."""
 
 from __future__ import annotations
 
@@ -62,3 +64,27 @@ def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
     if not (out / RESULT).is_file():
         raise UserError(f"slime's unit tests gave no result (exit {proc.returncode})", "read their output above")
     return json.loads((out / RESULT).read_text())
+
+
+def with_known(result: dict, known: dict[str, str]) -> dict:
+    """`result` with the failures `known` lists (test id -> why) moved from the stack's to `known` in their files
+    (each failure as it was, with the reason), and the listed tests that did not fail in `stale_known`; the counts
+    follow."""
+    files = {file: {**counts, "stack": list(counts["stack"]), "known": []} for file, counts in result["files"].items()}
+    stale = []
+    for test, why in known.items():
+        file, _, name = test.partition("::")
+        entries = files.get(file, {}).get("stack", [])
+        hit = next((e for e in entries if e.startswith(f"{name}: ")), None)
+        if hit is None:
+            stale.append(test)
+            continue
+        entries.remove(hit)
+        files[file]["known"].append({"failure": hit, "why": why})
+    return {
+        **result,
+        "files": files,
+        "stack_failures": sum(len(f["stack"]) for f in files.values()),
+        "known_failures": sum(len(f["known"]) for f in files.values()),
+        "stale_known": stale,
+    }
