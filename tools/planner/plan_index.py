@@ -6,7 +6,8 @@ this workplace's proxy of PyPI is, three or four range requests into the wheel),
 step alone made about 1,400 requests in a row and parsed 170,000 file entries (measured: 88 s of a 137 s cold plan).
 This index serves pip the same pages and the same metadata, fetched ahead and in parallel:
 
-- pages: fetched from the real index (PEP 691 JSON) when pip asks, or all at once for the names a lock pins;
+- pages: fetched from the real index (PEP 691 JSON) when pip asks, or all at once for the names a lock pins, or,
+  planning afresh (make lock's first plan), for the names the lock being replaced pins: most of them come back;
 - under a lock, a page lists only the files of the version the lock pins: pip's resolver would drop the others
   anyway, since every step is constrained by the lock (the same `==` test pip applies, packaging's);
 - every wheel gets PEP 658 metadata: the real index's own `.metadata` file where it offers one, else the wheel's
@@ -125,11 +126,20 @@ class Refused(Exception):
 class PlanIndex:
     """The index pip sees; `url` is its /simple/ root. Use as a context manager."""
 
-    def __init__(self, upstream: str, store: Path, arch: str, pins: dict[str, str] | None = None):
+    def __init__(
+        self,
+        upstream: str,
+        store: Path,
+        arch: str,
+        pins: dict[str, str] | None = None,
+        hints: dict[str, str] | None = None,
+    ):
         self.upstream = upstream.rstrip("/") + "/"
         self.store = store  # <sha256 of the wheel>.METADATA
         self.arch = arch
         self.pins = {canonicalize_name(name): Pin(version) for name, version in (pins or {}).items()}
+        # Versions likely to be picked, not constraints: their pages stay whole, their wheels' metadata comes ahead.
+        self.hints = {canonicalize_name(name): Pin(version) for name, version in (hints or {}).items()}
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.lock = threading.Lock()
         self.pages: dict[str, Future] = {}
@@ -204,26 +214,28 @@ class PlanIndex:
             return 307, real.encode(), "text/plain"
         data = json.loads(answer.body)
         pin = self.pins.get(name)
+        hint = self.hints.get(name)
         kept = []
         for entry in data.get("files", []):
             if pin is not None and not pin.allows(entry["filename"]):
                 continue
             if entry["filename"].endswith(".whl"):
-                entry = self._listed(urllib.parse.urljoin(real, entry["url"]), entry, name in self.pins)
+                ahead = pin is not None or (hint is not None and hint.allows(entry["filename"]))
+                entry = self._listed(urllib.parse.urljoin(real, entry["url"]), entry, ahead)
             else:
                 entry = {**entry, "url": urllib.parse.urljoin(real, entry["url"])}
             kept.append(entry)
         data["files"] = kept
         return 200, json.dumps(data).encode(), JSON_PAGE
 
-    def _listed(self, real: str, entry: dict, pinned: bool) -> dict:
-        """A wheel's entry with its URL on this index and PEP 658 metadata, fetched ahead when the lock pins its
-        version and pip could pick it here."""
+    def _listed(self, real: str, entry: dict, ahead: bool) -> dict:
+        """A wheel's entry with its URL on this index and PEP 658 metadata, fetched ahead when the lock pins (or
+        hints) its version and pip could pick it here."""
         offered = entry.get("core-metadata", entry.get("dist-info-metadata")) or True
         with self.lock:
             token = len(self.files)
             self.files.append((real, entry))
-        if pinned and for_this_arch(entry["filename"], self.arch):
+        if ahead and for_this_arch(entry["filename"], self.arch):
             self._metadata(token)
         return {
             **entry,

@@ -168,6 +168,9 @@ class Replay:
         self._index: PlanIndex | None = None  # the planner's index in front of the real one, once a step needs it
         self._open = contextlib.ExitStack()  # what replay() closes: the planner's index
         self._pins: dict[str, str] = {}
+        # Planning afresh (make lock's first plan): the lock it will replace names what is likely to come back.
+        replaced = None if use_lock else recipe.constraint_file()
+        self._hints = lock_pins(replaced.read_text()) if replaced and replaced.is_file() else {}
 
     @functools.cached_property
     def upstream(self) -> str:
@@ -178,9 +181,9 @@ class Replay:
         """Started on first need, so that a plan whose every step is cached asks nothing of the network."""
         if self._index is None:
             self._index = self._open.enter_context(
-                PlanIndex(self.upstream, self.cache / "metadata", self.arch, self._pins)
+                PlanIndex(self.upstream, self.cache / "metadata", self.arch, self._pins, self._hints)
             )
-            self._index.prefetch(self._pins)
+            self._index.prefetch(self._pins or self._hints)
         return self._index
 
     def base_manifest(self, assume_empty: bool) -> Path | None:
