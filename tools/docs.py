@@ -95,11 +95,11 @@ DEV = "development machine: 2 cores, no GPU"
 FIGURES = (
     Figure(
         "`make test` on a fresh clone, 820 tests",
-        "4 min 27 s (pytest's count; 3 workers; `bash .ci/run` 4 min 41 s); with 2 workers 5 min 1 s the run before, "
-        "17 min 36 s in one process",
+        "4 min 45 s (pytest's count; 3 workers, the default; `bash .ci/run` 4 min 58 s); 4 min 27 s the run before; "
+        "with 2 workers 5 min 1 s; 17 min 36 s in one process",
         DEV,
-        "1.44 at the start, 2.95 at the end (its own three workers), nothing else running",
-        "2026-12-05 19:12 UTC",
+        "1.55 at the start (a run just ended), 2.45 at the end (its own three workers)",
+        "2026-12-05 19:18 UTC",
         "The test suite",
     ),
     Figure(
