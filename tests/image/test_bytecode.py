@@ -24,14 +24,7 @@ def slime_tree(root):
 
 
 def run(root, *args):
-    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONDONTWRITEBYTECODE": "1"}
-    return subprocess.run(
-        [sys.executable, str(IMAGE_BIN / "slime-bytecode"), "--slime-root", str(root), *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return bare_run(root, *args, pythonpath=str(root))
 
 
 def test_writes_bytecode_for_what_a_job_imports_and_nothing_else(tmp_path):

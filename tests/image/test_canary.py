@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import default_sigint
 from slime_image.canary import invariants, job, phases
+from test_canary_invariants import SETUP_ROWS
 
 ROOT = Path(__file__).resolve().parents[2]
 CANARY = ROOT / "image" / "bin" / "slime-canary"
@@ -82,14 +83,7 @@ def test_the_recorded_gpu_run_passes_every_phase_and_invariant_of_two_iterations
     steps = [r for r in rows if r.check.id.endswith("/train-step")]
     assert [r.result.summary.startswith("loss ") and "grad norm" in r.result.summary for r in steps] == [True] * 2
     ids = [r.check.id for r in rows]
-    assert ids[:6] == [
-        "ray-up",
-        "engine-up",
-        "train-init",
-        "weight-update-first",
-        "weight-version-first",
-        "weight-check",
-    ]
+    assert ids[:6] == SETUP_ROWS
     for i in (1, 2):
         parts = [x.split("/")[1] for x in ids if x.startswith(f"iteration-{i}/")]
         assert [p for p in parts if p in phases.ITERATION] == list(phases.ITERATION)

@@ -73,20 +73,17 @@ def by_id(lines, iterations=2, returncode=0):
     return {r.check.id: r for r in phases.rows(lines, iterations, returncode, 600)}
 
 
+# The rows before the first iteration, in the report's order.
+SETUP_ROWS = ["ray-up", "engine-up", "train-init", "weight-update-first", "weight-version-first", "weight-check"]
+
+
 def test_a_sound_run_passes_every_phase_and_invariant_in_order():
     rows = phases.rows(run_log(), 2, 0, 600)
     assert all(r.result.status == "pass" for r in rows), [
         (r.check.id, r.result.summary) for r in rows if r.result.status != "pass"
     ]
     ids = [r.check.id for r in rows]
-    assert ids[:6] == [
-        "ray-up",
-        "engine-up",
-        "train-init",
-        "weight-update-first",
-        "weight-version-first",
-        "weight-check",
-    ]
+    assert ids[:6] == SETUP_ROWS
     assert [i.split("/")[1] for i in ids if i.startswith("iteration-1/")] == [
         "rollout", "rollout-version", "reward", "offload", "train-step", "logprob-gap", "first-step-kl", "onload",
         "weight-update", "weight-version",
