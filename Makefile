@@ -225,6 +225,13 @@ build-check: $(VENV)/.installed ## Verification build: buildah, a stand-in CUDA 
 	$(VPY) -m tools.release.build_check.run $(if $(PAIRING),--pairing "$(PAIRING)") $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)")
 	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
+# The image make build-check made, to compare a second uncached build with (empty: repro-check builds twice).
+AGAINST ?=
+
+.PHONY: repro-check
+repro-check: $(VENV)/.installed ## Build the verification build's recipe again without cache and compare every layer; docs/build/<pairing>/reproducibility.json
+	$(VPY) -m tools.release.build_check.repro $(if $(PAIRING),--pairing "$(PAIRING)") $(if $(MEGATRON_REPO),--megatron-repo "$(MEGATRON_REPO)") $(if $(SLIME_REPO),--slime-repo "$(SLIME_REPO)") $(if $(APEX_REPO),--apex-repo "$(APEX_REPO)") $(if $(AGAINST),--against "$(AGAINST)")
+
 .PHONY: push
 push: $(VENV)/.installed ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest
 	@case "$(COMPRESSION)" in gzip) ;; zstd) $(call need,skopeo,install skopeo (apt-get install skopeo): docker push writes gzip only) ;; \

@@ -17,13 +17,21 @@ ARG BASE_IMAGE
 # fails when they differ), so that a plain `docker build` builds the default pairing.
 ARG PAIRING=v0.3.1
 ARG EFA_INSTALLER_VERSION=1.48.0
+# The sha256 of each file fetched by URL rather than from a package index (W50): image/slime_image/fetch.py keeps only
+# those bytes. Empty is a pin not yet made (python -m tools.release.pin_downloads writes it): the file is taken with a
+# warning, and versions.json and the SBOM say it was not checked.
+ARG EFA_INSTALLER_SHA256=
 ARG PIP_VERSION=26.3
+# The sha256 of pip's wheel at PIP_VERSION: pip itself is hash-checked like every other (W50; a test holds it to the
+# index's).
+ARG PIP_SHA256=f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13
 ARG SGLANG_VERSION=0.5.15.post1
 ARG TORCH_VERSION=2.11.0+cu130
 ARG TRANSFORMER_ENGINE_VERSION=2.12.0
 ARG MEGATRON_COMMIT=1dcf0dafa884ad52ffb243625717a3471643e087
 ARG SGL_ROUTER_RELEASE=v0.3.2-9daabcd
 ARG SGL_ROUTER_VERSION=0.3.2
+ARG SGL_ROUTER_SHA256=
 ARG SLIME_REF=v0.3.1
 ARG SLIME_COMMIT=a6272da0d4f3d0a08520c99a2f3b4f6c887960dc
 ARG MBRIDGE_VERSION=0.15.1
@@ -57,12 +65,23 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # aws-ofi-nccl that supports the NCCL 2.28 torch ships. No SSH server (Ray on Kubernetes does not use it);
 # no GDRCopy (it needs a host kernel module). /opt/driver-stub exposes the toolkit's libcuda stub as
 # libcuda.so.1 for build-time imports only; it is never on the loader path.
+# The installer is fetched by its sha256 (W50). apt's and dpkg's caches and logs are removed with the lists: a layer
+# keeps no file that differs from one build to the next (the log's times) or that no process reads. The standard
+# library's bytecode is checked by its sources' hashes: a reproducible build gives every file one time, which the
+# time-stamped .pyc files apt writes would never match.
+COPY image/slime_image/fetch.py image/slime_image/pip_reports.py /opt/slime-image/slime_image/
 RUN apt-get update && \
     apt-get install -y --no-install-recommends python3.12 python3.12-dev python3.12-venv build-essential git \
       curl ca-certificates pciutils environment-modules libhwloc-dev && \
-    curl -fsSL "${EFA_INSTALLER_URL}/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" | tar -xz -C /tmp && \
+    python3.12 /opt/slime-image/slime_image/fetch.py "${EFA_INSTALLER_URL}/aws-efa-installer-${EFA_INSTALLER_VERSION}.tar.gz" \
+      "${EFA_INSTALLER_SHA256}" /tmp/aws-efa-installer.tar.gz && \
+    tar -xzf /tmp/aws-efa-installer.tar.gz -C /tmp && \
     env -C /tmp/aws-efa-installer ./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify && \
-    rm -rf /tmp/aws-efa-installer /var/lib/apt/lists/* && \
+    python3.12 -m compileall -q -j 0 --invalidation-mode checked-hash "$(python3.12 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')" && \
+    apt-get clean && \
+    rm -rf /tmp/aws-efa-installer /tmp/aws-efa-installer.tar.gz /var/lib/apt/lists/* /var/cache/apt/*.bin \
+      /var/log/apt /var/log/dpkg.log /var/log/alternatives.log /var/cache/debconf/*-old /var/lib/dpkg/*-old \
+      /var/cache/ldconfig/aux-cache && \
     mkdir -p /opt/driver-stub && ln -s /usr/local/cuda/lib64/stubs/libcuda.so /opt/driver-stub/libcuda.so.1
 # Each entry has one reason (a structural rule checks them): the OFI plugin NCCL loads by the name below and
 # libfabric it needs (W13); the toolkit's libcudart.so.13 for the torch_memory_saver hook, which has no RPATH
@@ -71,24 +90,29 @@ RUN apt-get update && \
 ENV LD_LIBRARY_PATH=/opt/amazon/ofi-nccl/lib:/opt/amazon/efa/lib:/usr/local/cuda/lib64:/usr/local/nvidia/lib64 \
     NCCL_NET_PLUGIN=ofi
 
-# One virtual environment holds every Python distribution in the image, first on PATH, with a pinned pip. No pip
-# step compiles bytecode (PIP_COMPILE=0): one step near the end writes it for what a job imports (slime-bytecode),
-# 0.15 of the 0.53 GB pip would write; the rest compiles in memory when first imported.
+# One virtual environment holds every Python distribution in the image, first on PATH, with a pinned pip, itself
+# hash-checked (W50). No pip step compiles bytecode (PIP_COMPILE=0): one step near the end writes it for what a job
+# imports (slime-bytecode), 0.15 of the 0.53 GB pip would write; the rest compiles in memory when first imported.
+# Every pip install keeps what it installed, by sha256, for the image's SBOM (pip_reports.py).
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_COMPILE=0
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv /opt/venv && \
-    python -m pip install "pip==${PIP_VERSION}"
+    printf 'pip==%s --hash=sha256:%s\n' "${PIP_VERSION}" "${PIP_SHA256}" > /tmp/pip.lock && \
+    PIP_CONSTRAINT=/tmp/pip.lock python -m pip install --report /tmp/report.json "pip==${PIP_VERSION}" && \
+    rm /tmp/pip.lock && python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json pip
 
 # The pairing's stack lock, written by `make lock` from the plan of this file: its lock's pins for what the layers
 # up to TransformerEngine install, so that they install the versions that were planned and checked (W18), and a
-# change that moves none of those pins (most of requirements.txt) leaves them cached.
+# change that moves none of those pins (most of requirements.txt) leaves them cached. Each pin carries the sha256 of
+# its files, so pip installs those bytes or fails naming the package, the file and both digests (W50).
 COPY locks/${PAIRING}.stack.lock /opt/slime-image/stack.lock
 ENV PIP_CONSTRAINT=/opt/slime-image/stack.lock
 
 # What the --no-build-isolation builds below (TransformerEngine's torch extension) and Megatron's helpers_cpp
 # compile with, besides the system compilers: without them those builds stop at their first import.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json setuptools wheel ninja \
+      pybind11 && python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json build-tools
 
 # torch and its CUDA wheels, in a layer of their own: one layer of all sglang brings would weigh 11 GB, and a node
 # pulls a layer as one piece. Named without versions: the lock pins torch and its wheels at what the sglang step
@@ -96,7 +120,8 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setupt
 # holds at the same release becomes a link to the base's file, so no layer holds it twice (W46; cuda_once.py).
 # Triton's static CUPTI archives (77 MB) are for linking programs against CUPTI: nothing in the image does.
 COPY image/slime_image/cuda_once.py /opt/slime-image/slime_image/cuda_once.py
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json torch && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json torch && \
     rm /opt/venv/lib/python3.12/site-packages/triton/backends/nvidia/lib/cupti/*_static.a && \
     python /opt/slime-image/slime_image/cuda_once.py link /opt/venv/lib/python3.12/site-packages
 
@@ -106,14 +131,18 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install torch 
 ARG UNUSED_DISTRIBUTIONS="nvidia-cuda-tileiras nvidia-cuda-nvcc nvidia-nvvm"
 
 # sglang's GPU kernels, the next 4 GB (sglang-kernel, FlashInfer and its cubins), versions again from the lock.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install sglang-kernel flashinfer-python flashinfer-cubin && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json sglang-kernel \
+      flashinfer-python flashinfer-cubin && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json kernels && \
     pip uninstall -y ${UNUSED_DISTRIBUTIONS}
 
 # sglang with the extras of its `all` but diffusion, whose st_attn and vsa are CUDA 12 builds (W22) that RL
 # never runs: the rest of what it needs, over the torch and kernels above. xgrammar's static archive (65 MB) is for
 # C++ programs linking xgrammar; its Python binding is a shared object of its own. The build stops here if torch is
 # anything else than the recipe intends.
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglang[http2,tracing]==${SGLANG_VERSION}" && \
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json \
+      "sglang[http2,tracing]==${SGLANG_VERSION}" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json sglang && \
     pip uninstall -y ${UNUSED_DISTRIBUTIONS} && \
     rm /opt/venv/lib/python3.12/site-packages/xgrammar/lib/libxgrammar.a && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
@@ -125,8 +154,9 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install "sglan
 # extension that does not load fails the build (W9, W10). No pip cache here: pip would keep the extension it builds
 # and hand it back to a rebuild against another torch (W9).
 RUN CPATH=/opt/venv/lib/python3.12/site-packages/nvidia/cudnn/include PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch \
-      NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation \
+      NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation --report /tmp/report.json \
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json transformer-engine && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
 # apex's fused_weight_gradient_mlp_cuda, the one apex extension Megatron needs beside TransformerEngine: its default
@@ -153,36 +183,51 @@ RUN git init -q /tmp/apex && git -C /tmp/apex fetch -q --depth 1 "${APEX_REPO_UR
 COPY requirements.txt /opt/slime-image/requirements.txt
 COPY locks/${PAIRING}.lock /opt/slime-image/constraints.lock
 ENV PIP_CONSTRAINT=/opt/slime-image/constraints.lock
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}"
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json \
+      -r /opt/slime-image/requirements.txt "${KERNELS_REQUIREMENT}" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json requirements
 
 # Megatron-LM at the commit slime was released with, --no-deps (its torch, numpy and packaging are met by
 # the steps above; the gate's pip-check proves it). The editable install compiles helpers_cpp, which Megatron
 # otherwise builds lazily on rank 0 only, so the other nodes fail to import it (W11); it maps megatron.core
 # alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31). That one commit
-# is fetched, not the history (0.12 GB that nothing in the image reads).
+# is fetched, not the history (0.12 GB that nothing in the image reads), its objects unpacked (the pack a server
+# sends differs from one fetch to the next), and no git index or reflog is kept (they hold the checkout's times):
+# `git reset -q` in the checkout makes the index again. The commit names its bytes; no lock applies (PIP_CONSTRAINT=).
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked git init -q /opt/Megatron-LM && \
-    git -C /opt/Megatron-LM fetch -q --depth 1 "${MEGATRON_REPO_URL}" "${MEGATRON_COMMIT}" && \
+    git -C /opt/Megatron-LM -c fetch.unpackLimit=1000000 fetch -q --depth 1 "${MEGATRON_REPO_URL}" "${MEGATRON_COMMIT}" && \
     git -C /opt/Megatron-LM checkout -q FETCH_HEAD && \
-    pip install --no-deps -e /opt/Megatron-LM && \
+    rm -r /opt/Megatron-LM/.git/index /opt/Megatron-LM/.git/logs /opt/Megatron-LM/.git/FETCH_HEAD && \
+    PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json -e /opt/Megatron-LM && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json megatron-lm && \
     echo /opt/Megatron-LM > /opt/venv/lib/python3.12/site-packages/megatron-lm.pth && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c \
       "import megatron.core, megatron.core.extensions.transformer_engine, megatron.training; from megatron.core.datasets import helpers_cpp"
 
 # The SLIME-patched router, slime and mbridge, each --no-deps: slime declares a stock sglang-router and
 # a bare numpy, either of which would undo the steps above (W8, W1; the gate's router-slime proves the router
-# is the SLIME build). slime's tag must name the commit it was released as, so a moved tag or a mirror's
-# other history fails here (W18). mbridge must be present because --no-deps never brings it (W7).
-RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --no-deps --force-reinstall \
-      "${SGL_ROUTER_URL}/${SGL_ROUTER_RELEASE}/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
-    git clone --depth 1 --branch "${SLIME_REF}" "${SLIME_REPO_URL}" /opt/slime && \
-    head=$(git -C /opt/slime rev-parse HEAD) && \
+# is the SLIME build). The router wheel is fetched by its sha256 (W50). slime's tag must name the commit it was
+# released as, so a moved tag or a mirror's other history fails here (W18); its checkout is kept as Megatron-LM's.
+# mbridge must be present because --no-deps never brings it (W7).
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python /opt/slime-image/slime_image/fetch.py \
+      "${SGL_ROUTER_URL}/${SGL_ROUTER_RELEASE}/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" \
+      "${SGL_ROUTER_SHA256}" "/tmp/sgl-router/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
+    PIP_CONSTRAINT='' pip install --no-deps --force-reinstall --report /tmp/report.json \
+      "/tmp/sgl-router/sglang_router-${SGL_ROUTER_VERSION}-cp38-abi3-manylinux_2_28_$(uname -m).whl" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json sgl-router && rm -r /tmp/sgl-router && \
+    git init -q /opt/slime && \
+    git -C /opt/slime -c fetch.unpackLimit=1000000 fetch -q --depth 1 "${SLIME_REPO_URL}" "${SLIME_REF}" && \
+    head=$(git -C /opt/slime rev-parse 'FETCH_HEAD^{commit}') && \
     { [ "$head" = "${SLIME_COMMIT}" ] || { echo "slime ${SLIME_REF} is commit $head, the recipe pins ${SLIME_COMMIT}" >&2; exit 1; }; } && \
-    pip install --no-deps -e /opt/slime && \
-    pip install --no-deps "mbridge==${MBRIDGE_VERSION}"
+    git -C /opt/slime checkout -q "$head" && rm -r /opt/slime/.git/index /opt/slime/.git/logs /opt/slime/.git/FETCH_HEAD && \
+    PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json -e /opt/slime && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json slime && \
+    pip install --no-deps --report /tmp/report.json "mbridge==${MBRIDGE_VERSION}" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json mbridge
 
 # The folder EKS's AL2023 and Bottlerocket nodes mount the driver into, which a Debian-family image's loader does not
 # search (W45).
-RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && ldconfig
+RUN echo /usr/lib64 > /etc/ld.so.conf.d/host-driver.conf && ldconfig && rm -f /var/cache/ldconfig/aux-cache
 
 # The image's own code: image/ and nothing else of this repository (standard library only, run by the
 # image's Python); its commands (slime-smoke, slime-patch, slime-bytecode, slime-record, slime-launch) go on PATH.
@@ -210,6 +255,10 @@ RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PA
       SGLANG_VERSION TORCH_VERSION TRANSFORMER_ENGINE_VERSION MEGATRON_COMMIT SGL_ROUTER_RELEASE \
       SGL_ROUTER_VERSION SLIME_REF SLIME_COMMIT MBRIDGE_VERSION APEX_COMMIT EFA_INSTALLER_URL SGL_ROUTER_URL \
       MEGATRON_REPO_URL SLIME_REPO_URL APEX_REPO_URL IMAGE_INPUTS
+
+# The image says what it holds in the form scanners read (CycloneDX 1.6): every distribution, Debian package, download
+# and source, each by the digest of what the build took (pip's reports, fetch.py's records, the commits, the base).
+RUN slime-sbom --out /opt/slime-image/sbom.cdx.json
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
 # a 16-GPU job. The report stays in the image.

@@ -3,10 +3,11 @@
     slime-bytecode [--slime-root DIR]
 
 No pip step of the image compiles bytecode (PIP_COMPILE=0): pip would write it for every module of every
-distribution, 0.53 GB, where a job reads 0.15 GB of it. This step imports what a job imports, with bytecode writing
-on, so those `.pyc` files are written beside their sources: slime's Megatron GRPO path (the modules the gate's
-slime-imports imports), what a rollout engine's processes import, and what a train actor imports besides. Anything
-else compiles in memory when it is first imported (the image sets PYTHONDONTWRITEBYTECODE=1).
+distribution, 0.53 GB, where a job reads 0.15 GB of it. This step imports what a job imports, then writes the
+bytecode of every module that loaded beside its source, checked by the source's hash (the same bytes in every
+build): slime's Megatron GRPO path (the modules the gate's slime-imports imports), what a rollout engine's processes
+import, and what a train actor imports besides. Anything else compiles in memory when it is first imported (the image
+sets PYTHONDONTWRITEBYTECODE=1).
 
 Run after slime's patches, so the bytecode is of the patched sources; slime's modules are imported from
 --slime-root. A module that does not import is named and left out (the gate after this step decides what must
@@ -18,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
+import py_compile
 import sys
 from pathlib import Path
 
@@ -48,9 +51,9 @@ def job_modules(slime_root: Path) -> list[str]:
     return [*grpo_modules(slime_root), *ENGINE_MODULES]
 
 
-def compile_imports(modules: list[str]) -> dict[str, str]:
-    """Import each module with bytecode writing on; the ones that did not import -> why."""
-    sys.dont_write_bytecode = False
+def compile_imports(modules: list[str], trees: tuple[Path, ...]) -> dict[str, str]:
+    """Import each module, then write the bytecode of every module loaded from `trees`; the ones that did not import
+    -> why."""
     failed = {}
     for name in modules:
         try:
@@ -58,7 +61,23 @@ def compile_imports(modules: list[str]) -> dict[str, str]:
         except Exception as exc:  # any import failure is reported; the gate after this step decides
             first_line = str(exc).partition("\n")[0]
             failed[name] = f"{type(exc).__name__}: {first_line}" if first_line else type(exc).__name__
+    write_bytecode(trees)
     return failed
+
+
+def write_bytecode(trees: tuple[Path, ...]) -> None:
+    """Bytecode for every loaded module whose source lies under `trees`, checked against its source's hash, not its
+    time: a reproducible build gives every file one time, which a time-stamped .pyc would never match, and the bytes
+    of the .pyc stay the same from one build to the next."""
+    for module in list(sys.modules.values()):
+        source = getattr(module, "__file__", None)
+        if not source or not source.endswith(".py") or not any(Path(source).resolve().is_relative_to(t) for t in trees):
+            continue
+        py_compile.compile(
+            source,
+            cfile=importlib.util.cache_from_source(source),
+            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+        )
 
 
 def bytecode_bytes(trees: tuple[Path, ...]) -> tuple[int, int]:
@@ -78,9 +97,9 @@ def run(slime_root: Path) -> int:
             "pass --slime-root a slime checkout at a release tag (its train.py imports slime.ray)",
         )
     sys.path.insert(0, str(root))  # slime's modules from --slime-root, before any other slime on the path
-    failed = compile_imports(modules)
-    # --slime-root is /opt/slime in the image, one of TREES: counted once.
-    count, size = bytecode_bytes(tuple({tree.resolve() for tree in (*TREES, root)}))
+    trees = tuple({tree.resolve() for tree in (*TREES, root)})  # --slime-root is /opt/slime in the image: once
+    failed = compile_imports(modules, trees)
+    count, size = bytecode_bytes(trees)
     print(
         f"slime-bytecode: {len(modules) - len(failed)} of {len(modules)} modules imported, {len(sys.modules)} loaded; "
         f"{count} .pyc files, {size / 1e9:.3f} GB"

@@ -16,6 +16,7 @@ COMMANDS = {
     "slime-p2p": "slime_image.p2p",
     "slime-bytecode": "slime_image.bytecode",
     "slime-upstream-tests": "slime_image.upstream_tests",
+    "slime-sbom": "slime_image.sbom",
 }
 
 

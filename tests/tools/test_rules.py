@@ -3,6 +3,7 @@
 Every rule passes on the real recipe and fails on a copy broken the way it guards against.
 """
 
+import re
 import shutil
 import subprocess
 import sys
@@ -29,9 +30,10 @@ def _move_requirements_before_sglang(text):
 
 
 def _build_tools_after_sglang(text):
-    tools = (
-        "RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install setuptools wheel ninja pybind11\n"
+    start = text.index(
+        "RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json setuptools"
     )
+    tools = text[start : text.index("\n\n", start) + 1]
     text = text.replace(tools, "")
     anchor = "# TransformerEngine, the version"
     return text.replace(anchor, tools + "\n" + anchor)
@@ -49,10 +51,10 @@ BROKEN = {
         "/usr/local/nvidia/lib64 \\\n", "/usr/local/nvidia/lib64:/opt/driver-stub \\\n"
     ),
     "sglang-before-requirements": _move_requirements_before_sglang,
-    "no-deps-after-requirements": lambda t: t.replace('pip install --no-deps "mbridge==', 'pip install "mbridge=='),
-    "numpy-only-in-requirements": lambda t: t.replace(
-        'pip install --no-deps "mbridge==', 'pip install --no-deps "numpy==2.1.0" "mbridge=='
+    "no-deps-after-requirements": lambda t: t.replace(
+        'pip install --no-deps --report /tmp/report.json "mbridge', 'pip install --report /tmp/report.json "mbridge'
     ),
+    "numpy-only-in-requirements": lambda t: t.replace('"mbridge==${', '"numpy==2.1.0" "mbridge==${'),
     "version-args-once-and-used": lambda t: t.replace("ARG SLIME_REF=", "ARG RAY_ADDRESS=auto\nARG SLIME_REF="),
     "record-names-every-version": lambda t: t.replace(" SLIME_COMMIT MBRIDGE_VERSION", " SLIME_COMMIT"),
     "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
@@ -71,6 +73,10 @@ BROKEN = {
         "RUN curl -fsSL https://example.com/tool.sh -o /tmp/tool.sh\n# One virtual environment",
     ),
     "patches-then-smoke-gate": lambda t: t.replace("RUN slime-smoke --stage build", "RUN echo skipped slime-smoke"),
+    "installs-by-content": lambda t: t.replace(
+        'pip install --no-deps --report /tmp/report.json "mbridge',
+        "PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json \"mbridge",
+    ),
     "per-commit-args-after-the-last-run": lambda t: t.replace("ARG IMAGE_REVISION=unknown\n", "").replace(
         "ARG MBRIDGE_VERSION=0.15.1\n", "ARG MBRIDGE_VERSION=0.15.1\nARG IMAGE_REVISION=unknown\n"
     ),
@@ -88,6 +94,7 @@ def test_rule_fails_on_broken_copy(recipe_copy, rule):
         "sglang-before-requirements": {"no-deps-after-requirements", "layer-order"},
         "no-cuda-compat-on-loader-path": {"loader-path-has-reasons"},
         "patches-then-smoke-gate": {"layer-order"},
+        "downloads-from-build-args": {"installs-by-content"},
     }.get(rule, set())
     assert all(not problems for name, problems in found.items() if name != rule and name not in also), found
 
@@ -208,7 +215,7 @@ def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
     "edit, expected",
     [
         (
-            lambda t: t.replace("python3.12 -m venv /opt/venv && \\\n    python -m pip", "python -m pip"),
+            lambda t: t.replace("python3.12 -m venv /opt/venv && \\\n", ""),
             "no RUN makes",
         ),
         (
@@ -218,7 +225,10 @@ def test_loader_path_entries_need_their_reasons(recipe_copy, edit, expected):
             "runs before the venv exists",
         ),
         (
-            lambda t: t.replace("flashinfer-cubin && \\\n    pip uninstall", "flashinfer-cubin\nRUN pip uninstall"),
+            lambda t: t.replace(
+                "pip_reports.py /tmp/report.json kernels && \\\n    pip uninstall",
+                "pip_reports.py /tmp/report.json kernels\nRUN pip uninstall",
+            ),
             "removes what an earlier layer installed",
         ),
     ],
@@ -262,3 +272,57 @@ def test_cutile_compilers_a_step_brings_and_keeps_are_named(recipe_copy):
     lock.write_text(lock.read_text() + "nvidia-cuda-nvcc==13.2.86\n")
     problems = rules.violations(Recipe.load(dockerfile))["unused-left-out"]
     assert len(problems) == 1 and "pins nvidia-cuda-nvcc==13.2.86" in problems[0], problems
+
+
+# Each way a step can take bytes the recipe does not name (W50), on a copy of the recipe: the rule names each.
+BY_NAME = {
+    "a download by URL alone": (
+        lambda t: t.replace(
+            'python3.12 /opt/slime-image/slime_image/fetch.py "${EFA_INSTALLER_URL}',
+            'curl -fsSLo /tmp/aws-efa-installer.tar.gz "${EFA_INSTALLER_URL}',
+        ).replace('\n      "${EFA_INSTALLER_SHA256}" /tmp/aws-efa-installer.tar.gz && \\', " && \\"),
+        "curl downloads by name",
+    ),
+    "a fetch without its pin": (
+        lambda t: t.replace('"${EFA_INSTALLER_SHA256}" /tmp/aws-efa', '"" /tmp/aws-efa'),
+        "fetch.py without a *_SHA256 build argument",
+    ),
+    "an index install with the lock set aside": (
+        lambda t: t.replace(
+            'pip install --no-deps --report /tmp/report.json "mbridge',
+            "PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json \"mbridge",
+        ),
+        "with the lock set aside installs from an index",
+    ),
+    "pip's own wheel unhashed": (
+        lambda t: t.replace(
+            '\'pip==%s --hash=sha256:%s\\n\' "${PIP_VERSION}" "${PIP_SHA256}"', "'pip==%s\\n' \"${PIP_VERSION}\""
+        ),
+        "is no hash-checked pin of pip",
+    ),
+    "a pip step before any lock": (
+        lambda t: t.replace(
+            "# One virtual environment", "RUN pip install --break-system-packages wheel\n# One virtual environment"
+        ),
+        "pip install before any lock",
+    ),
+}
+
+
+@pytest.mark.guard_fails("rule:installs-by-content")
+@pytest.mark.parametrize("case", sorted(BY_NAME))
+def test_every_way_of_taking_bytes_by_name_is_named(recipe_copy, case):
+    breakage, expected = BY_NAME[case]
+    dockerfile = recipe_copy(breakage)
+    problems = rules.violations(Recipe.load(dockerfile))["installs-by-content"]
+    assert any(expected in p for p in problems), problems
+
+
+@pytest.mark.guard_fails("rule:installs-by-content")
+def test_a_lock_pin_without_its_hashes_is_named(recipe_copy):
+    dockerfile = recipe_copy()
+    lock = dockerfile.parent / "locks" / f"{Recipe.load(dockerfile).args['PAIRING']}.lock"
+    pinned = re.compile(r"^numpy==1\.26\.4 \\\n(?:    --hash=sha256:\w+ \\\n)*    --hash=sha256:\w+$", re.MULTILINE)
+    lock.write_text(pinned.sub("numpy==1.26.4", lock.read_text(), count=1))
+    problems = rules.violations(Recipe.load(dockerfile))["installs-by-content"]
+    assert any("numpy==1.26.4 carries no --hash" in p for p in problems), problems

@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.errors import run_command
+from slime_image.errors import UserError, run_command
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs.lock import lock_pins
-from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
+from tools.inputs import pip_cli
+from tools.inputs.lock import check_lock, lock_pins
+from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, shell_commands, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
 BASE = re.compile(r"^nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
@@ -110,7 +111,7 @@ def version_args_declared_once_and_used(recipe: Recipe) -> list[str]:
         for name, lines in recipe.arg_lines.items()
         if len(lines) > 1
     ]
-    uses = " ".join(" ".join(i.value) for i in recipe.instructions if i.cmd != "ARG")
+    uses = " ".join(_text(i) for i in recipe.instructions if i.cmd != "ARG")
     for name, lines in recipe.arg_lines.items():
         if not re.search(r"\$\{?" + name + r"\b", uses):
             problems.append(f"line {lines[0]}: ARG {name} is declared but never used")
@@ -119,7 +120,7 @@ def version_args_declared_once_and_used(recipe: Recipe) -> list[str]:
 
 def record_names_every_version(recipe: Recipe) -> list[str]:
     """The image's versions.json holds every version ARG and the pairing: the slime-record step names each one."""
-    steps = [i for i in recipe.of("RUN") if re.search(r"\bslime-record\b", " ".join(i.value))]
+    steps = [i for i in recipe.of("RUN") if re.search(r"\bslime-record\b", _text(i))]
     if not steps:
         return ["no RUN step calls slime-record (the image would not record its versions, W18)"]
     words = set(" ".join(steps[0].value).split())
@@ -156,7 +157,7 @@ def one_environment(recipe: Recipe) -> list[str]:
     """One virtual environment holds every distribution: made before any pip step, first on PATH; a pip uninstall
     only in the RUN whose install brought what it removes."""
     runs = recipe.of("RUN")
-    made = next((i.line for i in runs if re.search(r"\bpython3\.12 -m venv " + VENV + r"\b", " ".join(i.value))), None)
+    made = next((i.line for i in runs if re.search(r"\bpython3\.12 -m venv " + VENV + r"\b", _text(i))), None)
     if made is None:
         return [f"no RUN makes the virtual environment {VENV} (python3.12 -m venv {VENV})"]
     problems = [f"line {s.line}: `{s.command}` runs before the venv exists" for s in recipe.steps if s.line < made]
@@ -171,7 +172,7 @@ def one_environment(recipe: Recipe) -> list[str]:
     if not path_lines or not path_lines[0].pairs["PATH"].startswith(f"{VENV}/bin:") or path_lines[0].line > made:
         problems.append(f"the first ENV PATH, before the venv is made, must start with {VENV}/bin")
     for i in runs:
-        if re.search(r"--break-system-packages|--user\b|\bpip3? install --target", " ".join(i.value)):
+        if re.search(r"--break-system-packages|--user\b|\bpip3? install --target", _text(i)):
             problems.append(f"line {i.line}: installs outside {VENV}")
     return problems
 
@@ -190,8 +191,14 @@ def unused_left_out(recipe: Recipe) -> list[str]:
     ]
 
 
+def _text(instruction) -> str:
+    """An instruction's words as the rules read them: one space between words, and pip's --report left out (it
+    writes down what a step installs and changes nothing of it)."""
+    return re.sub(r"\s+", " ", re.sub(r"--report\s+\S+\s*", "", " ".join(instruction.value))).strip()
+
+
 def layer_order(recipe: Recipe) -> list[str]:
-    texts = [(i.line, " ".join(i.value)) for i in recipe.instructions if i.cmd in ("RUN", "COPY")]
+    texts = [(i.line, _text(i)) for i in recipe.instructions if i.cmd in ("RUN", "COPY")]
     found = []
     for name, pattern in LAYERS:
         line = next((line for line, text in texts if pattern.search(text)), None)
@@ -248,7 +255,7 @@ def no_build_time_ssh_keys(recipe: Recipe) -> list[str]:
     return [
         f"line {i.line}: ssh keys generated at build time would be shared by every container"
         for i in recipe.of("RUN")
-        if re.search(r"\bssh-keygen\b|openssh-server", " ".join(i.value))
+        if re.search(r"\bssh-keygen\b|openssh-server", _text(i))
     ]
 
 
@@ -264,9 +271,9 @@ def no_cuda_compat_on_loader_path(recipe: Recipe) -> list[str]:
 
 
 def build_time_assertions(recipe: Recipe) -> list[str]:
-    runs = " ".join(" ".join(i.value) for i in recipe.of("RUN"))
+    runs = " ".join(_text(i) for i in recipe.of("RUN"))
     problems = []
-    if not re.search(r"rev-parse HEAD\b.*\[ \S+ = \"?\$\{?SLIME_COMMIT\b", runs):
+    if not re.search(r"rev-parse \S*HEAD\b.*\[ \S+ = \"?\$\{?SLIME_COMMIT\b", runs):
         problems.append("no build-time assertion that the slime clone is SLIME_COMMIT (W18)")
     if not re.search(r"torch\.__version__\s*==.*TORCH_VERSION", runs):
         problems.append("no build-time assertion that torch is TORCH_VERSION (W9)")
@@ -282,15 +289,70 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
     problems = [
         f"line {i.line}: a literal URL in RUN ({url}): name it by an ARG defaulting to upstream"
         for i in recipe.of("RUN")
-        for url in re.findall(r"\b\w+://[^\s\"']+", " ".join(i.value))
+        for url in re.findall(r"\b\w+://[^\s\"']+", _text(i))
     ]
-    te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[", " ".join(i.value))]
+    te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[", _text(i))]
     problems += [
         f"line {i.line}: TransformerEngine's build without NVTE_PYTORCH_FORCE_BUILD=TRUE fetches a prebuilt "
         "extension from GitHub when it can"
         for i in te
-        if "NVTE_PYTORCH_FORCE_BUILD=TRUE" not in " ".join(i.value)
+        if "NVTE_PYTORCH_FORCE_BUILD=TRUE" not in _text(i)
     ]
+    return problems
+
+
+FETCH = "/opt/slime-image/slime_image/fetch.py"
+PIP_PIN = re.compile(r"--hash=sha256:%s\\n' \"\$\{PIP_VERSION\}\" \"\$\{PIP_SHA256\}\"")  # printf's line for pip
+_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)=(.*)")
+
+
+def _prefix(command: list[str]) -> tuple[dict[str, str], list[str]]:
+    """The environment assignments before a simple command, and the command's own words."""
+    env: dict[str, str] = {}
+    while command and (match := _ASSIGNMENT.fullmatch(command[0])):
+        env[match[1]] = match[2]
+        command = command[1:]
+    return env, command
+
+
+def _lock_aside_ok(words: list[str]) -> bool:
+    """A pip install that may run with the lock set aside: --no-deps, and only local trees and fetched files."""
+    try:
+        parsed = pip_cli.parse("install", words)
+    except pip_cli.PipUsageError:
+        return False
+    given = [*parsed.args, *parsed.values("--editable")]
+    return parsed.has("--no-deps") and bool(given) and all(word.startswith("/") for word in given)
+
+
+def installs_by_content(recipe: Recipe) -> list[str]:
+    """Every byte a build downloads is named by its content (W50): pip installs under a lock whose pins carry their
+    sha256 (pip's hash-checking mode), a file fetched by URL passes fetch.py with its pinned sha256, and only local
+    trees and fetched files install with the lock set aside (PIP_CONSTRAINT=)."""
+    problems = []
+    for _, path in recipe.constraint_files:
+        try:
+            check_lock(path)
+        except UserError as exc:
+            problems.append(exc.cause)
+    for ins in recipe.of("RUN"):
+        for env, words in map(_prefix, shell_commands(" ".join(ins.value))):
+            program = words[0].rsplit("/", 1)[-1] if words else ""
+            if program in ("curl", "wget"):
+                problems.append(f"line {ins.line}: {program} downloads by name: fetch it with {FETCH} URL SHA256 OUT")
+            pin = words[words.index(FETCH) + 2] if FETCH in words[:-2] else None
+            if FETCH in words and not (pin and re.fullmatch(r"\$\{?\w+_SHA256\}?", pin)):
+                problems.append(f"line {ins.line}: {FETCH} without a *_SHA256 build argument as its pin")
+            start = 4 if words[1:3] == ["-m", "pip"] else 2 if program in ("pip", "pip3") else None
+            if start is None or words[start - 1 : start] != ["install"]:
+                continue
+            constraint = env.get("PIP_CONSTRAINT")
+            if constraint == "" and not _lock_aside_ok(words[start:]):
+                problems.append(f"line {ins.line}: pip install with the lock set aside installs from an index")
+            elif constraint and not (PIP_PIN.search(" ".join(ins.value)) and "pip==${PIP_VERSION}" in words):
+                problems.append(f"line {ins.line}: PIP_CONSTRAINT={constraint} is no hash-checked pin of pip")
+            elif constraint is None and recipe.constraint_at(ins.line) is None:
+                problems.append(f"line {ins.line}: pip install before any lock (ENV PIP_CONSTRAINT) checks its bytes")
     return problems
 
 
@@ -313,7 +375,7 @@ def per_commit_args_after_the_last_run(recipe: Recipe) -> list[str]:
 
 def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
     runs = recipe.of("RUN")
-    text = [" ".join(i.value) for i in runs]
+    text = [_text(i) for i in runs]
     slime = [i for i, r in enumerate(text) if "pip install --no-deps -e /opt/slime" in r]
     patches = [i for i, r in enumerate(text) if re.search(r"\bslime-patch\b", r) and "--check" not in r]
     gate = [i for i, r in enumerate(text) if SMOKE_GATE.search(r)]
@@ -347,6 +409,7 @@ RULES = {
     "no-cuda-compat-on-loader-path": Rule(("W14",), no_cuda_compat_on_loader_path),
     "build-time-assertions": Rule(("W9", "W10", "W18"), build_time_assertions),
     "downloads-from-build-args": Rule(("W32",), downloads_from_build_args),
+    "installs-by-content": Rule(("W50",), installs_by_content),
     "per-commit-args-after-the-last-run": Rule((), per_commit_args_after_the_last_run),
     "patches-then-smoke-gate": Rule(("W3", "W12", "W20"), patches_then_smoke_gate),
 }

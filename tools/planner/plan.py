@@ -33,8 +33,9 @@ from slime_image.errors import UserError, run_command
 
 from tools import guard_report
 from tools.inputs import pairings
+from tools.inputs.lock import lock_pins
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
-from tools.planner import plan_env, platforms
+from tools.planner import lock_hashes, plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
 from tools.planner.plan_replay import cache_folder
@@ -124,8 +125,9 @@ def run(args, arch: str) -> int:
     locked = locked_plan(recipe, plan, log, **options)
     if locked is None:
         return 1
-    write_lock(args.lock, locked.lock_text(), log)
-    for path, text in stack_lock_texts(args.lock, recipe, locked).items():
+    hashes = lock_hashes.collect(lock_pins(locked.lock_text()), cutoff)  # the bytes each pin may be (W50)
+    write_lock(args.lock, locked.lock_text(hashes), log)
+    for path, text in stack_lock_texts(args.lock, recipe, locked, hashes).items():
         write_lock(path, text, log)
     return 0
 

@@ -54,10 +54,10 @@ def locked_plan(recipe: Recipe, unlocked: Plan, log, **options) -> Plan | None:
     return locked
 
 
-def stack_lock_texts(path: Path, recipe: Recipe, locked: Plan) -> dict[Path, str]:
+def stack_lock_texts(path: Path, recipe: Recipe, locked: Plan, hashes: dict[str, tuple[str, ...]]) -> dict[Path, str]:
     """Each stack lock beside the lock at `path`, under the name the recipe COPYs it from -> its text."""
     return {
-        path.parent / stack.name: layer_lock_text(shown(path), locked.stack_locks.get(shown(stack), {}))
+        path.parent / stack.name: layer_lock_text(shown(path), locked.stack_locks.get(shown(stack), {}), hashes)
         for _, stack in recipe.constraint_files[:-1]
     }
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
+from slime_image.lock_file import versions_only
 
 from tools.inputs.lock import lock_cutoff, lock_pins
 from tools.inputs.recipe import ROOT, PipStep, Recipe, Unsimulated
@@ -218,9 +219,11 @@ class Replay:
         self.base = self.env.installed()
         return data
 
-    def _cache_key(self, pip_args: list[str], files: list[Path], index: str) -> str:
+    def _cache_key(self, pip_args: list[str], files: list[Path], lock: Path | None, index: str) -> str:
+        """What a resolution depends on; of the lock, its versions alone (a re-hashed lock resolves as it did)."""
         state = sorted(self.env.installed().items())
-        inputs = [state, pip_args, [f.read_text() for f in files], self.arch, planner_pip(), index]
+        texts = [versions_only(f.read_text()) if f == lock else f.read_text() for f in files]
+        inputs = [state, pip_args, texts, self.arch, planner_pip(), index]
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
 
     def _resolve(self, step: PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
@@ -236,13 +239,20 @@ class Replay:
         pip_args += targets
         # A step that names its own index reads it directly; the others read the real index through the planner's.
         own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
-        key = self._cache_key(pip_args, files, "" if own_index else index_settings())
+        lock = self.step_lock(step)
+        key = self._cache_key(pip_args, files, lock, "" if own_index else index_settings())
         cached = self.cache / "resolutions" / f"{key}.json"
         if cached.exists():
             return json.loads(cached.read_text())["install"], "cached resolution"
         through = [] if own_index else ["--index-url", self.index.url]
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "report.json"
+            if lock is not None:
+                # The lock's hashes put pip in hash-checking mode, where it downloads every file to hash it; the plan
+                # reads only their metadata, so its pip gets the lock's versions alone.
+                versions = Path(tmp) / "lock-versions.txt"
+                versions.write_text(versions_only(lock.read_text()))
+                pip_args = [str(versions) if a == str(lock) else a for a in pip_args]
             proc = self.env.pip(*pip_args[:2], "--report", str(report), *through, *pip_args[2:])
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]

@@ -69,9 +69,11 @@ class Plan:
     def ok(self) -> bool:
         return not self.broken and all(self.invariants.values()) and not self.findings
 
-    def lock_text(self) -> str:
+    def lock_text(self, hashes: dict[str, tuple[str, ...]] | None = None) -> str:
         """The lock this plan's final environment makes."""
-        return lock_text(self.final, self.built_from_source, self.from_base, self.uploaded_prior_to, self.inputs)
+        return lock_text(
+            self.final, self.built_from_source, self.from_base, self.uploaded_prior_to, self.inputs, hashes
+        )
 
     def as_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -101,16 +101,17 @@ def local_tree(recipe: Recipe, path: str, step: PipStep) -> LocalTree:
 
 
 def asked(recipe: Recipe, step: PipStep, arch: str) -> Asked:
-    """Each package word of an install step: a wheel URL under --no-deps is that wheel's distribution, pip itself is
+    """Each package word of an install step: a wheel (a URL, or a file fetched before the step) under --no-deps is
+    that wheel's distribution, pip itself is
     the installer, a source tree is what its checkout declares (or, under --no-deps, its name at the ARG that picks
     it); anything else is pip's to resolve."""
     found = Asked()
     for package in step.packages:
-        if package.startswith(("http://", "https://")):
+        if package.startswith(("http://", "https://")) or (package.startswith("/") and package.endswith(".whl")):
             wheel = wheel_name_version(package, arch)
             if wheel and step.no_deps:
                 found.named.append((Dist(*wheel), None))
-                found.notes.append(f"{wheel[0]} {wheel[1]} from its wheel URL (not fetched; --no-deps)")
+                found.notes.append(f"{wheel[0]} {wheel[1]} from its wheel (not fetched; --no-deps)")
                 continue
             found.targets.append(package)
         elif canonicalize_name(package) == "pip" or package.startswith("pip=="):

@@ -119,13 +119,33 @@ def chosen_engine(engine: str | None, installed: bool = True) -> str:
     return found
 
 
-def command(engine: str, platform: str, args: list[str], reference: str) -> list[str]:
-    """The engine's build command for slime.Dockerfile in the repository."""
+def command(engine: str, platform: str, args: list[str], reference: str, epoch: int) -> list[str]:
+    """The engine's build command for slime.Dockerfile in the repository. Every file of every layer carries the time
+    `epoch` (fingerprint.source_date_epoch), and so does the image's history: what makes two builds of one tree the
+    same layers, byte for byte (docs/building.md, "Reproducible")."""
     flags = [word for arg in args for word in ("--build-arg", arg)]
     if engine == "docker":
-        return ["docker", "buildx", "build", "--platform", platform, "-f", str(DOCKERFILE), *flags, "-t", reference]
-    build = [engine, "build", "--format", "docker", "--layers", "--platform", platform, "-f", str(DOCKERFILE)]
-    return [*build, *flags, "-t", reference]
+        # BuildKit takes the time from SOURCE_DATE_EPOCH and gives it to the layers' files with rewrite-timestamp.
+        return [
+            *("docker", "buildx", "build", "--platform", platform, "-f", str(DOCKERFILE), *flags),
+            *("--build-arg", f"SOURCE_DATE_EPOCH={epoch}", "--output", "type=docker,rewrite-timestamp=true"),
+            *("-t", reference),
+        ]
+    build = [engine, "build", "--format", "docker", "--layers", "--timestamp", str(epoch), "--platform", platform]
+    return [*build, "-f", str(DOCKERFILE), *flags, "-t", reference]
+
+
+def unpinned(args: dict[str, str]) -> list[str]:
+    """What a build with these build arguments takes without knowing its bytes (W50): a base named by its tag alone,
+    a download whose *_SHA256 is empty."""
+    found = [
+        f"{name} is empty: that download is taken unchecked"
+        for name, v in args.items()
+        if name.endswith("_SHA256") and not v
+    ]
+    if "@sha256:" not in args.get("BASE_IMAGE", ""):
+        found.append(f"BASE_IMAGE {args.get('BASE_IMAGE')} is a tag, which a registry can move to other bytes")
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,9 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             extra = [*args.build_arg, *shlex.split(args.build_args)]
         except ValueError as exc:
             raise UserError(f"BUILD_ARGS {args.build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
-        line = [*command(engine, args.platform, build_args(pairing, extra), f"{args.image}:{tag}"), str(ROOT)]
-        if engine == "docker":
-            line.insert(-1, "--load")
+        given = build_args(pairing, extra)
+        epoch = fingerprint.source_date_epoch(pairing)
+        line = [*command(engine, args.platform, given, f"{args.image}:{tag}", epoch), str(ROOT)]
+        recipe = Recipe.load(build_args=dict(a.split("=", 1) for a in given))
+        for warning in unpinned(recipe.args):
+            print(f'make build: warning: {warning} (W50; docs/building.md, "Pinned to the byte")', file=sys.stderr)
         if args.dry_run:
             print(shlex.join(line))
             return 0

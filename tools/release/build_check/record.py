@@ -21,6 +21,8 @@ RECORD_MD = "README.md"
 # Every flag slime's train.py accepts in the built image, with its type (probes/slime_flags.py): what a launch recipe's
 # settings are checked against.
 SLIME_FLAGS = "slime-flags.json"
+# The image's own SBOM (slime-sbom), as the build wrote it into the image.
+SBOM = "sbom.cdx.json"
 
 
 def folder_for(pairing: pairings.Pairing) -> Path:
@@ -238,6 +240,10 @@ def known_sentence(tests: dict, pairing: str) -> str:
 def write(record: dict, directory: Path) -> None:
     write_atomically(directory / RECORD_JSON, json.dumps(record, indent=2) + "\n")
     write_atomically(directory / RECORD_MD, markdown(record))
+
+
+def write_sbom(document: str, directory: Path) -> None:
+    write_atomically(directory / SBOM, document)
 
 
 def write_flags(flags: dict, directory: Path) -> None:

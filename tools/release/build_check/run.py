@@ -34,7 +34,7 @@ from tools.inputs.lock import lock_pins
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
-from tools.release.build_check import image_weight, record, slime_tests, standins
+from tools.release.build_check import image_weight, record, registry, sbom_check, slime_tests, standins
 
 BASE_TAG = "localhost/cuda-standin:13.0"
 IMAGE_TAG = "localhost/slime-image:build-check"
@@ -81,7 +81,9 @@ def warn_on_disk(storage: Path = Path("/var/lib/containers")) -> None:
 
 def base_label(lock: Path) -> str:
     """What the stand-in base is made from: its script and the lock's CUDA library pins."""
-    pins = sorted(line for line in lock.read_text().splitlines() if line.startswith("nvidia-"))
+    pins = sorted(
+        f"{name}=={version}" for name, version in lock_pins(lock.read_text()).items() if name.startswith("nvidia-")
+    )
     return hashlib.sha256((STANDIN_SCRIPT.read_text() + "\n".join(pins)).encode()).hexdigest()[:16]
 
 
@@ -104,8 +106,9 @@ def ensure_base(work: Path, lock: Path) -> str:
     return tag
 
 
-def standin_artifacts(work: Path, args: dict[str, str]) -> None:
-    """The mirror folder the build mounts at /mirrors: the stand-in router wheel and EFA installer."""
+def standin_artifacts(work: Path, args: dict[str, str]) -> list[str]:
+    """The mirror folder the build mounts at /mirrors: the stand-in router wheel and EFA installer; returns the build
+    arguments that pin them by their sha256, as the pairing pins the real ones (W50)."""
     mirrors = work / "mirrors"
     pypi = work / "pypi-router"
     version = args["SGL_ROUTER_VERSION"]
@@ -126,8 +129,15 @@ def standin_artifacts(work: Path, args: dict[str, str]) -> None:
             check=True,
         )
     wheel = next(pypi.glob(f"sglang_router-{version}-*.whl"))
-    standins.router_wheel(wheel, mirrors / "sgl-router" / args["SGL_ROUTER_RELEASE"], version, platform.machine())
-    standins.efa_installer(mirrors / "efa", args["EFA_INSTALLER_VERSION"])
+    router = standins.router_wheel(
+        wheel, mirrors / "sgl-router" / args["SGL_ROUTER_RELEASE"], version, platform.machine()
+    )
+    efa = standins.efa_installer(mirrors / "efa", args["EFA_INSTALLER_VERSION"])
+    return [f"SGL_ROUTER_SHA256={_sha256(router)}", f"EFA_INSTALLER_SHA256={_sha256(efa)}"]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def source_args(repos: dict[str, str], mirrors: Path) -> tuple[list[str], list[str]]:
@@ -146,9 +156,13 @@ def source_args(repos: dict[str, str], mirrors: Path) -> tuple[list[str], list[s
     return build_args, volumes
 
 
-def build(build_args: list[str], volumes: list[str], log: Path) -> tuple[int, list[dict], float]:
-    """buildah build, streamed to the terminal and `log`, each step timed from its STEP line to the next."""
-    command = ["buildah", *STORAGE, "build", "--isolation", "chroot", "--layers", "--format", "docker", "--pull=never"]
+def build(
+    build_args: list[str], volumes: list[str], log: Path, epoch: int, tag: str = IMAGE_TAG, cache: bool = True
+) -> tuple[int, list[dict], float]:
+    """buildah build, streamed to the terminal and `log`, each step timed from its STEP line to the next; every file
+    of its layers at the time `epoch` (tools/release/build.py says why). The base comes from the local registry."""
+    command = ["buildah", *STORAGE, "build", "--isolation", "chroot", "--layers", "--format", "docker"]
+    command += ["--pull=missing", "--tls-verify=false", "--timestamp", str(epoch), *([] if cache else ["--no-cache"])]
     for arg in build_args:
         command += ["--build-arg", arg]
     for volume in volumes:
@@ -159,7 +173,7 @@ def build(build_args: list[str], volumes: list[str], log: Path) -> tuple[int, li
         "-f",
         str(ROOT / "slime.Dockerfile"),
         "-t",
-        IMAGE_TAG,
+        tag,
         str(ROOT),
     ]
     steps: list[dict] = []
@@ -213,6 +227,7 @@ def inspect_image(image: str, gate_again: bool) -> dict:
             "slime_flags": _json(flags),
             "gate": _json(gate),
             "versions": _json(run("cat", "/opt/slime-image/versions.json")),
+            "sbom": run("cat", "/opt/slime-image/sbom.cdx.json"),
             "installed": _json(run("/opt/venv/bin/python", "-m", "pip", "list", "--format", "json", "-v")) or [],
         }
         mount = Path(buildah("mount", container).stdout.strip())
@@ -290,6 +305,14 @@ def plan_final(pairing: str) -> dict[str, str]:
     return found["final"]
 
 
+def prepare(pairing: pairings.Pairing, work: Path, host: str, given: list[str]) -> list[str]:
+    """The build arguments of a verification build: the pairing's, its sources, the stand-in base pushed to the local
+    registry and named by digest, and the stand-in downloads pinned by their sha256."""
+    base = registry.push(buildah, ensure_base(work, pairing.lock), host, "cuda-standin", work)
+    pins = standin_artifacts(work, Recipe.load(build_args=pairing.build_arg_values).args)
+    return [*tools_build.build_args(pairing, [*given, f"BASE_IMAGE={base}"]), *pins]
+
+
 def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
     check_writable("--out", str(out / record.RECORD_JSON))
@@ -301,14 +324,12 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     require_tools()
     warn_on_disk()
     work.mkdir(parents=True, exist_ok=True)
-    recipe = Recipe.load(build_args=pairing.build_arg_values)
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     inputs = fingerprint.pairing_inputs(pairing)
-    base = ensure_base(work, pairing.lock)
-    standin_artifacts(work, recipe.args)
-    build_args = tools_build.build_args(pairing, [*build_args, f"BASE_IMAGE={base}"])
     log = work / f"build-{pairing.name}.log"  # one per pairing: two pairings may build at once
-    code, steps, seconds = build(build_args, volumes, log)
+    with registry.serving(work / "registry") as host:
+        build_args = prepare(pairing, work, host, build_args)
+        code, steps, seconds = build(build_args, volumes, log, fingerprint.source_date_epoch(pairing))
     stopped = last_layer(log) if code else None
     # What this build made, by its id: the tag is every pairing's, and a build of another pairing may take it meanwhile.
     built = log.with_suffix(".iid").read_text().strip() if code == 0 else None
@@ -341,6 +362,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
         "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
+        "sbom": sbom_check.check(buildah, built, found["sbom"], work) if code == 0 else None,
         **(compressed(built, work) if code == 0 else {}),
         "sdist_metadata": found.get("sdist_metadata", {}),
         "failure": log.read_text().splitlines()[-40:] if code else None,
@@ -350,6 +372,8 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     facts["slime_unit_tests"] = slime_tests.with_known(tests, pairing.known_test_failures) if tests else None
     facts["targets"] = record.targets(facts)
     record.write(facts, out)
+    if code == 0:
+        record.write_sbom(found["sbom"], out)
     if found.get("slime_flags"):
         record.write_flags(found["slime_flags"], out)
     print(f"build-check: {facts['outcome']} in {seconds:.0f} s; record in {out}", flush=True)

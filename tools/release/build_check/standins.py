@@ -7,6 +7,7 @@ as `stand-in` only where the stand-in declares itself (facts.standin_declaration
 from __future__ import annotations
 
 import base64
+import gzip
 import hashlib
 import io
 import tarfile
@@ -75,7 +76,9 @@ def router_wheel(pypi_wheel: Path, out_dir: Path, version: str, machine: str) ->
             if item.filename == f"{dist_info}/RECORD":
                 data = data + f"{marker.decode()},sha256={digest},{len(text)}\n".encode()
             dst.writestr(item, data)
-        dst.writestr(marker.decode(), text)
+        dst.writestr(
+            zipfile.ZipInfo(marker.decode(), date_time=(1980, 1, 1, 0, 0, 0)), text
+        )  # the same bytes each time
     return out
 
 
@@ -93,7 +96,8 @@ def efa_installer(out_dir: Path, version: str) -> Path:
     ).encode()
     out = out_dir / f"aws-efa-installer-{version}.tar.gz"
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(out, "w:gz") as tar:
+    # No time in the gzip header nor the tar: the same bytes each time, so that builds of one tree agree (W50).
+    with gzip.GzipFile(out, "wb", mtime=0) as packed, tarfile.open(fileobj=packed, mode="w") as tar:
         info = tarfile.TarInfo("aws-efa-installer/efa_installer.sh")
         info.size, info.mode = len(script), 0o755
         tar.addfile(info, io.BytesIO(script))

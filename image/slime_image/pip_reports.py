@@ -1,0 +1,70 @@
+"""What each pip step of the build installed, kept for the image's SBOM (slime-sbom): from pip's own install report
+(`pip install --report`), each distribution's name, version and the sha256 of the file it came from, or the folder or
+URL of a direct install. Standard library only, and no import of this package: the Dockerfile copies this one file in
+before the first pip step and runs it at the end of each.
+
+    python pip_reports.py REPORT NAME    keep REPORT as /opt/slime-image/pip-reports/<NN>-NAME.json, then remove it
+
+NN counts the reports kept before it, so that the folder lists them in the order the steps ran.
+
+Only what names the bytes is kept: pip's report also describes the machine that built (its kernel release among
+them), which would make the layer differ from one builder to the next, and the index's URL, which a mirror changes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+FOLDER = Path("/opt/slime-image/pip-reports")
+NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+
+
+def installed(report: dict) -> list[dict]:
+    """One record per distribution the report installs, in its order."""
+    found = []
+    for item in report.get("install", []):
+        info = item.get("download_info", {})
+        record = {"name": item["metadata"]["name"], "version": item["metadata"]["version"]}
+        archive = info.get("archive_info")
+        if archive is not None:
+            record["sha256"] = archive.get("hashes", {}).get("sha256") or archive.get("hash", "").partition("=")[2]
+        if not item.get("is_direct"):
+            record["from"] = "index"
+        elif "dir_info" in info:
+            record["from"] = info["url"]
+            record["editable"] = bool(info["dir_info"].get("editable"))
+        else:
+            record["from"] = info["url"]
+        found.append(record)
+    return found
+
+
+def keep(report: Path, name: str, folder: Path = FOLDER) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / f"{len(list(folder.glob('*.json'))):02d}-{name}.json"
+    out.write_text(json.dumps(installed(json.loads(report.read_text())), indent=1, sort_keys=True) + "\n")
+    os.unlink(report)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 3 or not NAME.fullmatch(argv[2]):
+        print(f"pip-reports: {' '.join(argv[1:]) or 'no arguments'}", file=sys.stderr)
+        print(f"fix: run {argv[0]} REPORT NAME (NAME of lower-case letters, digits and -)", file=sys.stderr)
+        return 2
+    try:
+        out = keep(Path(argv[1]), argv[2])
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"pip-reports: {argv[1]} is no pip install report: {exc}", file=sys.stderr)
+        print("fix: pass the file `pip install --report FILE` wrote in the same step", file=sys.stderr)
+        return 1
+    print(f"pip-reports: kept {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,217 @@
+"""slime-sbom: write the image's SBOM (CycloneDX 1.6 JSON) from what its build actually took.
+
+    slime-sbom --out FILE [--site-packages DIR] [--versions FILE]
+
+Each component has its version, its purl and the digest that names its bytes:
+- every Python distribution installed in the venv, with the sha256 of the file pip installed it from (pip's own
+  install reports, kept by each pip step: pip_reports.py), or, for slime and Megatron-LM, installed from their
+  checkouts, the commit;
+- every Debian package dpkg lists as installed (its version and architecture; dpkg keeps no archive's digest);
+- the files fetched by URL (fetch.py: the EFA installer), with the sha256 taken and whether the recipe pinned it;
+- the git sources at their commits (versions.json) and the base image, by digest when the build named it so.
+
+What pip installed and a later step removed is not listed: the venv says what is there, the reports what it came from.
+The document holds no time and no random serial number, so that one tree's builds write the same bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import email.parser
+import hashlib
+import json
+import re
+import uuid
+from pathlib import Path
+
+from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.errors import UserError, run_command
+from slime_image.lock_file import canonical
+
+SITE_PACKAGES = Path("/opt/venv/lib/python3.12/site-packages")
+VERSIONS = Path("/opt/slime-image/versions.json")
+PIP_REPORTS = Path("/opt/slime-image/pip-reports")
+DOWNLOADS = Path("/opt/slime-image/downloads")
+DPKG_STATUS = Path("/var/lib/dpkg/status")
+OS_RELEASE = Path("/etc/os-release")
+# The git sources the build checks out, by the versions.json names of their commit and repository.
+GIT_SOURCES = {
+    "slime": ("SLIME_COMMIT", "SLIME_REPO_URL"),
+    "Megatron-LM": ("MEGATRON_COMMIT", "MEGATRON_REPO_URL"),
+    "apex": ("APEX_COMMIT", "APEX_REPO_URL"),
+}
+# The distributions the image installs from those checkouts (editable), by canonical name.
+FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
+
+
+def installed_distributions(site_packages: Path) -> list[tuple[str, str]]:
+    """(name, version) of every distribution in site-packages, from its METADATA, in name order."""
+    found = []
+    for metadata in sorted(site_packages.glob("*.dist-info/METADATA")):
+        headers = email.parser.Parser().parsestr(metadata.read_text(errors="replace"), headersonly=True)
+        found.append((headers["Name"], headers["Version"]))
+    return sorted(found, key=lambda d: canonical(d[0]))
+
+
+def pip_sources(reports: Path) -> dict[tuple[str, str], dict]:
+    """(canonical name, version) -> what pip installed it from; a later step's report overrides an earlier one's."""
+    found: dict[tuple[str, str], dict] = {}
+    for report in sorted(reports.glob("*.json")):
+        for record in json.loads(report.read_text()):
+            found[canonical(record["name"]), record["version"]] = record
+    return found
+
+
+def _hash(sha256: str) -> list[dict]:
+    return [{"alg": "SHA-256", "content": sha256}]
+
+
+def python_components(site_packages: Path, reports: Path, versions: dict) -> tuple[list[dict], list[str]]:
+    """A component per installed distribution, and the names of those no report accounts for."""
+    sources = pip_sources(reports)
+    components, unaccounted = [], []
+    for name, version in installed_distributions(site_packages):
+        key = canonical(name)
+        component = {"type": "library", "name": key, "version": version, "purl": f"pkg:pypi/{key}@{version}"}
+        source = sources.get((key, version))
+        if key in FROM_CHECKOUT:
+            commit_name, repo_name = GIT_SOURCES[FROM_CHECKOUT[key]]
+            component["hashes"] = [{"alg": "SHA-1", "content": versions.get(commit_name, "")}]
+            component["externalReferences"] = [
+                {"type": "vcs", "url": f"{versions.get(repo_name, '')}#{versions.get(commit_name, '')}"}
+            ]
+        elif source and source.get("sha256"):
+            component["hashes"] = _hash(source["sha256"])
+        else:
+            unaccounted.append(f"{name} {version}")
+        if source and source.get("from", "index") != "index":
+            component.setdefault("properties", []).append(
+                {"name": "slime-image:installed-from", "value": source["from"]}
+            )
+        component["bom-ref"] = component["purl"]
+        components.append(component)
+    return components, unaccounted
+
+
+def os_release(path: Path) -> dict[str, str]:
+    found = {}
+    for line in path.read_text().splitlines() if path.is_file() else []:
+        key, sep, value = line.partition("=")
+        if sep:
+            found[key] = value.strip().strip('"')
+    return found
+
+
+def deb_components(status: Path, release: dict[str, str]) -> list[dict]:
+    """A component per package dpkg's status file lists as installed."""
+    distro = release.get("ID", "linux")
+    components = []
+    for stanza in status.read_text(errors="replace").split("\n\n") if status.is_file() else []:
+        fields = dict(re.findall(r"^([A-Za-z-]+): (.*)$", stanza, re.MULTILINE))
+        if "Package" not in fields or not fields.get("Status", "").endswith(" installed"):
+            continue
+        name, version, arch = fields["Package"], fields["Version"], fields.get("Architecture", "all")
+        purl = f"pkg:deb/{distro}/{name}@{version}?arch={arch}&distro={distro}-{release.get('VERSION_ID', '')}"
+        components.append({"type": "library", "bom-ref": purl, "name": name, "version": version, "purl": purl})
+    return sorted(components, key=lambda c: c["bom-ref"])
+
+
+def download_components(downloads: Path) -> list[dict]:
+    components = []
+    for record in sorted(downloads.glob("*.json")):
+        taken = json.loads(record.read_text())
+        purl = f"pkg:generic/{taken['file']}?checksum=sha256:{taken['sha256']}"
+        component = {
+            "type": "file",
+            "bom-ref": purl,
+            "name": taken["file"],
+            "purl": purl,
+            "hashes": _hash(taken["sha256"]),
+        }
+        component["properties"] = [{"name": "slime-image:pinned", "value": str(taken["pinned"]).lower()}]
+        components.append(component)
+    return components
+
+
+def source_components(versions: dict) -> list[dict]:
+    """The git sources at their commits, and the base image (by digest when the build named it so)."""
+    components = []
+    for name, (commit_name, repo_name) in GIT_SOURCES.items():
+        commit = versions.get(commit_name)
+        if commit:
+            purl = f"pkg:generic/{name}@{commit}?vcs_url=git%2B{versions.get(repo_name, '')}"
+            components.append(
+                {
+                    "type": "application",
+                    "bom-ref": purl,
+                    "name": name,
+                    "version": commit,
+                    "purl": purl,
+                    "hashes": [{"alg": "SHA-1", "content": commit}],
+                }
+            )
+    base = versions.get("BASE_IMAGE", "")
+    reference, _, digest = base.partition("@sha256:")
+    repository, _, tag = reference.rpartition(":") if ":" in reference.rsplit("/", 1)[-1] else (reference, "", "")
+    purl = f"pkg:oci/{repository.rsplit('/', 1)[-1]}" + (f"@sha256%3A{digest}" if digest else "")
+    purl += f"?repository_url={repository}" + (f"&tag={tag}" if tag else "")
+    component = {"type": "container", "bom-ref": purl, "name": repository, "version": tag or digest, "purl": purl}
+    if digest:
+        component["hashes"] = _hash(digest)
+    else:
+        component["properties"] = [{"name": "slime-image:pinned", "value": "false"}]
+    return [*components, component]
+
+
+def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, status: Path, release: Path) -> dict:
+    python, unaccounted = python_components(site_packages, reports, versions)
+    if unaccounted:
+        raise UserError(
+            f"no pip report names the file {len(unaccounted)} installed distributions came from: "
+            f"{', '.join(unaccounted[:5])}",
+            "every pip install of slime.Dockerfile passes --report and keeps it (pip_reports.py)",
+        )
+    components = [*python, *deb_components(status, os_release(release)), *download_components(downloads)]
+    components += source_components(versions)
+    body = json.dumps(components, sort_keys=True).encode()
+    return {
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.6",
+        "serialNumber": f"urn:uuid:{uuid.UUID(hashlib.sha256(body).hexdigest()[:32])}",
+        "version": 1,
+        "metadata": {
+            "tools": {"components": [{"type": "application", "name": "slime-sbom"}]},
+            "component": {
+                "type": "container",
+                "bom-ref": "slime-image",
+                "name": "slime-image",
+                "version": versions.get("tag") or "unknown",
+            },
+        },
+        "components": components,
+        "dependencies": [{"ref": "slime-image", "dependsOn": [c["bom-ref"] for c in components]}],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--site-packages", type=Path, default=SITE_PACKAGES)
+    parser.add_argument("--versions", type=Path, default=VERSIONS, help="the image's versions.json (slime-record)")
+    args = parser.parse_args(argv)
+
+    def run() -> int:
+        check_writable("--out", args.out)
+        if not args.versions.is_file() or not args.site_packages.is_dir():
+            raise UserError(
+                f"{args.versions} or {args.site_packages} is missing: this is no built image",
+                "run slime-sbom in the image, after slime-record",
+            )
+        recorded = json.loads(args.versions.read_text())
+        versions = {**recorded.get("versions", {}), "tag": recorded.get("tag")}
+        document = sbom(args.site_packages, PIP_REPORTS, DOWNLOADS, versions, DPKG_STATUS, OS_RELEASE)
+        write_atomically(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        print(f"slime-sbom: {len(document['components'])} components in {args.out}")
+        return 0
+
+    return run_command("slime-sbom", run, code=2)

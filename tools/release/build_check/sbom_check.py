@@ -1,0 +1,106 @@
+"""The image's SBOM held to two readings it did not make: CycloneDX's own schema (cyclonedx-python-lib's strict
+validator) and an independent scanner's reading of the built image (cyclonedx-py's environment scan of /opt/venv, run
+in a working container of the image from a folder mounted for the run, so that no scanner stays in the image). Every
+distribution the scanner finds must be in the SBOM at the same version."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+from slime_image.errors import UserError
+from slime_image.lock_file import canonical
+
+from tools.inputs.recipe import ROOT
+
+
+def invalid(document: str) -> str | None:
+    """Why the document is no valid CycloneDX 1.6 JSON, or None."""
+    error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(document)
+    return None if error is None else str(error)[:500]
+
+
+def scanner_pin() -> str:
+    """The project's own cyclonedx-bom (pyproject's dev dependencies): one version of it everywhere."""
+    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
+    return next(d for d in dev if re.match(r"cyclonedx-bom==", d))
+
+
+def scanner(work: Path) -> Path:
+    """cyclonedx-bom and what it needs, installed for the image's Python 3.12 into a folder of its own."""
+    folder = work / "scanner" / scanner_pin()
+    if (folder / "cyclonedx_py").is_dir():
+        return folder
+    partial = folder.with_name(folder.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(partial)]
+    command += ["--python-version", "3.12", "--only-binary=:all:", scanner_pin()]
+    if subprocess.run(command).returncode:
+        raise UserError("pip could not install cyclonedx-bom for the image's Python", "check that PyPI is reachable")
+    partial.rename(folder)
+    return folder
+
+
+ALONE = (
+    'import sys, runpy; sys.path.insert(0, sys.argv.pop(1)); sys.argv[0] = "cyclonedx-py"; '
+    'runpy.run_module("cyclonedx_py", run_name="__main__")'
+)
+
+
+def scan(buildah, image: str, work: Path) -> dict:
+    """The scanner's CycloneDX document of the image's /opt/venv."""
+    out = work / "scan"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    folder = scanner(work)
+    container = buildah("from", "--pull=never", image).stdout.strip()
+    try:
+        command = ["run", "--isolation", "chroot", "--volume", f"{folder}:/opt/scanner:ro", "--volume", f"{out}:/out"]
+        # The scanner on sys.path, not PYTHONPATH: the interpreter it asks for the venv's path would inherit that,
+        # and the scanner would find itself in the image.
+        command += [container, "--", "/opt/venv/bin/python", "-c", ALONE, "/opt/scanner"]
+        command += ["environment", "--sv", "1.6", "--of", "JSON", "-o", "/out/scan.cdx.json", "/opt/venv"]
+        proc = buildah(*command, check=False)
+    finally:
+        buildah("rm", container, check=False)
+    if not (out / "scan.cdx.json").is_file():
+        raise UserError(
+            f"the scanner gave no document (exit {proc.returncode}): {proc.stderr[-300:]}", "read its error"
+        )
+    return json.loads((out / "scan.cdx.json").read_text())
+
+
+def compare(sbom: dict, scanned: dict, tool: str) -> dict:
+    """What the scanner found against the SBOM: each distribution it found missing or at another version."""
+    ours = {
+        canonical(c["name"]): c.get("version") for c in sbom["components"] if c.get("purl", "").startswith("pkg:pypi/")
+    }
+    found = {canonical(c["name"]): c.get("version") for c in scanned.get("components", [])}
+    return {
+        "scanner": tool,
+        "found": len(found),
+        "in_sbom": len(ours),
+        "missing_from_sbom": sorted(f"{n} {v}" for n, v in found.items() if n not in ours),
+        "other_version": sorted(
+            f"{n}: scanner {v}, SBOM {ours[n]}" for n, v in found.items() if n in ours and ours[n] != v
+        ),
+        "not_found_by_scanner": sorted(n for n in ours if n not in found),
+    }
+
+
+def check(buildah, image: str, document: str, work: Path) -> dict:
+    """The record's SBOM section: its size, whether it is valid, and the scanner's comparison."""
+    sbom = json.loads(document)
+    return {
+        "components": len(sbom["components"]),
+        "with_sha256": sum(any(h["alg"] == "SHA-256" for h in c.get("hashes", [])) for c in sbom["components"]),
+        "schema_error": invalid(document),
+        "scan": compare(sbom, scan(buildah, image, work), scanner_pin()),
+    }
