@@ -47,6 +47,7 @@ LOG_SIGNS = {
     "W47": r"check tensor equality failed",
     "W48": r"log_dict\[\"train/(train_rollout_logprob_abs_diff|ppo_kl|kl_loss)\"\]",
     "W49": r"Weight version mismatch",
+    "W50": r"DO NOT MATCH THE HASHES|the recipe pins [0-9a-f]{64}",
 }
 
 
@@ -379,6 +380,15 @@ WALLS = (
         "restarted from its checkpoint)",
         "slime-canary reads every engine's weight version after each update and the version of every sample, and "
         "--learn shows the reward rising, which only updates that reach SGLang allow",
+    ),
+    Wall(
+        "W50",
+        "`THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE` at a pip step, or fetch.py's `its sha256 "
+        "is ..., the recipe pins ...`; without the guard, nothing: the image carries the pairing's tag over other bytes",
+        "a mirror or index serving other bytes under a pinned name and version (or a wheel uploaded later with a more "
+        "specific tag), a download by URL whose file changed, a base re-pushed under its tag",
+        "every lock pin carries the sha256 of its files and pip installs under it in hash-checking mode; pip itself, "
+        "the EFA installer and the router wheel are fetched by their sha256; the base is named by digest",
     ),
 )
 
