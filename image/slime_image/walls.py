@@ -47,6 +47,7 @@ LOG_SIGNS = {
     "W47": r"check tensor equality failed",
     "W48": r"log_dict\[\"train/(train_rollout_logprob_abs_diff|ppo_kl|kl_loss)\"\]",
     "W49": r"Weight version mismatch",
+    "W51": r"Watchdog caught collective operation timeout.*OpType=BROADCAST",
 }
 
 
@@ -379,6 +380,17 @@ WALLS = (
         "restarted from its checkpoint)",
         "slime-canary reads every engine's weight version after each update and the version of every sample, and "
         "--learn shows the reward rising, which only updates that reach SGLang allow",
+    ),
+    Wall(
+        "W51",
+        "a job on two nodes or more hangs at a weight sync, an NCCL broadcast over EFA, until NCCL's watchdog gives up "
+        "(`Watchdog caught collective operation timeout ... OpType=BROADCAST`), while all-reduce and send/recv pass",
+        "aws-ofi-nccl below 1.20 (EFA installers below 1.49.0) hangs large inter-node broadcasts; so does a weight-sync "
+        "group whose ranks run different NCCL protocols (NCCL_PROTO in the pods' env but not the job's runtime_env, "
+        "or the reverse)",
+        "the build's gate fails on an aws-ofi-nccl below 1.20, naming its version, so the recipe must install EFA "
+        "1.49.0 or newer; slime-p2p broadcasts 1 GiB across two nodes with a timeout; the renderer and the submitter "
+        "refuse an NCCL_PROTO set on one side only",
     ),
 )
 
