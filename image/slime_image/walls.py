@@ -385,9 +385,9 @@ WALLS = (
         "W51",
         "a job on two nodes or more hangs at a weight sync, an NCCL broadcast over EFA, until NCCL's watchdog gives up "
         "(`Watchdog caught collective operation timeout ... OpType=BROADCAST`), while all-reduce and send/recv pass",
-        "aws-ofi-nccl below 1.20 (EFA installers below 1.49.0) hangs large inter-node broadcasts; so does a weight-sync "
-        "group whose ranks run different NCCL protocols (NCCL_PROTO in the pods' env but not the job's runtime_env, "
-        "or the reverse)",
+        "aws-ofi-nccl below 1.20 (EFA installers below 1.49.0) hangs large inter-node broadcasts; so does a "
+        "weight-sync group whose ranks run different NCCL protocols (NCCL_PROTO in the pods' env but not the job's "
+        "runtime_env, or the reverse)",
         "the build's gate fails on an aws-ofi-nccl below 1.20, naming its version, so the recipe must install EFA "
         "1.49.0 or newer; slime-p2p broadcasts 1 GiB across two nodes with a timeout; the renderer and the submitter "
         "refuse an NCCL_PROTO set on one side only",
