@@ -200,8 +200,9 @@ def ofi_nccl_version(ctx: Context) -> Result:
         if release is None:
             return Result(
                 FAIL,
-                f"{path} names no aws-ofi-nccl release: a build from a branch, not one the EFA installer ships",
-                "a release's library logs `NET/OFI Initializing aws-ofi-nccl X.Y.Z`; this one does not",
+                f"{path} names no aws-ofi-nccl release, so it cannot be shown to be 1.20 or newer",
+                "a release of 1.20 or newer logs `NET/OFI Initializing aws-ofi-nccl X.Y.Z`; a build from a Git tree, "
+                "or an old release, logs another word (GitHub-dev)",
             )
         named.append(f"aws-ofi-nccl {release} ({path})")
         if tuple(int(n) for n in release.split(".")[:2]) < OFI_FIXED:
