@@ -1,9 +1,13 @@
-"""slime-p2p: the preflight's two-node send/recv check (make preflight-p2p runs it in one pod on each of two nodes).
+"""slime-p2p: the preflight's two-node send/recv and broadcast check (make preflight-p2p runs it in one pod on each of
+two nodes).
 
 GPU i of node 0 and GPU i of node 1 exchange a buffer over NCCL, every GPU at once, so that each EFA rail of both nodes
 carries traffic; each rank must receive what its peer sent. All-reduce can pass where this fails: pods holding fewer
 EFA devices than their node offers get different cards on each node (W39). A run that fell back to TCP sockets (W13)
-or lost the OFI plugin (W42) fails too, named by NCCL's own log. Exit 0 when every rank of this node passed.
+or lost the OFI plugin (W42) fails too, named by NCCL's own log. Then GPU 0 of node 0 broadcasts a large buffer (1 GiB)
+to every GPU of both nodes, as slime's weight sync does; with aws-ofi-nccl below 1.20 that broadcast hangs where
+send/recv passed (W51), so its ranks are bounded by their own timeout and a hang is a failing row. Exit 0 when every
+rank of this node passed both.
 """
 
 from __future__ import annotations
@@ -25,17 +29,27 @@ from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
 STAGE = "p2p"
-# What it guards, for tools.wall_guards: the rails two nodes' pods hold (W39), and NCCL on EFA, not sockets (W13).
-GUARDS = {"p2p-sendrecv": ("W39", "W13")}
+# What it guards, for tools.wall_guards: the rails two nodes' pods hold (W39), NCCL on EFA, not sockets (W13), and a
+# large broadcast between nodes that completes (W51).
+GUARDS = {"p2p-sendrecv": ("W39", "W13"), "p2p-broadcast": ("W51",)}
+SENDRECV, BROADCAST = PROBES / "p2p_sendrecv.py", PROBES / "p2p_broadcast.py"
 NETWORK = re.compile(r"NCCL INFO Using network (\S+)")  # the transport NCCL chose, as its INFO log names it
 SOCKETS = "Socket"  # NCCL's own TCP transport: what it falls back to without a working OFI plugin (W13)
 
 
-def row(check_id: str, status: str, summary: str, seconds: float, detail: str = "", seen=()) -> report.Row:
+def row(
+    check_id: str,
+    status: str,
+    summary: str,
+    seconds: float,
+    detail: str = "",
+    seen=(),
+    protects: str = "a multi-node job whose point-to-point traffic fails",
+) -> report.Row:
     return report.seen_row(
         check_id,
         STAGE,
-        "a multi-node job whose point-to-point traffic fails",
+        protects,
         "read the ranks' NCCL log in the pod's output",
         status,
         summary,
@@ -45,13 +59,17 @@ def row(check_id: str, status: str, summary: str, seconds: float, detail: str = 
     )
 
 
+def last_json(out: str) -> dict | None:
+    return next((json.loads(line) for line in reversed(out.splitlines()) if line.startswith("{")), None)
+
+
 def judge(node: int, outcomes: list[tuple[int | None, str, str]], seconds: float) -> list[report.Row]:
     """One row per local rank (received what its peer sent, and how fast), and one for the transport NCCL chose.
     `outcomes` holds (exit status or None for timed out, stdout, stderr) per local rank."""
     rows, logs = [], []
     for local, (code, out, err) in enumerate(outcomes):
         logs.append(err)
-        found = next((json.loads(line) for line in reversed(out.splitlines()) if line.startswith("{")), None)
+        found = last_json(out)
         name = f"rank-{node}.{local}"
         if code == 0 and found and found.get("ok"):
             rows.append(row(name, PASS, f"exchanged with rank {found['peer']} at {found['gbps']} Gb/s", seconds))
@@ -72,6 +90,29 @@ def judge(node: int, outcomes: list[tuple[int | None, str, str]], seconds: float
     return rows
 
 
+def judge_broadcast(
+    node: int, outcomes: list[tuple[int | None, str, str]], seconds: float, size: int, timeout: float
+) -> list[report.Row]:
+    """One row per local rank of the broadcast: it received GPU 0 of node 0's buffer, and how fast. A rank still waiting
+    at the timeout is the hang of W51, named with its cause even when the log shows nothing."""
+    rows, hang = [], walls.BY_ID["W51"]
+    protects = "a multi-node weight sync (an NCCL broadcast) that hangs"
+    for local, (code, out, err) in enumerate(outcomes):
+        found, name = last_json(out), f"broadcast-{node}.{local}"
+        if code == 0 and found and found.get("ok"):
+            summary = f"received the {size / (1 << 30):g} GiB broadcast at {found['gbps']} Gb/s"
+            rows.append(row(name, PASS, summary, seconds, protects=protects))
+            continue
+        seen = walls.seen_in(err)
+        if code is None:
+            why, seen = f"the {size / (1 << 30):g} GiB broadcast hung: killed after {timeout:g} s", [hang, *seen]
+        else:
+            why = "received other data than GPU 0 of node 0 sent" if found else f"exit {code}"
+        tail = "\n".join(err.strip().splitlines()[-6:])
+        rows.append(row(name, FAIL, f"GPU {local}: {why}", seconds, tail, list(dict.fromkeys(seen)), protects))
+    return rows
+
+
 def rank_env(node: int, local: int, count: int, master: str, port: int) -> dict[str, str]:
     return {
         **os.environ,
@@ -85,21 +126,22 @@ def rank_env(node: int, local: int, count: int, master: str, port: int) -> dict[
     }
 
 
-def run_ranks(args, count: int) -> tuple[list[tuple[int | None, str, str]], float]:
-    """Start one probe per local GPU, wait for all (killing them at the timeout), and return what each said."""
+def run_ranks(
+    args, count: int, command: list[str], port: int, timeout: float
+) -> tuple[list[tuple[int | None, str, str]], float]:
+    """Start `command` once per local GPU, wait for all (killing them at the timeout), and return what each said."""
     start = time.monotonic()
-    command = [sys.executable, str(PROBES / "p2p_sendrecv.py"), str(args.bytes), str(args.iterations)]
     with tempfile.TemporaryDirectory(prefix="slime-p2p-") as folder:
         logs = [(Path(folder) / f"{local}.out", Path(folder) / f"{local}.err") for local in range(count)]
         children = []
         for local, (out, err) in enumerate(logs):
-            env = rank_env(args.node, local, count, args.master, args.port)
+            env = rank_env(args.node, local, count, args.master, port)
             with out.open("w") as stdout, err.open("w") as stderr:
                 children.append(subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env))
         outcomes = []
         for child, (out, err) in zip(children, logs, strict=True):
             try:
-                code = child.wait(timeout=max(1.0, args.timeout - (time.monotonic() - start)))
+                code = child.wait(timeout=max(1.0, timeout - (time.monotonic() - start)))
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
@@ -108,14 +150,30 @@ def run_ranks(args, count: int) -> tuple[list[tuple[int | None, str, str]], floa
     return outcomes, time.monotonic() - start
 
 
+def exchange(args, count: int) -> list[report.Row]:
+    command = [sys.executable, str(SENDRECV), str(args.bytes), str(args.iterations)]
+    outcomes, seconds = run_ranks(args, count, command, args.port, args.timeout)
+    return judge(args.node, outcomes, seconds)
+
+
+def broadcast(args, count: int) -> list[report.Row]:
+    """The broadcast after the exchange, on the next port: a rank of the other node still in the exchange must not
+    join this rendezvous."""
+    command = [sys.executable, str(BROADCAST), str(args.broadcast_bytes), str(args.iterations)]
+    outcomes, seconds = run_ranks(args, count, command, args.port + 1, args.broadcast_timeout)
+    return judge_broadcast(args.node, outcomes, seconds, args.broadcast_bytes, args.broadcast_timeout)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-p2p", description=__doc__)
     parser.add_argument("--node", type=int, required=True, choices=(0, 1), help="this node's index (the Job's)")
     parser.add_argument("--master", required=True, help="node 0's address, where the ranks meet")
-    parser.add_argument("--port", type=int, default=29500)
+    parser.add_argument("--port", type=int, default=29500, help="the exchange's rendezvous (the broadcast's: the next)")
     parser.add_argument("--bytes", type=int, default=256 << 20, help="bytes each GPU sends per exchange")
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds the exchange may take")
+    parser.add_argument("--broadcast-bytes", type=int, default=1 << 30, help="bytes GPU 0 of node 0 broadcasts")
+    parser.add_argument("--broadcast-timeout", type=float, default=300.0, help="seconds the broadcast may take")
     parser.add_argument("--json", metavar="PATH|-", help="write the report as JSON")
     args = parser.parse_args(argv)
 
@@ -126,11 +184,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"no GPU here (nothing matches {gpus.DEVICES}): slime-p2p runs on a GPU node",
                 "run it through make preflight-p2p, which starts it on two GPU nodes",
             )
-        if args.bytes < 4 or args.iterations < 1 or args.timeout <= 0:
-            raise UserError("--bytes must be 4 or more, --iterations 1 or more, --timeout above 0", "use the defaults")
+        if (
+            min(args.bytes, args.broadcast_bytes) < 4
+            or args.iterations < 1
+            or min(args.timeout, args.broadcast_timeout) <= 0
+        ):
+            raise UserError(
+                "--bytes and --broadcast-bytes must be 4 or more, --iterations 1 or more, the timeouts above 0",
+                "use the defaults",
+            )
         check_outputs({"--json": args.json})
-        outcomes, seconds = run_ranks(args, count)
-        rows = judge(args.node, outcomes, seconds)
+        rows = exchange(args, count) + broadcast(args, count)
         print(report.as_table(rows, STAGE), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
         report.write_reports(rows, STAGE, "slime-p2p", json_path=args.json, where=where.describe())
         return 0 if report.ok(rows) else 1

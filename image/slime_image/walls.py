@@ -48,6 +48,7 @@ LOG_SIGNS = {
     "W48": r"log_dict\[\"train/(train_rollout_logprob_abs_diff|ppo_kl|kl_loss)\"\]",
     "W49": r"Weight version mismatch",
     "W50": r"DO NOT MATCH THE HASHES|the recipe pins [0-9a-f]{64}",
+    "W51": r"Watchdog caught collective operation timeout.*OpType=BROADCAST",
 }
 
 
@@ -384,11 +385,22 @@ WALLS = (
     Wall(
         "W50",
         "`THESE PACKAGES DO NOT MATCH THE HASHES FROM THE REQUIREMENTS FILE` at a pip step, or fetch.py's `its sha256 "
-        "is ..., the recipe pins ...`; without the guard, nothing: the image carries the pairing's tag over other bytes",
+        "is ..., the recipe pins ...`; without the guard nothing: the image carries the pairing's tag over other bytes",
         "a mirror or index serving other bytes under a pinned name and version (or a wheel uploaded later with a more "
         "specific tag), a download by URL whose file changed, a base re-pushed under its tag",
         "every lock pin carries the sha256 of its files and pip installs under it in hash-checking mode; pip itself, "
         "the EFA installer and the router wheel are fetched by their sha256; the base is named by digest",
+    ),
+    Wall(
+        "W51",
+        "a job on two nodes or more hangs at a weight sync, an NCCL broadcast over EFA, until NCCL's watchdog gives up "
+        "(`Watchdog caught collective operation timeout ... OpType=BROADCAST`), while all-reduce and send/recv pass",
+        "aws-ofi-nccl below 1.20 (EFA installers below 1.49.0) hangs large inter-node broadcasts; so does a "
+        "weight-sync group whose ranks run different NCCL protocols (NCCL_PROTO in the pods' env but not the job's "
+        "runtime_env, or the reverse)",
+        "the build's gate fails on an aws-ofi-nccl below 1.20, naming its version, so the recipe must install EFA "
+        "1.49.0 or newer; slime-p2p broadcasts 1 GiB across two nodes with a timeout; the renderer and the submitter "
+        "refuse an NCCL_PROTO set on one side only",
     ),
 )
 

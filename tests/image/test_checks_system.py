@@ -1,4 +1,5 @@
-"""The checks whose input is the loader path: cuda-compat-path (W14), efa-plugin (W13) and efa-symbols (W42)."""
+"""The checks whose input is the loader path: cuda-compat-path (W14), efa-plugin (W13), efa-symbols (W42) and the
+OFI plugin's release, ofi-nccl-version (W51)."""
 
 import artifacts
 import pytest
@@ -120,3 +121,43 @@ def test_the_libefa_it_was_built_against_passes(efa_chain):
     env = {"LD_LIBRARY_PATH": f"{plugin}:{new}", "NCCL_NET_PLUGIN": "ofi"}
     result = checks_system.efa_symbols(Context(efa_dirs=(plugin,), env=env))
     assert result.status == PASS, result
+
+
+# ofi-nccl-version (W51): STAND-IN OFI plugins compiled here, each carrying the line a release of aws-ofi-nccl logs when
+# NCCL loads it, as a string literal of the library (the real plugin comes with the EFA installer).
+
+
+def ofi_standin(folder, release):
+    line = f"NET/OFI Initializing aws-ofi-nccl {release}" if release else "NET/OFI Initializing aws-ofi-nccl GitHub-dev"
+    source = f'const char *nccl_ofi_init_line = "{line}";\nint ncclNetPlugin(void) {{ return 0; }}\n'
+    return artifacts.shared_library(folder / "libnccl-net-ofi.so", source)
+
+
+@pytest.mark.guard_fails("check:ofi-nccl-version")
+@pytest.mark.parametrize("release", ["1.19.2", "1.18.0", "1.11.0-aws"])
+def test_a_plugin_below_1_20_fails_naming_its_release(tmp_path, release):
+    plugin = ofi_standin(tmp_path, release)
+    result = checks_system.ofi_nccl_version(Context(efa_dirs=(str(tmp_path),)))
+    assert result.status == FAIL
+    assert result.summary.startswith(f"aws-ofi-nccl {release} ({plugin}): below 1.20, large NCCL broadcasts")
+    assert "EFA installer 1.49.0" in result.detail
+
+
+@pytest.mark.guard_fails("check:ofi-nccl-version")
+def test_a_plugin_naming_no_release_fails(tmp_path):
+    ofi_standin(tmp_path, None)
+    result = checks_system.ofi_nccl_version(Context(efa_dirs=(str(tmp_path),)))
+    assert result.status == FAIL and "names no aws-ofi-nccl release" in result.summary
+
+
+@pytest.mark.parametrize("release", ["1.20.0", "1.21.1", "2.0.0"])
+def test_a_plugin_of_1_20_or_newer_passes_and_is_named(tmp_path, release):
+    plugin = ofi_standin(tmp_path, release)
+    (tmp_path / "libnccl-net.so").symlink_to(plugin.name)  # one library under two names is named once
+    result = checks_system.ofi_nccl_version(Context(efa_dirs=(str(tmp_path),)))
+    assert (result.status, result.summary) == (PASS, f"aws-ofi-nccl {release} ({plugin})")
+
+
+def test_no_plugin_fails_as_efa_plugin_does(tmp_path):
+    result = checks_system.ofi_nccl_version(Context(efa_dirs=(str(tmp_path),)))
+    assert result.status == FAIL and result.summary.startswith("no aws-ofi-nccl plugin")

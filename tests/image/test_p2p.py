@@ -1,17 +1,21 @@
-"""slime-p2p, the two-node send/recv preflight: how it judges what its ranks said, and its refusals.
+"""slime-p2p, the two-node send/recv and broadcast preflight: how it judges what its ranks said, how it bounds a hang,
+and its refusals.
 
 Its ranks need two GPU nodes with EFA, which cannot exist here; the ranks' output below is written in the shape of
-NCCL's INFO log and of the probe's JSON line (FIXTURES, written for these tests), and judged by the real code. What
-the check can only show on a cluster is in docs/deploy.md (make preflight-p2p)."""
+NCCL's INFO log and of the probes' JSON line (FIXTURES, written for these tests), and judged by the real code; the
+probes themselves are replaced by STAND-IN children (one that answers, one that hangs) started and killed by the real
+code. What the check can only show on a cluster is in docs/deploy.md (make preflight-p2p)."""
 
+import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 from conftest import IMAGE_BIN
-from slime_image import p2p
+from slime_image import gpus, p2p
 
 OFI = "NCCL INFO NET/OFI Initializing aws-ofi-nccl\nNCCL INFO Using network Libfabric\n"
 SOCKETS = "NCCL INFO NET/Plugin: Could not find: libnccl-net.so\nNCCL INFO Using network Socket\n"
@@ -74,3 +78,100 @@ def test_without_a_gpu_it_refuses_with_cause_and_fix(tmp_path):
         "fix: run it through make preflight-p2p, which starts it on two GPU nodes",
     ]
     assert not (tmp_path / "r.json").exists()
+
+
+# The broadcast (W51): GPU 0 of node 0 to every GPU of both nodes, each rank bounded by its timeout.
+
+GIB = 1 << 30
+WATCHDOG = "[Rank 9] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=2, OpType=BROADCAST, NumelIn=1)\n"
+
+
+def received(rank, ok=True, gbps=310.4):
+    return json.dumps({"rank": rank, "ok": ok, "gbps": gbps}) + "\n"
+
+
+def test_every_rank_receiving_the_broadcast_passes():
+    rows = p2p.judge_broadcast(1, [(0, received(8), OFI), (0, received(9), OFI)], 9.0, GIB, 300.0)
+    assert statuses(rows) == {
+        "broadcast-1.0": ("pass", "received the 1 GiB broadcast at 310.4 Gb/s"),
+        "broadcast-1.1": ("pass", "received the 1 GiB broadcast at 310.4 Gb/s"),
+    }
+
+
+def test_a_rank_killed_at_the_timeout_fails_naming_w51_and_its_cause():
+    rows = p2p.judge_broadcast(1, [(None, "", OFI + WATCHDOG), (0, received(9, ok=False), OFI)], 300.0, GIB, 300.0)
+    hung, wrong = rows
+    assert (hung.result.status, hung.result.summary) == ("fail", "GPU 0: the 1 GiB broadcast hung: killed after 300 s")
+    assert hung.check.walls == ("W51",)  # named once, though the watchdog's line names it too
+    assert "aws-ofi-nccl below 1.20" in hung.result.detail and "EFA" in hung.check.fix
+    assert (wrong.result.status, wrong.result.summary) == (
+        "fail",
+        "GPU 1: received other data than GPU 0 of node 0 sent",
+    )
+
+
+# STAND-IN probes: what a rank of the broadcast prints when it completes, and a rank that never returns, as one whose
+# broadcast hangs on aws-ofi-nccl below 1.20.
+ANSWERS = """import json, os, sys
+print("NCCL INFO Using network Libfabric", file=sys.stderr)
+print(json.dumps({"rank": int(os.environ["RANK"]), "peer": 0, "ok": True, "gbps": 99.0}))
+"""
+HANGS = """import sys, time
+print("NCCL INFO Using network Libfabric", file=sys.stderr, flush=True)
+time.sleep(120)
+"""
+
+
+def standin(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    return path
+
+
+def run_args(tmp_path, timeout):
+    return argparse.Namespace(
+        node=0,
+        master="127.0.0.1",
+        port=29500,
+        bytes=1 << 20,
+        iterations=1,
+        timeout=60.0,
+        broadcast_bytes=GIB,
+        broadcast_timeout=timeout,
+        json=str(tmp_path / "p2p.json"),
+    )
+
+
+@pytest.mark.guard_fails("preflight:p2p-broadcast")
+def test_a_hanging_broadcast_is_a_failing_row_at_its_timeout_not_a_silent_wait(tmp_path, monkeypatch):
+    monkeypatch.setattr(p2p, "BROADCAST", standin(tmp_path, "hangs", HANGS))
+    start = time.monotonic()
+    rows = p2p.broadcast(run_args(tmp_path, 2.0), 2)
+    assert time.monotonic() - start < 30
+    assert [(r.check.id, r.result.status, r.check.walls) for r in rows] == [
+        ("broadcast-0.0", "fail", ("W51",)),
+        ("broadcast-0.1", "fail", ("W51",)),
+    ]
+    assert rows[0].result.summary == "GPU 0: the 1 GiB broadcast hung: killed after 2 s"
+
+
+def test_a_broadcast_every_rank_completes_passes(tmp_path, monkeypatch):
+    monkeypatch.setattr(p2p, "BROADCAST", standin(tmp_path, "answers", ANSWERS))
+    rows = p2p.broadcast(run_args(tmp_path, 60.0), 2)
+    assert {r.check.id: r.result.status for r in rows} == {"broadcast-0.0": "pass", "broadcast-0.1": "pass"}
+
+
+def test_the_command_reports_the_exchange_and_the_broadcast_and_fails_on_the_hang(tmp_path, monkeypatch):
+    monkeypatch.setattr(gpus, "devices", lambda: ["/dev/nvidia0"])
+    monkeypatch.setattr(p2p, "SENDRECV", standin(tmp_path, "answers", ANSWERS))
+    monkeypatch.setattr(p2p, "BROADCAST", standin(tmp_path, "hangs", HANGS))
+    code = p2p.main(
+        ["--node", "0", "--master", "127.0.0.1", "--broadcast-timeout", "2", "--json", str(tmp_path / "r.json")]
+    )
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert code == 1 and not report["ok"]
+    assert {c["id"]: c["status"] for c in report["checks"]} == {
+        "rank-0.0": "pass",
+        "transport": "pass",
+        "broadcast-0.0": "fail",
+    }

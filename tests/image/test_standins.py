@@ -41,7 +41,7 @@ def test_the_declared_stand_in_router_is_reported_as_one(tmp_path):
     assert "stand-in for sglang-router" in check["detail"] and check["fix"]
 
 
-def test_the_stand_in_efa_installer_declares_itself_and_only_then_excuses_efa_plugin(tmp_path):
+def test_the_stand_in_efa_installer_declares_itself_and_only_then_excuses_its_checks(tmp_path):
     python = _router_venv("router-stock", artifacts.wheel(ROUTER))
     empty = tmp_path / "none"
     code, report, _ = run_suite(python, "--only", "efa-plugin", "--standins", str(empty))
@@ -59,10 +59,12 @@ def test_the_stand_in_efa_installer_declares_itself_and_only_then_excuses_efa_pl
         check=True,
     )
     assert "nothing installed" in run.stdout
-    code, report, _ = run_suite(python, "--only", "efa-plugin", "--standins", str(declared))
-    check = by_id(report)["efa-plugin"]
-    assert (code, check["status"]) == (0, "stand-in")
-    assert check["summary"].startswith("no aws-ofi-nccl plugin")
+    code, report, _ = run_suite(python, "--only", "efa-plugin,ofi-nccl-version", "--standins", str(declared))
+    assert code == 0
+    for name in ("efa-plugin", "ofi-nccl-version"):
+        check = by_id(report)[name]
+        assert check["status"] == "stand-in"
+        assert check["summary"].startswith("no aws-ofi-nccl plugin")
 
 
 def test_only_checks_that_name_a_stand_in_are_excused(tmp_path):

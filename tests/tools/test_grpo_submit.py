@@ -12,6 +12,7 @@ import pytest
 import yaml
 from conftest import IMAGE_BIN, ROOT
 
+from tools import guard_report
 from tools.k8s import grpo_submit, launch_recipe
 
 RECIPE = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
@@ -223,3 +224,40 @@ def test_missing_ray_command_says_how_to_submit(tmp_path, stand_ins):
         text=True,
     )
     assert proc.returncode == 1 and "make submit" in proc.stderr
+
+
+# NCCL_PROTO on one side of the weight-sync group only (W51): the recipe's runtime_env against the RayCluster's workers'
+# env, as kubernetes/templates/raycluster.yaml sets it.
+
+
+@pytest.mark.guard_fails("submit:nccl-proto-both-sides")
+def test_refuses_nccl_proto_in_the_runtime_env_only(tmp_path, stand_ins):
+    path = recipe_with_env(tmp_path, stand_ins, {"NCCL_PROTO": "Simple"})
+    proc = submit(path, stand_ins)
+    assert proc.returncode == 1, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0].startswith("submit: refused: NCCL_PROTO is unset in the Ray workers' env") and "(W51)" in lines[0]
+    assert lines[1].startswith("fix: set NCCL_PROTO to one value in both") and len(lines) == 2
+    assert not (stand_ins / "ray-args.json").exists()
+
+
+def proto_recipe(runtime_env):
+    recipe = launch_recipe.load(RECIPE)
+    recipe["runtime_env"] = {**recipe["runtime_env"], **runtime_env}
+    return recipe
+
+
+@pytest.mark.guard_fails("submit:nccl-proto-both-sides")
+def test_refuses_nccl_proto_in_the_workers_env_only(monkeypatch):
+    # STAND-IN for a RayCluster template whose workers set NCCL_PROTO
+    monkeypatch.setattr(grpo_submit.k8s_render, "worker_env", lambda: {"NCCL_PROTO": "Simple"})
+    with pytest.raises(guard_report.Refusal) as caught:
+        grpo_submit.check_environment(proto_recipe({}), "h200")
+    assert caught.value.guard == "nccl-proto-both-sides"
+    assert "NCCL_PROTO is Simple in the Ray workers' env (templates/raycluster.yaml) but unset" in caught.value.cause
+
+
+@pytest.mark.parametrize("workers, job", [({}, {}), ({"NCCL_PROTO": "Simple"}, {"NCCL_PROTO": "Simple"})])
+def test_nccl_proto_on_both_sides_alike_or_neither_passes(monkeypatch, workers, job):
+    monkeypatch.setattr(grpo_submit.k8s_render, "worker_env", lambda: workers)
+    assert grpo_submit.check_environment(proto_recipe(job), "h200") is None

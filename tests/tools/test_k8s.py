@@ -2,6 +2,7 @@
 a manifest broken the way it guards against."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -10,7 +11,8 @@ import yaml
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools.k8s import k8s_render, k8s_validate
+from tools import guard_report
+from tools.k8s import k8s_render, k8s_validate, launch_recipe
 
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/slime-image:test@sha256:" + "0" * 64
 USER = {"IMAGE": IMAGE, "NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx-lustre"}
@@ -320,3 +322,74 @@ def test_validate_names_a_file_that_is_not_manifests(tmp_path, text, cause):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     first, fix = proc.stderr.splitlines()
     assert first.startswith(f"validate: {path}") and cause in first and fix.startswith("fix: ")
+
+
+# NCCL_PROTO on one side of the weight-sync group only (W51): the renderer compares the RayCluster's workers' env with
+# the runtime_env of the recipe LAUNCH_RECIPE names.
+
+
+def recipe_with_proto(tmp_path, proto):
+    recipe = yaml.safe_load(launch_recipe.DEFAULT.read_text())
+    recipe["runtime_env"]["NCCL_PROTO"] = proto
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return str(path)
+
+
+def workers_with_proto(tmp_path, monkeypatch, proto):
+    """A copy of kubernetes/ whose RayCluster workers set NCCL_PROTO in their env, rendered from instead."""
+    shutil.copytree(ROOT / "kubernetes", tmp_path / "kubernetes")
+    template = tmp_path / "kubernetes" / "templates" / "raycluster.yaml"
+    cluster = yaml.safe_load(template.read_text())
+    cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"].append(
+        {"name": "NCCL_PROTO", "value": proto}
+    )
+    template.write_text(yaml.safe_dump(cluster, sort_keys=False))
+    monkeypatch.setattr(k8s_render, "K8S", tmp_path / "kubernetes")
+
+
+@pytest.mark.guard_fails("render:nccl-proto-both-sides")
+def test_nccl_proto_in_the_job_s_runtime_env_only_is_refused(tmp_path):
+    with pytest.raises(guard_report.Refusal) as caught:
+        rendered(LAUNCH_RECIPE=recipe_with_proto(tmp_path, "Simple"))
+    assert caught.value.guard == "nccl-proto-both-sides"
+    assert caught.value.cause.startswith(
+        "NCCL_PROTO is unset in the Ray workers' env (templates/raycluster.yaml) but Simple in runtime_env"
+    )
+    assert caught.value.cause.endswith("(W51)") and caught.value.fix.endswith("or in neither")
+
+
+@pytest.mark.guard_fails("render:nccl-proto-both-sides")
+def test_nccl_proto_in_the_workers_env_only_is_refused(tmp_path, monkeypatch):
+    workers_with_proto(tmp_path, monkeypatch, "LL128")
+    with pytest.raises(guard_report.Refusal) as caught:
+        rendered()
+    assert (
+        "NCCL_PROTO is LL128 in the Ray workers' env" in caught.value.cause
+        and "but unset in runtime_env" in caught.value.cause
+    )
+
+
+def test_nccl_proto_given_differently_on_each_side_is_refused(tmp_path, monkeypatch):
+    workers_with_proto(tmp_path, monkeypatch, "LL128")
+    with pytest.raises(guard_report.Refusal, match=r"LL128 in the Ray workers' env .* but Simple in runtime_env"):
+        rendered(LAUNCH_RECIPE=recipe_with_proto(tmp_path, "Simple"))
+
+
+def test_nccl_proto_alike_on_both_sides_renders(tmp_path, monkeypatch):
+    workers_with_proto(tmp_path, monkeypatch, "Simple")
+    documents = yaml.safe_load_all(rendered(LAUNCH_RECIPE=recipe_with_proto(tmp_path, "Simple")))
+    cluster = next(d for d in documents if d["kind"] == "RayCluster")
+    assert {"name": "NCCL_PROTO", "value": "Simple"} in cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"][
+        "containers"
+    ][0]["env"]
+
+
+def test_the_render_command_refuses_a_one_sided_nccl_proto_in_two_lines(tmp_path):
+    env = {**os.environ, **USER, "LAUNCH_RECIPE": recipe_with_proto(tmp_path, "Simple")}
+    (tmp_path / "empty.env").write_text("")
+    command = ["-m", "tools.k8s.k8s_render", "--overlay", "b300", "--env-file", str(tmp_path / "empty.env")]
+    proc = subprocess.run([sys.executable, *command], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1 and proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("render: NCCL_PROTO is unset") and lines[1].startswith("fix: ")

@@ -7,8 +7,9 @@ kubectl is needed on the user's side. The job's argument vector reaches train.py
 base64-encoded to the image's slime-launch command, because Ray runs the entrypoint under /bin/sh -c,
 which re-splits arguments and cannot expand bash arrays (W16). The submission is refused, with the reason
 and the fix, when a required setting is missing, a number is not one, the GRPO batch invariant fails, or
-the SGLang log level is not lower case (W15), whichever section of the recipe gives the flag; a flag given twice is
-refused (tools/k8s/launch_recipe.py reads and checks every flag once). Host side (PyYAML).
+the SGLang log level is not lower case (W15), whichever section of the recipe gives the flag, or NCCL_PROTO is set in
+the job's runtime_env or the RayCluster's workers' env but not both alike (W51); a flag given twice is refused
+(tools/k8s/launch_recipe.py reads and checks every flag once). Host side (PyYAML).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from slime_image.errors import UserError, run_command
 
 from tools import guard_report
 from tools.inputs import fingerprint
-from tools.k8s import cluster_shape, job_env, launch_recipe
+from tools.k8s import cluster_shape, job_env, k8s_render, launch_recipe
 from tools.k8s.k8s_render import load_overlay
 from tools.k8s.launch_recipe import refused
 
@@ -36,19 +37,23 @@ GUARDS = {
     "base64-launcher": ("W16",),
     "job-environment": ("W24", "W25", "W26"),
     "fp8-block-scaling-on-the-gpu": ("W27",),
+    k8s_render.PROTO: ("W51",),
 }
+# The refusal that names each wall of the job's environment; the others are job-environment's.
+ENV_GUARD = {"W27": "fp8-block-scaling-on-the-gpu", "W51": k8s_render.PROTO}
 
 
 def check_environment(recipe: dict, overlay: str) -> None:
-    """The job's runtime_env against what breaks the preload, NCCL or Ray (W24 to W27); the GPU from the overlay."""
+    """The job's runtime_env against what breaks the preload, NCCL or Ray (W24 to W27), and against the RayCluster's
+    workers' env (W51); the GPU from the overlay."""
     env = {k: str(v) for k, v in recipe.get("runtime_env", {}).items()}
     capability = str(load_overlay(overlay)["COMPUTE_CAPABILITY"])
     findings = job_env.env_findings(env, "runtime_env") + job_env.uvloop_finding(env, "runtime_env")
     findings += job_env.fp8_finding(recipe["flags"], env, capability)
+    findings += k8s_render.proto_findings(env)
     if findings:
         wall, cause, fix = findings[0]
-        guard = "fp8-block-scaling-on-the-gpu" if wall == "W27" else "job-environment"
-        raise refused(f"{cause} ({wall})", fix, guard)
+        raise refused(f"{cause} ({wall})", fix, ENV_GUARD.get(wall, "job-environment"))
 
 
 def flags(mapping: dict) -> list[str]:

@@ -72,6 +72,22 @@ def bootstrap_findings(env: dict[str, str], where: str) -> list[tuple[str, str, 
     return found
 
 
+def proto_findings(pods: dict[str, str], job: dict[str, str], pods_where: str, job_where: str):
+    """NCCL_PROTO the same in the GPU pods' env and the job's runtime_env, or in neither: given on one side only, the
+    weight-sync group's ranks can run different NCCL protocols and its broadcast hangs (W51)."""
+    pod, run = pods.get("NCCL_PROTO", "").strip(), job.get("NCCL_PROTO", "").strip()
+    if pod == run:
+        return []
+    return [
+        (
+            "W51",
+            f"NCCL_PROTO is {pod or 'unset'} in {pods_where} but {run or 'unset'} in {job_where}: the weight-sync "
+            "group's ranks can run different NCCL protocols, and its broadcast hangs",
+            f"set NCCL_PROTO to one value in both {pods_where} and {job_where}, or in neither",
+        )
+    ]
+
+
 def fp8_finding(settings: dict, env: dict[str, str], capability: str) -> list[tuple[str, str, str]]:
     """slime v0.3.0 sets NVTE_FP8_BLOCK_SCALING_FP32_SCALES=1 for every train actor, valid on Hopper only (W27)."""
     uses_fp8 = any(key.startswith("fp8") and settings[key] not in (None, False) for key in settings)

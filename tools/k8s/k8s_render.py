@@ -27,7 +27,7 @@ from slime_image.errors import UserError, run_command
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import ROOT, requirement_lines
-from tools.k8s import cluster_shape, launch_recipe
+from tools.k8s import cluster_shape, job_env, launch_recipe
 
 K8S = ROOT / "kubernetes"
 DEFAULT_ENV_FILE = K8S / "settings.env"
@@ -46,7 +46,8 @@ USER_DEFAULTS = {
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
 PLACEHOLDER = "unset-or-placeholder-setting"
-GUARDS = {PLACEHOLDER: ("W17",)}
+PROTO = "nccl-proto-both-sides"
+GUARDS = {PLACEHOLDER: ("W17",), PROTO: ("W51",)}
 # What a render answers to: its own guard, and the launch recipe's, which it checks before the job is submitted.
 REPORTED = {**GUARDS, **launch_recipe.GUARDS}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
@@ -160,7 +161,29 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     cluster_shape.check_image(user["IMAGE"], allow_tag=user[cluster_shape.ALLOW_TAG] == "1")
     recipe = launch_recipe.read(ROOT / user["LAUNCH_RECIPE"])
     cluster_shape.check_job(recipe["flags"], fixed, int(user["NUM_NODES"]))
+    if found := proto_findings(recipe["runtime_env"]):
+        wall, cause, fix = found[0]
+        raise guard_report.Refusal(PROTO, f"{cause} ({wall})", fix)
     return {**fixed, **user, "RAY_VERSION": ray_version()}
+
+
+def worker_env() -> dict[str, str]:
+    """What the RayCluster template's GPU worker containers set in their env as values: their NCCL and Ray settings,
+    which every job actor inherits (read before ${NAME}s are filled: no value that matters here is one)."""
+    cluster = yaml.safe_load((K8S / "templates" / "raycluster.yaml").read_text())
+    return {
+        e["name"]: str(e["value"])
+        for group in cluster["spec"].get("workerGroupSpecs", [])
+        for c in group["template"]["spec"].get("containers", [])
+        for e in c.get("env", [])
+        if "value" in e
+    }
+
+
+def proto_findings(runtime_env: dict) -> list[tuple[str, str, str]]:
+    """The RayCluster's workers and a job's runtime_env give NCCL_PROTO alike (W51)."""
+    job = {str(k): str(v) for k, v in runtime_env.items()}
+    return job_env.proto_findings(worker_env(), job, "the Ray workers' env (templates/raycluster.yaml)", "runtime_env")
 
 
 def expected_inputs(allow_other: str) -> str:

@@ -1,9 +1,11 @@
-"""Checks of the loader path: CUDA forward-compat libraries (W14) and the EFA/OFI NCCL plugin (W13)."""
+"""Checks of the loader path: CUDA forward-compat libraries (W14) and the EFA/OFI NCCL plugin (W13, W42), and the
+plugin's release (W51)."""
 
 from __future__ import annotations
 
 import glob
 import os
+import re
 
 from slime_image import tms_preload
 from slime_image.smoke import elf_symbols, lookups
@@ -34,11 +36,19 @@ def cuda_compat_path(ctx: Context) -> Result:
     return Result(PASS, "no CUDA compat directory on the loader path")
 
 
+def installed_plugins(ctx: Context) -> list[str]:
+    return sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
+
+
+def no_plugin(ctx: Context) -> Result:
+    return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
+
+
 def ofi_plugin(ctx: Context) -> str | Result:
     """The OFI NCCL plugin NCCL would load, or the failure that says why there is none."""
-    installed = sorted({p for d in ctx.efa_dirs for p in glob.glob(os.path.join(d, "libnccl-net*.so"))})
+    installed = installed_plugins(ctx)
     if not installed:
-        return Result(FAIL, f"no aws-ofi-nccl plugin (libnccl-net*.so) in {', '.join(ctx.efa_dirs)}")
+        return no_plugin(ctx)
     name = ctx.env.get("NCCL_NET_PLUGIN", "")
     if not name:
         return Result(
@@ -150,3 +160,57 @@ def efa_symbols(ctx: Context) -> Result:
     if missing:
         return Result(FAIL, f"the OFI plugin's chain lacks {len(missing)} symbol version(s)", "\n".join(missing))
     return Result(PASS, f"{len(chain)} objects from {plugin} find every symbol version they need")
+
+
+# The first aws-ofi-nccl whose large inter-node broadcasts do not hang (W51); EFA installer 1.49.0 is the first to
+# carry it (docs/facts.md, "The OFI plugin's release").
+OFI_FIXED = (1, 20)
+# The plugin logs its release when NCCL loads it; the line is one string literal in the library, built from the
+# release its configure script was given, so it is there to read without loading the plugin (which needs a GPU).
+OFI_RELEASE = re.compile(rb"NET/OFI Initializing aws-ofi-nccl (\d+)\.(\d+)\.(\d+)[\w.+~-]*")
+
+
+def ofi_release(path: str) -> str | None:
+    """The release `path` says it is (1.20.0, 1.11.0-aws), or None when it names none."""
+    with open(path, "rb") as library:
+        found = OFI_RELEASE.search(library.read())
+    return found.group(0).decode().rsplit(" ", 1)[-1] if found else None
+
+
+@check(
+    "ofi-nccl-version",
+    ("W51",),
+    BUILD,
+    "a job on two nodes or more hangs at a weight sync: aws-ofi-nccl below 1.20 hangs large NCCL broadcasts over EFA",
+    "install EFA 1.49.0 or newer, which carries aws-ofi-nccl 1.20 or newer (EFA_INSTALLER_VERSION in slime.Dockerfile)",
+    standin="aws-efa-installer",
+)
+def ofi_nccl_version(ctx: Context) -> Result:
+    """names the release of each aws-ofi-nccl plugin installed (the `NET/OFI Initializing aws-ofi-nccl X.Y.Z` line the
+    library logs, read from its file) and fails below 1.20, whose large inter-node broadcasts hang"""
+    installed = sorted({os.path.realpath(p) for p in installed_plugins(ctx)})
+    if not installed:
+        return no_plugin(ctx)
+    named, old = [], []
+    for path in installed:
+        try:
+            release = ofi_release(path)
+        except OSError as exc:
+            return Result(FAIL, f"the OFI NCCL plugin {path} cannot be read", exc.strerror or str(exc))
+        if release is None:
+            return Result(
+                FAIL,
+                f"{path} names no aws-ofi-nccl release, so it cannot be shown to be 1.20 or newer",
+                "a release of 1.20 or newer logs `NET/OFI Initializing aws-ofi-nccl X.Y.Z`; a build from a Git tree, "
+                "or an old release, logs another word (GitHub-dev)",
+            )
+        named.append(f"aws-ofi-nccl {release} ({path})")
+        if tuple(int(n) for n in release.split(".")[:2]) < OFI_FIXED:
+            old.append(named[-1])
+    if old:
+        return Result(
+            FAIL,
+            f"{'; '.join(old)}: below 1.20, large NCCL broadcasts between nodes hang (slime's weight sync)",
+            "aws-ofi-nccl 1.20.0 fixed the hang; EFA installer 1.49.0 is the first to carry it",
+        )
+    return Result(PASS, "; ".join(named))

@@ -48,7 +48,7 @@ COMPONENTS = (
     (
         EFA,
         "an installer that installs nothing and declares itself a stand-in",
-        ("efa-plugin", "efa-symbols"),
+        ("efa-plugin", "efa-symbols", "ofi-nccl-version"),
         "efa-installer.amazonaws.com cannot be reached from this machine",
     ),
 )
