@@ -16,7 +16,7 @@ ARG BASE_IMAGE
 # every version ARG below are copies of pairings/<default>.toml, written by `make promote` (never by hand; `make lint`
 # fails when they differ), so that a plain `docker build` builds the default pairing.
 ARG PAIRING=v0.3.1
-ARG EFA_INSTALLER_VERSION=1.48.0
+ARG EFA_INSTALLER_VERSION=1.49.0
 # The sha256 of each file fetched by URL rather than from a package index (W50): image/slime_image/fetch.py keeps only
 # those bytes. Empty is a pin not yet made (python -m tools.release.pin_downloads writes it): the file is taken with a
 # warning, and versions.json and the SBOM say it was not checked.
@@ -61,9 +61,9 @@ ENV DEBIAN_FRONTEND=noninteractive \
 
 # System packages and EFA: Ubuntu's Python 3.12 with its headers (helpers_cpp and TransformerEngine compile
 # against them), compilers and git for the source builds; the EFA installer's libfabric and aws-ofi-nccl,
-# without which NCCL silently falls back to TCP sockets on EKS (W13). Installer 1.48.0 carries an
-# aws-ofi-nccl that supports the NCCL 2.28 torch ships. No SSH server (Ray on Kubernetes does not use it);
-# no GDRCopy (it needs a host kernel module). /opt/driver-stub exposes the toolkit's libcuda stub as
+# without which NCCL silently falls back to TCP sockets on EKS (W13). Installer 1.49.0 carries aws-ofi-nccl 1.20.0,
+# tested with the NCCL 2.28.9 torch ships, and the first without the broadcast hang (W51). No SSH server (Ray on
+# Kubernetes does not use it); no GDRCopy (it needs a host kernel module). /opt/driver-stub exposes the toolkit's libcuda stub as
 # libcuda.so.1 for build-time imports only; it is never on the loader path.
 # The installer is fetched by its sha256 (W50). apt's and dpkg's caches and logs are removed with the lists: a layer
 # keeps no file that differs from one build to the next (the log's times) or that no process reads. The standard

@@ -129,7 +129,7 @@ WALLS = (
         "W13",
         "NCCL falls back to sockets: training ten times slower",
         "aws-ofi-nccl or libfabric not on the loader path, or no EFA device requested",
-        "EFA installer 1.48.0, aws-ofi-nccl on `LD_LIBRARY_PATH` and named by `NCCL_NET_PLUGIN=ofi`; the instance "
+        "EFA installer 1.49.0, aws-ofi-nccl on `LD_LIBRARY_PATH` and named by `NCCL_NET_PLUGIN=ofi`; the instance "
         "type's EFA count requested; `FI_PROVIDER=efa`",
     ),
     Wall(

@@ -146,7 +146,12 @@ def test_the_draft_from_upstream_s_tree_reproduces_the_committed_pairing_but_wha
     committed = pairings.load(tag)
     args, upstream, carried = pairings.draft(upstream_release.read(slime_trees[tag]), pairings.last_before(tag))
     carried_names = {c.split(":", 1)[0] for c in carried}
-    assert carried_names == {"TRANSFORMER_ENGINE_VERSION", "MBRIDGE_VERSION", "KERNELS_REQUIREMENT"}
+    assert carried_names == {
+        "TRANSFORMER_ENGINE_VERSION",
+        "MBRIDGE_VERSION",
+        "KERNELS_REQUIREMENT",
+        "SGL_ROUTER_SHA256",
+    }
     assert {k: v for k, v in args.items() if k not in carried_names} == {
         k: v for k, v in committed.args.items() if k not in carried_names
     }

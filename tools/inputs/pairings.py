@@ -229,13 +229,16 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
             else "upstream's docker/Dockerfile installs no mbridge of its own"
         ),
         "KERNELS_REQUIREMENT": "not in upstream's image: the W30 bound for the transformers this SGLang pins",
+        "SGL_ROUTER_SHA256": "upstream's image names no digest: the router wheel's sha256, carried with its release, "
+        "empty for a new release until python -m tools.release.pin_downloads pins it (W50)",
     }
+    same_router = release.router_release == last.args.get("SGL_ROUTER_RELEASE")
     args, carried = {}, []
     for name, value in last.args.items():
         if read.get(name):
             args[name] = read[name]
         else:
-            args[name] = value
+            args[name] = value if name != "SGL_ROUTER_SHA256" or same_router else ""
             reason = why.get(name, "upstream's docker/Dockerfile does not say")
             carried.append(f"{name}: carried from {last.name}; {reason}")
     found = {
