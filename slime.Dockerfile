@@ -77,7 +77,7 @@ RUN apt-get update && \
       "${EFA_INSTALLER_SHA256}" /tmp/aws-efa-installer.tar.gz && \
     tar -xzf /tmp/aws-efa-installer.tar.gz -C /tmp && \
     env -C /tmp/aws-efa-installer ./efa_installer.sh -y --skip-kmod --skip-limit-conf --no-verify && \
-    python3.12 -m compileall -q -j 0 --invalidation-mode checked-hash "$(python3.12 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')" && \
+    python3.12 -m compileall -q -j 0 -x /test/ --invalidation-mode checked-hash "$(python3.12 -c 'import sysconfig; print(sysconfig.get_path("stdlib"))')" && \
     apt-get clean && \
     rm -rf /tmp/aws-efa-installer /tmp/aws-efa-installer.tar.gz /var/lib/apt/lists/* /var/cache/apt/*.bin \
       /var/log/apt /var/log/dpkg.log /var/log/alternatives.log /var/cache/debconf/*-old /var/lib/dpkg/*-old \
