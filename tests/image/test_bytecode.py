@@ -5,6 +5,7 @@ image, and names a module that does not import instead of stopping the build."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -104,3 +105,17 @@ def test_a_tree_it_cannot_parse_is_named_without_a_traceback(tmp_path, content, 
     root = slime_tree(tmp_path)
     (root / "slime" / "ray" / "rollout.py").write_text(content)
     assert_refused(bare_run(root), f"{root / 'slime' / 'ray' / 'rollout.py'}: {cause}", "sources compile")
+
+
+def test_the_bytecode_is_checked_by_its_source_s_hash_and_the_same_bytes_in_every_build(tmp_path):
+    """A reproducible build gives every file of a layer one time; a time-stamped .pyc would then never match its source
+    (and would differ from one build to the next). PEP 552's flags word: 0b11, hash-based and checked."""
+    builds = []
+    for when in (1_000_000, 2_000_000):  # two builds of one tree, at one path, whose files carry other times
+        shutil.rmtree(tmp_path / "tree", ignore_errors=True)
+        root = slime_tree(tmp_path / "tree")
+        os.utime(root / "slime" / "ray" / "placement.py", (when, when))
+        assert run(root).returncode == 0
+        builds.append([p.read_bytes() for p in sorted(root.rglob("placement*.pyc"))])
+    assert builds[0] and int.from_bytes(builds[0][0][4:8], "little") == 0b11
+    assert builds[0] == builds[1]

@@ -109,7 +109,10 @@ def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engin
     run, _ = _make(
         "-s", "build", "DRY_RUN=1", f"ENGINE={engine}", "BUILD_ARGS=PIP_INDEX_URL=https://mirror.example/simple"
     )
-    assert run.stdout.startswith(f"{engine} build --format docker --layers"), run.stdout + run.stderr
+    epoch = tools_build.EPOCH
+    assert run.stdout.startswith(f"{engine} build --format docker --layers --timestamp {epoch}"), (
+        run.stdout + run.stderr
+    )
     assert "--build-arg PIP_INDEX_URL=https://mirror.example/simple" in run.stdout
     assert "--build-arg IMAGE_REVISION=" in run.stdout
 
@@ -194,12 +197,30 @@ def test_make_build_passes_what_the_verification_build_of_the_pairing_passed(nam
     pairing = pairings.load(name)
     recorded = json.loads((record.folder_for(pairing) / record.RECORD_JSON).read_text())["build_args"]
     own = {a for a in recorded if not a.startswith(("BASE_IMAGE=", "EFA_INSTALLER_URL=", "SGL_ROUTER_URL="))}
-    own = {a for a in own if not a.split("=", 1)[0].endswith("_REPO_URL")}
+    # The verification build's own: its sources, and the sha256 of its stand-in downloads (W50).
+    own = {a for a in own if not a.split("=", 1)[0].endswith(("_REPO_URL", "_SHA256"))}
     made = {a for a in tools_build.build_args(pairing) if not a.startswith(("IMAGE_REVISION=", "IMAGE_INPUTS="))}
     assert made == own
     assert f"IMAGE_INPUTS={fingerprint.of_tree(pairing)}" in tools_build.build_args(pairing)
 
 
-def test_docker_builds_with_buildx_and_loads_the_image():
+def test_docker_builds_with_buildx_and_loads_the_image_with_every_file_at_the_inputs_time():
     run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=docker")
-    assert run.stdout.startswith("docker buildx build --platform linux/amd64 -f ") and " --load " in run.stdout
+    assert run.stdout.startswith("docker buildx build --platform linux/amd64 -f ")
+    epoch = tools_build.EPOCH
+    assert f" --build-arg SOURCE_DATE_EPOCH={epoch} --output type=docker,rewrite-timestamp=true " in run.stdout
+
+
+def test_a_build_that_takes_bytes_it_does_not_name_says_so():
+    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah")
+    warned = [line for line in run.stderr.splitlines() if line.startswith("make build: warning: ")]
+    assert any("EFA_INSTALLER_SHA256 is empty" in line for line in warned), run.stderr
+    assert any("BASE_IMAGE nvidia/cuda:13.0.2-devel-ubuntu24.04 is a tag" in line for line in warned), run.stderr
+    run, _ = _make(
+        "-s",
+        "build",
+        "DRY_RUN=1",
+        "ENGINE=buildah",
+        f"BUILD_ARGS=BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04@sha256:{'a' * 64}",
+    )
+    assert "is a tag" not in run.stderr

@@ -12,7 +12,6 @@ import argparse
 import hashlib
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -61,23 +60,6 @@ def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:
     if base is not None and not same_base(base, Recipe.load().defaults["BASE_IMAGE"]):
         digests["BASE_IMAGE"] = base
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]
-
-
-# The time a build gives every file of its layers when the tree has no history to take it from: 1980-01-01, the
-# earliest a zip file (a wheel built from those files) can hold.
-NO_HISTORY_EPOCH = 315532800
-
-
-def source_date_epoch(pairing: pairings.Pairing) -> int:
-    """The time every file of the image's layers carries (SOURCE_DATE_EPOCH): that of the last commit that changed an
-    input of the pairing's build, so that a commit changing none of them builds the very same layers."""
-    paths = [*INPUTS, *pairing_inputs(pairing), str((pairings.FOLDER / f"{pairing.name}.toml").relative_to(ROOT))]
-    found = subprocess.run(
-        ["git", "-C", str(ROOT), "log", "-1", "--format=%ct", "--", *dict.fromkeys(paths)],
-        capture_output=True,
-        text=True,
-    )
-    return int(found.stdout.strip()) if found.returncode == 0 and found.stdout.strip() else NO_HISTORY_EPOCH
 
 
 def compare(image_inputs: str | None, pairing_name: str | None, prog: str) -> None:

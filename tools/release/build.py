@@ -41,6 +41,11 @@ def git_head() -> str:
     return head.stdout.strip() or "unknown"
 
 
+# The time every file of every layer carries, and the image's history: one constant, so that a layer whose inputs did
+# not change is the same bytes whatever else changed and whenever it was built (a fresh builder's image shares every
+# such layer with the one the nodes hold). 1980-01-01: the earliest a zip file holds, for a wheel built from them.
+EPOCH = 315532800
+
 # The stamp: what the build works out itself and the image carries as the truth about its inputs.
 STAMP = ("IMAGE_REVISION", "IMAGE_INPUTS")
 
@@ -121,7 +126,7 @@ def chosen_engine(engine: str | None, installed: bool = True) -> str:
 
 def command(engine: str, platform: str, args: list[str], reference: str, epoch: int) -> list[str]:
     """The engine's build command for slime.Dockerfile in the repository. Every file of every layer carries the time
-    `epoch` (fingerprint.source_date_epoch), and so does the image's history: what makes two builds of one tree the
+    `epoch` (EPOCH), and so does the image's history: what makes two builds of one tree the
     same layers, byte for byte (docs/building.md, "Reproducible")."""
     flags = [word for arg in args for word in ("--build-arg", arg)]
     if engine == "docker":
@@ -180,19 +185,19 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise UserError(f"BUILD_ARGS {args.build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
         given = build_args(pairing, extra)
-        epoch = fingerprint.source_date_epoch(pairing)
-        line = [*command(engine, args.platform, given, f"{args.image}:{tag}", epoch), str(ROOT)]
-        recipe = Recipe.load(build_args=dict(a.split("=", 1) for a in given))
-        for warning in unpinned(recipe.args):
-            print(f'make build: warning: {warning} (W50; docs/building.md, "Pinned to the byte")', file=sys.stderr)
+        line = [*command(engine, args.platform, given, f"{args.image}:{tag}", EPOCH), str(ROOT)]
+        warnings = unpinned(Recipe.load(build_args=dict(a.split("=", 1) for a in given)).args)
         if args.dry_run:
             print(shlex.join(line))
-            return 0
-        if engine == "docker" and subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode:
+        elif engine == "docker" and subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode:
             raise UserError(
                 "no Docker engine answers on this machine ('docker info' failed)",
                 "start dockerd, or ENGINE=buildah (no daemon needed)",
             )
+        for warning in warnings:
+            print(f'make build: warning: {warning} (W50; docs/building.md, "Pinned to the byte")', file=sys.stderr)
+        if args.dry_run:
+            return 0
         print(shlex.join(line), file=sys.stderr, flush=True)
         return subprocess.run(line).returncode
 

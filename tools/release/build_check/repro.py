@@ -26,8 +26,9 @@ from pathlib import Path
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
-from tools.inputs import fingerprint, pairings
+from tools.inputs import pairings
 from tools.inputs.recipe import Recipe
+from tools.release import build as tools_build
 from tools.release.build_check import image_weight, record, registry
 from tools.release.build_check.run import UPSTREAM, build, buildah, prepare, require_tools, source_args
 
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         out = record.folder_for(pairing)
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
         require_tools()
-        epoch = fingerprint.source_date_epoch(pairing)
+        epoch = tools_build.EPOCH
         images, seconds = [args.against] if args.against else [], []
         with registry.serving(args.work / "registry") as host:
             build_args = prepare(pairing, args.work, host, given)

@@ -1,0 +1,219 @@
+"""Pinned to the byte (W50): every lock pin carries the sha256 of its files, pip installs those bytes or none, and a
+download by URL is kept only with its pinned sha256. Real pip (the image's, 26.3), real wheels written here, served by
+a real HTTP server from a folder; the bytes an index would serve under a pinned version are a wheel of that name and
+version written here with other content (a stand-in for a mirror serving other bytes, named so)."""
+
+import functools
+import hashlib
+import http.server
+import os
+import re
+import subprocess
+import threading
+
+import pytest
+from conftest import ROOT
+from local_index import wheel
+from slime_image import fetch
+from slime_image.errors import UserError
+from slime_image.lock_file import LockSyntaxError, Pin, pin_text, read_pins, versions_only
+
+from tools.inputs import fingerprint, pairings
+from tools.inputs.lock import check_lock, lock_hashes, lock_pins
+from tools.inputs.recipe import Recipe
+from tools.planner import lock_hashes as hashing
+from tools.planner.plan_env import python312, unpacked_pip
+from tools.planner.plan_replay import cache_folder
+from tools.release import pin_downloads
+
+
+@pytest.fixture
+def folder_index(tmp_path):
+    """A folder served over HTTP (pip reads its listing as --find-links); yields (folder, URL)."""
+    served = tmp_path / "served"
+    served.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(served))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield served, f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+def pip_install(tmp_path, url, lock, *packages):
+    """The image's pip (26.3) installing `packages` from the folder index into a target, under `lock` as the image's
+    pip steps run: PIP_CONSTRAINT."""
+    pip = unpacked_pip(cache_folder()) / "pip"
+    command = [python312(), str(pip), "install", "--no-index", "--find-links", url, "--no-cache-dir"]
+    command += ["--target", str(tmp_path / "target"), *packages]
+    env = {**os.environ, "PIP_CONSTRAINT": str(lock), "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    env.pop("PIP_INDEX_URL", None)
+    return subprocess.run(command, capture_output=True, text=True, env=env)
+
+
+@pytest.mark.guard_fails("rule:installs-by-content")
+def test_a_wheel_with_the_locked_name_and_version_but_other_bytes_fails_the_step_naming_both_digests(
+    tmp_path, folder_index
+):
+    served, url = folder_index
+    planned = tmp_path / "planned"
+    planned.mkdir()
+    locked = wheel(planned, "slime-hashed", "1.0")["hashes"]["sha256"]
+    lock = tmp_path / "constraints.lock"
+    lock.write_text(pin_text(Pin("slime-hashed", "1.0", (locked,))) + "\n")
+    # The same name and version with other bytes: what a mirror serves in the broken state.
+    other = wheel(served, "slime-hashed", "1.0", requires=("slime-hashed-never",))
+    assert other["hashes"]["sha256"] != locked
+    proc = pip_install(tmp_path, url, lock, "slime-hashed")
+    assert proc.returncode != 0
+    assert "DO NOT MATCH THE HASHES" in proc.stderr
+    assert "slime-hashed==1.0 from" in proc.stderr and "slime_hashed-1.0-py3-none-any.whl" in proc.stderr
+    assert f"Expected sha256 {locked}" in proc.stderr and f"Got        {other['hashes']['sha256']}" in proc.stderr
+    assert not (tmp_path / "target" / "slime_hashed").exists(), "nothing of it was installed"
+    # The fixed state: the index serves the bytes the lock names.
+    (served / other["filename"]).write_bytes((planned / other["filename"]).read_bytes())
+    proc = pip_install(tmp_path, url, lock, "slime-hashed")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "target" / "slime_hashed").is_dir()
+
+
+def test_a_package_the_lock_does_not_pin_is_refused_under_a_hashed_lock(tmp_path, folder_index):
+    served, url = folder_index
+    pinned = wheel(served, "slime-hashed", "1.0", requires=("slime-hashed-dep",))
+    wheel(served, "slime-hashed-dep", "1.0")
+    lock = tmp_path / "constraints.lock"
+    lock.write_text(pin_text(Pin("slime-hashed", "1.0", (pinned["hashes"]["sha256"],))) + "\n")
+    proc = pip_install(tmp_path, url, lock, "slime-hashed")
+    assert proc.returncode != 0 and "slime-hashed-dep" in proc.stderr, proc.stderr
+
+
+def test_the_lock_reads_back_as_written_and_rejects_what_is_no_pin():
+    pins = {"numpy": Pin("numpy", "1.26.4", ("a" * 64, "b" * 64)), "six": Pin("six", "1.16.0", ("c" * 64,))}
+    text = "# a comment\n" + "\n".join(pin_text(p) for p in pins.values()) + "\n"
+    assert read_pins(text) == pins
+    assert versions_only(text) == "numpy==1.26.4\nsix==1.16.0\n"
+    for bad in ("numpy>=1.0", "numpy==1.0 --hash=md5:abc", "numpy==1.0 --hash=sha256:ABC", "--hash=sha256:" + "a" * 64):
+        with pytest.raises(LockSyntaxError):
+            read_pins(bad)
+
+
+@pytest.mark.parametrize("name", pairings.names())
+def test_every_pin_of_every_lock_carries_the_sha256_of_its_files(name):
+    pairing = pairings.load(name)
+    for _, path in Recipe.load(build_args=pairing.build_arg_values).constraint_files:
+        check_lock(path)
+        assert all(lock_hashes(path.read_text()).values()), path
+
+
+def test_the_stack_locks_hold_the_hashes_of_their_whole_lock():
+    for name in pairings.names():
+        pairing = pairings.load(name)
+        whole = lock_hashes(pairing.lock.read_text())
+        stack = pairing.lock.with_suffix(".stack.lock")
+        assert lock_hashes(stack.read_text()).items() <= whole.items()
+
+
+def test_a_lock_without_hashes_is_refused_naming_the_pin_and_how_to_hash_it(tmp_path):
+    lock = tmp_path / "x.lock"
+    lock.write_text("six==1.16.0\n")
+    with pytest.raises(UserError) as caught:
+        check_lock(lock)
+    assert "six==1.16.0 carries no --hash" in caught.value.cause
+    assert "python -m tools.planner.lock_hashes" in caught.value.fix
+
+
+def test_hashes_are_those_of_the_pinned_version_s_files_the_image_can_install_uploaded_before_the_cutoff(index):
+    digests = hashing.version_hashes("slime-fixture", "1.0", "2026-12-01T00:00:00Z", index + "/")
+    assert len(digests) == 1 and digests != hashing.version_hashes("slime-fixture", "2.0", "", index + "/")
+    with pytest.raises(UserError) as caught:  # every file uploaded after the cutoff: none may be installed
+        hashing.version_hashes("slime-fixture", "1.0", "2026-01-01T00:00:00Z", index + "/")
+    assert "lists no file of slime-fixture==1.0" in caught.value.cause
+    assert hashing.installable("torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl")
+    assert hashing.installable("x-1.0-py3-none-any.whl") and hashing.installable("x-1.0.tar.gz")
+    assert not hashing.installable("torch-2.11.0-cp311-cp311-manylinux_2_28_x86_64.whl")
+    assert not hashing.installable("torch-2.11.0-cp312-none-macosx_11_0_arm64.whl")
+
+
+def test_re_hashing_a_lock_moves_no_version_and_keeps_its_header(tmp_path, index, monkeypatch):
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    lock = tmp_path / "p.lock"
+    lock.write_text(
+        "# uploaded-prior-to: 2026-12-01T00:00:00Z\n# input x = 1\nslime-fixture==1.0\nslime-fixture-dep==2.0\n"
+    )
+    stack = tmp_path / "p.stack.lock"
+    stack.write_text("# Generated by `make lock` with locks/p.lock: do not edit.\nslime-fixture-dep==2.0\n")
+    texts = hashing.rehash(lock, [stack])
+    assert lock_pins(texts[lock]) == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+    assert texts[lock].startswith("# uploaded-prior-to: 2026-12-01T00:00:00Z\n# input x = 1\n")
+    assert lock_hashes(texts[stack]) == {"slime-fixture-dep": lock_hashes(texts[lock])["slime-fixture-dep"]}
+
+
+def test_two_trees_whose_locks_pin_the_same_versions_with_other_hashes_have_other_fingerprints(tmp_path):
+    lock = "locks/x.lock"
+    (tmp_path / "locks").mkdir()
+    for name in fingerprint.INPUTS:
+        source = ROOT / name
+        if source.is_file():
+            (tmp_path / name).write_text(source.read_text())
+    (tmp_path / lock).write_text(pin_text(Pin("six", "1.16.0", ("a" * 64,))) + "\n")
+    before = fingerprint.input_digests(lock, root=tmp_path)[lock]
+    (tmp_path / lock).write_text(pin_text(Pin("six", "1.16.0", ("b" * 64,))) + "\n")
+    assert fingerprint.input_digests(lock, root=tmp_path)[lock] != before
+
+
+def test_pip_s_own_pin_is_the_index_s_sha256_for_pip_version():
+    args = Recipe.load().args
+    assert args["PIP_SHA256"] in hashing.version_hashes("pip", args["PIP_VERSION"], "", "https://pypi.org/simple/")
+
+
+@pytest.mark.guard_fails("rule:installs-by-content")
+def test_a_download_whose_bytes_are_not_the_pinned_ones_is_removed_and_fails_naming_both(tmp_path, capsys):
+    source = tmp_path / "aws-efa-installer.tar.gz"
+    source.write_bytes(b"other bytes")
+    served = hashlib.sha256(b"other bytes").hexdigest()
+    out, records = tmp_path / "out" / source.name, tmp_path / "records"
+    pinned = "0" * 64
+    assert fetch.main(["fetch.py", source.as_uri(), pinned, str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert (
+        err[0] == f"fetch: {source.name} from {source.as_uri()}: its sha256 is {served}, the recipe pins {pinned} (W50)"
+    )
+    assert err[1].startswith("fix: ") and len(err) == 2
+    assert not out.exists() and not out.with_name(out.name + ".partial").exists()
+    assert fetch.fetch(source.as_uri(), served, str(out), str(records)) == [
+        f"fetch: {out.name}: sha256 {served}, as pinned"
+    ]
+    assert out.read_bytes() == b"other bytes"
+    warned = fetch.fetch(source.as_uri(), "", str(tmp_path / "again"), str(records))
+    assert warned[0].startswith("fetch: warning: again from") and served in warned[0]
+
+
+def test_pin_downloads_writes_every_pin_or_none(tmp_path, monkeypatch, recipe_copy):
+    dockerfile = recipe_copy()
+    mirror = tmp_path / "mirror"
+    args = Recipe.load(dockerfile).args
+    efa = mirror / f"aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz"
+    router = (
+        mirror
+        / args["SGL_ROUTER_RELEASE"]
+        / (f"sglang_router-{args['SGL_ROUTER_VERSION']}-cp38-abi3-manylinux_2_28_{pin_downloads.ARCH}.whl")
+    )
+    router.parent.mkdir(parents=True)
+    efa.write_bytes(b"installer")
+    monkeypatch.setattr(pairings, "FOLDER", tmp_path / "pairings")
+    (tmp_path / "pairings").mkdir()
+    for name in pairings.names(ROOT / "pairings"):
+        (tmp_path / "pairings" / f"{name}.toml").write_text((ROOT / "pairings" / f"{name}.toml").read_text())
+    given = {"EFA_INSTALLER_URL": mirror.as_uri(), "SGL_ROUTER_URL": mirror.as_uri()}
+    before = dockerfile.read_text()
+    with pytest.raises(UserError):  # the router wheel is missing: nothing is written
+        pin_downloads.pin(pairings.load("v0.3.1"), given, dockerfile)
+    assert dockerfile.read_text() == before
+    router.write_bytes(b"wheel")
+    found = pin_downloads.pin(pairings.load("v0.3.1"), given, dockerfile)
+    assert found == {
+        "EFA_INSTALLER_SHA256": hashlib.sha256(b"installer").hexdigest(),
+        "SGL_ROUTER_SHA256": hashlib.sha256(b"wheel").hexdigest(),
+    }
+    assert re.search(rf"^ARG EFA_INSTALLER_SHA256={found['EFA_INSTALLER_SHA256']}$", dockerfile.read_text(), re.M)
+    assert f'SGL_ROUTER_SHA256 = "{found["SGL_ROUTER_SHA256"]}"' in (tmp_path / "pairings" / "v0.3.1.toml").read_text()
