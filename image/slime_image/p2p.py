@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 from slime_image import gpus, walls, where
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number, add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -110,25 +110,22 @@ def run_ranks(args, count: int) -> tuple[list[tuple[int | None, str, str]], floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-p2p", description=__doc__)
-    parser.add_argument("--node", type=int, required=True, choices=(0, 1), help="this node's index (the Job's)")
+    add_number(parser, "--node", kind=int, low=0, high=1, required=True, help="this node's index (the Job's): 0 or 1")
     parser.add_argument("--master", required=True, help="node 0's address, where the ranks meet")
-    parser.add_argument("--port", type=int, default=29500)
-    parser.add_argument("--bytes", type=int, default=256 << 20, help="bytes each GPU sends per exchange")
-    parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the exchange may take")
-    parser.add_argument("--json", metavar="PATH|-", help="write the report as JSON")
-    args = parser.parse_args(argv)
+    add_number(parser, "--port", kind=int, low=1, high=65535, default=29500)
+    add_number(parser, "--bytes", kind=int, low=4, default=256 << 20, help="bytes each GPU sends per exchange")
+    add_number(parser, "--iterations", kind=int, low=1, default=20)
+    add_number(parser, "--timeout", above=0, default=600.0, help="seconds the exchange may take")
+    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
 
     def run() -> int:
+        args = parser.parse_args(argv)
         count = len(gpus.devices())
         if not count:
             raise UserError(
                 f"no GPU here (nothing matches {gpus.DEVICES}): slime-p2p runs on a GPU node",
                 "run it through make preflight-p2p, which starts it on two GPU nodes",
             )
-        if args.bytes < 4 or args.iterations < 1 or args.timeout <= 0:
-            raise UserError("--bytes must be 4 or more, --iterations 1 or more, --timeout above 0", "use the defaults")
-        check_outputs({"--json": args.json})
         outcomes, seconds = run_ranks(args, count)
         rows = judge(args.node, outcomes, seconds)
         print(report.as_table(rows, STAGE), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
