@@ -45,7 +45,7 @@ help: ## List the targets
 	} 2>/dev/null; exit 0
 
 $(VENV)/.installed: pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(None if sys.version_info >= (3, 11) else "make: Python 3.11 or newer is needed for the project tools; set PYTHON=")'
+	@$(PYTHON) -c 'import sys; sys.path.insert(0, "image"); from slime_image.python_needed import check; check("set PYTHON to one for the project tools: make venv PYTHON=python3.12", "make venv")'
 	@$(PYTHON) -m venv $(VENV)
 	@$(PYTHON) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' > $(VENV)/dev-requirements.txt
 	@$(VPY) -m pip install -q --disable-pip-version-check -r $(VENV)/dev-requirements.txt
