@@ -7,7 +7,8 @@ that is nan, inf or out of the option's declared bounds is refused. tests/tools/
 the project and fails on an output or a number option declared any other way.
 
 A refused value is a UserError naming the option; argparse lets it through (it catches only its own errors, TypeError
-and ValueError), and the command ends in two lines through run_command or, parsed before it, handle_start's hook.
+and ValueError), so each command parses its arguments inside run_command, which ends it in two lines (the test runs
+each such option's refusal through its command's main).
 """
 
 from __future__ import annotations
