@@ -45,7 +45,7 @@ help: ## List the targets
 	} 2>/dev/null; exit 0
 
 $(VENV)/.installed: pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(None if sys.version_info >= (3, 11) else "make: Python 3.11 or newer is needed for the project tools; set PYTHON=")'
+	@$(PYTHON) -c 'import sys; sys.path.insert(0, "image"); from slime_image.python_needed import check; check("set PYTHON to one for the project tools: make venv PYTHON=python3.12", "make venv")'
 	@$(PYTHON) -m venv $(VENV)
 	@$(PYTHON) -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' > $(VENV)/dev-requirements.txt
 	@$(VPY) -m pip install -q --disable-pip-version-check -r $(VENV)/dev-requirements.txt
@@ -173,12 +173,19 @@ submit: $(VENV)/.installed ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) 
 	  --report-json $(REPORTS)/submit.json --report-junit $(REPORTS)/submit.xml -- kubectl -n $$ns exec $$pod -- ray
 
 # How many pytest workers make test runs (pytest-xdist): one more than the cores, since part of the suite waits on
-# the package index (a fresh clone on 2 cores: 4 min 27 s with 3 workers, 5 min 1 s with 2; docs/benchmarks.md);
+# the package index (a fresh clone on 2 cores: 4 min 27 s with 3 workers, 5 min 1 s with 2; docs/benchmarks.md),
+# at most MAX_TEST_WORKERS: each worker may hold a throwaway Python 3.12 venv and a planner's simulated environment at
+# once, so past that a many-core machine runs out of memory and of the index's patience before it gains time;
 # 0 runs the suite in this process alone.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+MAX_TEST_WORKERS := 16
+bad_test_workers = echo "make test: TEST_WORKERS is not a whole number from 0 to $(MAX_TEST_WORKERS)" >&2; \
+	echo "fix: leave TEST_WORKERS unset (a worker a core and one more), or TEST_WORKERS=0 for one process" >&2; exit 1
+TEST_WORKERS ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n < $(MAX_TEST_WORKERS) ? n : $(MAX_TEST_WORKERS) )))
 
 .PHONY: test
 test: $(VENV)/.installed ## Run the test suite (no Docker, no GPU needed), a worker a core and one more (TEST_WORKERS=)
+	@# Checked by make, the value never pasted into the shell: one word, a whole number from 0 to MAX_TEST_WORKERS.
+	@$(if $(filter-out 1,$(words $(TEST_WORKERS)))$(filter-out $(shell seq 0 $(MAX_TEST_WORKERS)),$(TEST_WORKERS)),$(bad_test_workers))
 	$(VPY) -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 .PHONY: lint
@@ -209,11 +216,15 @@ docs: $(VENV)/.installed ## Regenerate the tables of docs/ (versions, pairings, 
 # the verification build's, and refuses an extra that would change what the image holds under the same tag.
 ENGINE       ?=
 BUILD_ARGS   ?=
+bad_dry_run = echo "make build: DRY_RUN is neither 0 nor 1" >&2; \
+	echo "fix: DRY_RUN=1 prints the engine's command; DRY_RUN=0, or unset, builds" >&2; exit 1
 
 .PHONY: build
 build: $(VENV)/.installed ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
+	@# DRY_RUN=0 builds, as unset does; any value but 0 and 1 is refused rather than guessed (checked by make).
+	@$(if $(filter-out 0 1,$(DRY_RUN) $(words $(DRY_RUN))),$(bad_dry_run))
 	@$(VPY) -m tools.release.build $(if $(PAIRING),--pairing "$(PAIRING)") $(if $(ENGINE),--engine "$(ENGINE)") --platform "$(PLATFORM)" \
-	  --image "$(IMAGE)" $(if $(TAG),--tag "$(TAG)") $(if $(BUILD_ARGS),--build-args '$(subst ','\'',$(BUILD_ARGS))') $(if $(DRY_RUN),--dry-run)
+	  --image "$(IMAGE)" $(if $(TAG),--tag "$(TAG)") $(if $(BUILD_ARGS),--build-args '$(subst ','\'',$(BUILD_ARGS))') $(if $(filter 1,$(DRY_RUN)),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
+from system_temp import pytest_configure, pytest_unconfigure  # noqa: F401 (hooks: the session's own temp folder)
 from xdist.scheduler import LoadScopeScheduling
 
 from tools.inputs import pairings

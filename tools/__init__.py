@@ -13,9 +13,14 @@ _IMAGE = str(Path(__file__).resolve().parents[1] / "image")
 if _IMAGE not in sys.path:
     sys.path.append(_IMAGE)
 
+from slime_image.python_needed import check  # noqa: E402
+
+FIX = "run it with the project's virtualenv: make venv, then .venv/bin/python -m <command> (make targets do)"
+check(FIX, prog="tools")
+
 from slime_image.errors import handle_start  # noqa: E402
 
-handle_start("run it with the project's virtualenv: make venv, then .venv/bin/python -m <command> (make targets do)")
+handle_start(FIX)
 
 # The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
 COMMANDS = (

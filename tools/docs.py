@@ -89,22 +89,29 @@ class Figure:
 
 
 DEV = "development machine: 2 cores, no GPU"
+# The test suite's time on a fresh clone with the default workers: the current table and the README quote it from here.
+SUITE_TIME, SUITE_WORKERS = "4 min 45 s", 3
+# The verification build's time without a cache, per pairing: the committed records are cached rebuilds, so no record
+# holds it; the current table and docs/building.md quote it from here.
+UNCACHED_SECONDS = {"v0.3.1": 928, "v0.3.0": 964}
+# The rebuilds after a one-line change (docs/rebuilds/<name>/record.json) and the change each made.
+REBUILDS = {"requirements": "a requirements.txt change that moves no stack-lock pin", "image": "an image/ change"}
 # The current figure of each benchmark that no record holds: the one place it is declared. A new measurement replaces
 # its row here and adds its account to the section the row names. The verification build's figures come from its
 # records (record_figures).
 FIGURES = (
     Figure(
         "`make test` on a fresh clone, 820 tests",
-        "4 min 45 s (pytest's count; 3 workers, the default; `bash .ci/run` 4 min 58 s); 4 min 27 s the run before; "
-        "with 2 workers 5 min 1 s; 17 min 36 s in one process",
+        f"{SUITE_TIME} (pytest's count; {SUITE_WORKERS} workers, the default; `bash .ci/run` 4 min 58 s); 4 min 27 s "
+        "the run before; with 2 workers 5 min 1 s; 17 min 36 s in one process",
         DEV,
         "1.55 at the start (a run just ended), 2.45 at the end (its own three workers)",
         "2026-12-05 19:18 UTC",
         "The test suite",
     ),
     Figure(
-        "`make build-check`, uncached, v0.3.1 / v0.3.0",
-        "928 s / 964 s",
+        f"`make build-check`, uncached, {' / '.join(UNCACHED_SECONDS)}",
+        " / ".join(f"{seconds} s" for seconds in UNCACHED_SECONDS.values()),
         DEV,
         "not recorded; alone but for the device staging's export",
         "2026-12-05 08:17 and 08:49 UTC",
@@ -195,6 +202,50 @@ def record_figures() -> list[Figure]:
     return found
 
 
+def suite_time(_: Path) -> list[str]:
+    """The README's sentence on the suite's time, from SUITE_TIME: the same figure as the current table's."""
+    return [
+        f"`make test` took {SUITE_TIME} on a fresh clone with 2 cores, in {SUITE_WORKERS} workers (pytest-xdist, one a "
+        'core and one more; docs/benchmarks.md, "The test suite"); its dots start within about 20 s.'
+    ]
+
+
+def largest_layer(built: dict) -> str:
+    """What the record's largest layer installs: its pip command, else its instruction."""
+    layer = max(built["layers"], key=lambda layer: layer["gb"] or 0)
+    pip = re.search(r"pip install ([^&;]+)", layer["instruction"])
+    return f"`pip install {pip[1].strip()}`" if pip else f"`{layer['instruction'][:60]}`"
+
+
+def build_figures(_: Path) -> list[str]:
+    """docs/building.md's figures: each pairing's weights from its record, the rebuilds' times from theirs, the
+    uncached times from UNCACHED_SECONDS."""
+    parts = []
+    for name in pairings.names():
+        path = record.folder_for(pairings.load(name)) / record.RECORD_JSON
+        if not path.is_file():
+            parts.append(f"{name} not recorded (`make build-check PAIRING={name}`)")
+            continue
+        built = json.loads(path.read_text())
+        sizes = built["sizes"]
+        uncached = f"uncached {UNCACHED_SECONDS[name]} s, " if name in UNCACHED_SECONDS else ""
+        parts.append(
+            f"{name} {uncached}image {sizes['image_gb']} GB uncompressed, /opt/venv {sizes['venv_gb']} GB, its largest "
+            f"layer {sizes['largest_layer_gb']} GB ({largest_layer(built)})"
+        )
+    rebuilds = []
+    for name, change in REBUILDS.items():
+        path = record.RECORD_DIR.parent / "rebuilds" / name / record.RECORD_JSON
+        if path.is_file():
+            rebuilds.append(f"{change} rebuilds in {json.loads(path.read_text())['seconds']:.0f} s")
+    if rebuilds:
+        parts.append(f"{', '.join(rebuilds)} (docs/rebuilds/)")
+    return [
+        "Its figures on a 2-core machine (docs/benchmarks.md; the weights from docs/build/<pairing>/record.json, a "
+        f"later cached rebuild's): {'; '.join(parts)}."
+    ]
+
+
 def current_table(docs: Path) -> list[str]:
     """The current figure of each benchmark, each naming the section of benchmarks.md (or the record) it comes from."""
     headings = re.findall(r"^#+ (.+)$", (docs / "benchmarks.md").read_text(), re.MULTILINE)
@@ -217,8 +268,9 @@ def current_table(docs: Path) -> list[str]:
     return rows
 
 
-def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
-    """name -> (the page under docs/ that holds it, where its facts come from, its rows given the Dockerfile)."""
+def tables() -> dict[str, tuple[str | Path, str, Callable[[Path], list[str]]]]:
+    """name -> (the page under docs/ that holds it, or its whole path; where its facts come from; its rows given the
+    Dockerfile)."""
     from tools import wall_guards  # the guards' registries import the manifest validator: only this command needs it
 
     return {
@@ -229,6 +281,9 @@ def tables() -> dict[str, tuple[str, str, Callable[[Path], list[str]]]]:
         "walls": ("walls.md", "image/slime_image/walls.py and the guards", lambda _: wall_guards.walls_table()),
         "pull": ("benchmarks.md", "base-manifests/ and docs/build/", pull_table),
         "current": ("benchmarks.md", "tools/docs.py and docs/build/", lambda _: current_table(ROOT / "docs")),
+        "build-figures": ("building.md", "docs/build/, docs/rebuilds/ and tools/docs.py", build_figures),
+        # The README lies beside docs/, whichever folder --docs names: its path is whole.
+        "suite-time": (ROOT / "README.md", "tools/docs.py", suite_time),
     }
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError
+from slime_image.options import add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
 from slime_image.smoke.report import Guard, Row
@@ -80,8 +81,8 @@ def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--report-json", metavar="FILE", help="write the guards' results as JSON (- for stdout)")
-    parser.add_argument("--report-junit", metavar="FILE", help="write them as JUnit XML")
+    add_output(parser, "--report-json", metavar="FILE", help="write the guards' results as JSON (- for stdout)")
+    add_output(parser, "--report-junit", metavar="FILE", help="write them as JUnit XML")
 
 
 def report_outputs(args: argparse.Namespace) -> dict[str, str | None]:

@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from slime_image import gpus, walls, where
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number, add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -166,34 +166,32 @@ def broadcast(args, count: int) -> list[report.Row]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-p2p", description=__doc__)
-    parser.add_argument("--node", type=int, required=True, choices=(0, 1), help="this node's index (the Job's)")
+    add_number(parser, "--node", kind=int, low=0, high=1, required=True, help="this node's index (the Job's): 0 or 1")
     parser.add_argument("--master", required=True, help="node 0's address, where the ranks meet")
-    parser.add_argument("--port", type=int, default=29500, help="the exchange's rendezvous (the broadcast's: the next)")
-    parser.add_argument("--bytes", type=int, default=256 << 20, help="bytes each GPU sends per exchange")
-    parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the exchange may take")
-    parser.add_argument("--broadcast-bytes", type=int, default=1 << 30, help="bytes GPU 0 of node 0 broadcasts")
-    parser.add_argument("--broadcast-timeout", type=float, default=300.0, help="seconds the broadcast may take")
-    parser.add_argument("--json", metavar="PATH|-", help="write the report as JSON")
-    args = parser.parse_args(argv)
+    add_number(
+        parser,
+        "--port",
+        kind=int,
+        low=1,
+        high=65534,
+        default=29500,
+        help="the exchange's rendezvous (the broadcast's: the next)",
+    )
+    add_number(parser, "--bytes", kind=int, low=4, default=256 << 20, help="bytes each GPU sends per exchange")
+    add_number(parser, "--iterations", kind=int, low=1, default=20)
+    add_number(parser, "--timeout", above=0, default=600.0, help="seconds the exchange may take")
+    add_number(parser, "--broadcast-bytes", kind=int, low=4, default=1 << 30, help="bytes GPU 0 of node 0 broadcasts")
+    add_number(parser, "--broadcast-timeout", above=0, default=300.0, help="seconds the broadcast may take")
+    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
 
     def run() -> int:
+        args = parser.parse_args(argv)
         count = len(gpus.devices())
         if not count:
             raise UserError(
                 f"no GPU here (nothing matches {gpus.DEVICES}): slime-p2p runs on a GPU node",
                 "run it through make preflight-p2p, which starts it on two GPU nodes",
             )
-        if (
-            min(args.bytes, args.broadcast_bytes) < 4
-            or args.iterations < 1
-            or min(args.timeout, args.broadcast_timeout) <= 0
-        ):
-            raise UserError(
-                "--bytes and --broadcast-bytes must be 4 or more, --iterations 1 or more, the timeouts above 0",
-                "use the defaults",
-            )
-        check_outputs({"--json": args.json})
         rows = exchange(args, count) + broadcast(args, count)
         print(report.as_table(rows, STAGE), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
         report.write_reports(rows, STAGE, "slime-p2p", json_path=args.json, where=where.describe())

@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 
 from slime_image import standins
-from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_output, write_output
 from slime_image.patches import upstream
 from slime_image.patches.base import check_root, importable_root
 
@@ -47,8 +47,7 @@ def upstream_patches(slime_root: Path) -> dict:
     return {"chosen": choice.why, "files": {str(f.relative_to(slime_root)): upstream.sha256(f) for f in files}}
 
 
-def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | None = None) -> None:
-    check_writable("--out", out)
+def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | None = None) -> None:
     check_root("--slime-root", slime_root, "slime")
     unknown = [name for name in names if not recordable(name)]
     if unknown:
@@ -71,15 +70,17 @@ def record(names: list[str], env: dict[str, str], out: Path, slime_root: Path | 
     present = standins.declared()
     if present:  # a declared version of a component a stand-in replaced was not installed
         data["standins"] = present
-    write_atomically(out, json.dumps(data, indent=2) + "\n")
+    write_output(out, json.dumps(data, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-record", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    add_output(parser, "--out", required=True, help="the record's file (-: stdout)")
     parser.add_argument("--slime-root", type=Path, help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")
-    args = parser.parse_args(argv)
-    return run_command(
-        "slime-record", lambda: record(args.names, dict(os.environ), args.out, args.slime_root) or 0, code=2
-    )
+
+    def run() -> int:
+        args = parser.parse_args(argv)
+        return record(args.names, dict(os.environ), args.out, args.slime_root) or 0
+
+    return run_command("slime-record", run, code=2)

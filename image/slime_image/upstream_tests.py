@@ -24,8 +24,9 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from slime_image.atomic_write import check_outputs, write_atomically
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number, add_output, write_output
 
 # A test file that does any of these needs a model, a dataset or the network: slime's CI runs it on its GPU runners.
 NEEDS_MORE = re.compile(r"execute_train|hf download|hf_download|snapshot_download|def prepare\(")
@@ -73,14 +74,14 @@ def outside_ci(text: str) -> str | None:
     return next((why for pattern, why in OUTSIDE_CI if pattern.search(text)), None)
 
 
-def per_file(junit: Path, files: list[str]) -> dict[str, dict]:
+def per_file(junit: ET.Element, files: list[str]) -> dict[str, dict]:
     """file -> counts of passed, failed, errors, skipped, and each failure's cause when it is not the stack's."""
 
     def none_yet() -> dict:
         return {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "outside_ci": [], "stack": []}
 
     found = {file: none_yet() for file in files}
-    for case in ET.parse(junit).getroot().iter("testcase"):
+    for case in junit.iter("testcase"):
         file = case.get("file") or module_file(case.get("classname") or "", files)
         file = file or module_file(case.get("name") or "", files)
         counts = found.setdefault(file or "?", none_yet())
@@ -164,39 +165,36 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--runner", type=Path, required=True, help="a folder holding pytest (pip install --target)")
     parser.add_argument("--slime-root", type=Path, default=Path("/opt/slime"))
-    parser.add_argument("--junit", type=Path, required=True, help="where pytest's JUnit XML goes")
-    parser.add_argument("--json", metavar="PATH|-", help="the per-file result as JSON")
-    parser.add_argument(
-        "--timeout", type=float, default=TIMEOUT, help=f"seconds one test file may take (default {TIMEOUT:g})"
+    add_output(parser, "--junit", required=True, metavar="PATH|-", help="where pytest's JUnit XML goes")
+    add_output(parser, "--json", metavar="PATH|-", help="the per-file result as JSON")
+    add_number(
+        parser, "--timeout", above=0, default=TIMEOUT, help=f"seconds one test file may take (default {TIMEOUT:g})"
     )
-    args = parser.parse_args(argv)
 
     def stopped(signum, frame):
         raise KeyboardInterrupt  # a SIGTERM ends the run as Ctrl-C does, the running file's processes with it
 
     def run() -> int:
+        args = parser.parse_args(argv)
         signal.signal(signal.SIGTERM, stopped)
         if not (args.runner / "pytest").is_dir():
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():
             raise UserError(f"--slime-root {args.slime_root} has no tests folder", "pass slime's checkout")
-        if args.timeout <= 0:
-            raise UserError(f"--timeout {args.timeout:g}: not a positive number of seconds", "leave it out")
-        check_outputs({"--junit": str(args.junit), "--json": args.json})
+        check_outputs({"--junit": args.junit, "--json": args.json})
         chosen, left = selection(args.slime_root)
-        # a report on stdout is alone there: pytest's own lines go to stderr then
-        shown = sys.stderr if args.json == "-" else None
+        # a report on stdout is alone there: pytest's own lines, and the table, go to stderr then
+        on_stdout = "-" in (args.junit, args.json)
+        shown = sys.stderr if on_stdout else None
         with tempfile.TemporaryDirectory() as scratch:
             suites = [run_file(args, file, Path(scratch) / f"{i}.xml", shown) for i, file in enumerate(chosen)]
         junit = ET.Element("testsuites")
         junit.extend(suites)
-        write_atomically(args.junit, ET.tostring(junit, encoding="unicode") + "\n")
-        result = summary(per_file(args.junit, [str(c) for c in chosen]), [str(p) for p in left])
-        print(table(result), file=sys.stderr if args.json == "-" else sys.stdout, flush=True)
-        if args.json == "-":
-            print(json.dumps(result, indent=1))
-        elif args.json:
-            write_atomically(Path(args.json), json.dumps(result, indent=1) + "\n")
+        result = summary(per_file(junit, [str(c) for c in chosen]), [str(p) for p in left])
+        print(table(result), file=sys.stderr if on_stdout else sys.stdout, flush=True)
+        write_output(args.junit, ET.tostring(junit, encoding="unicode") + "\n")
+        if args.json:
+            write_output(args.json, json.dumps(result, indent=1) + "\n")
         return 1 if result["stack_failures"] else 0
 
     return run_command("slime-upstream-tests", run)

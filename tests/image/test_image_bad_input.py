@@ -29,10 +29,21 @@ def test_a_versions_file_that_is_not_there_is_an_error_not_a_skip(tmp_path):
     assert proc.stdout == ""
 
 
-@pytest.mark.parametrize("seconds", ["-5", "0"])
-def test_a_timeout_that_is_not_positive_is_refused(seconds):
+@pytest.mark.parametrize("seconds", ["-5", "0", "nan", "inf"])
+def test_a_timeout_that_is_not_a_positive_finite_number_is_refused(seconds):
+    """nan and inf were taken: a timeout never reached, or one every comparison fails (issue 46)."""
     proc = command("slime-smoke", "--only", "pip-check", "--timeout", seconds)
-    assert_refused(proc, "slime-smoke", f"--timeout {seconds}: not a positive number of seconds", "--timeout 120")
+    assert_refused(proc, "slime-smoke", f"--timeout {seconds}: not a number above 0", "pass --timeout a number above 0")
+
+
+@pytest.mark.parametrize("name", ["slime-p2p", "slime-canary", "slime-upstream-tests"])
+def test_every_timeout_of_the_image_refuses_nan(name):
+    proc = command(name, "--timeout", "nan")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"{name}: --timeout nan: not a number above 0",
+        "fix: pass --timeout a number above 0",
+    ]
 
 
 @pytest.mark.parametrize(

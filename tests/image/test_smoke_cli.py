@@ -109,7 +109,7 @@ def test_json_and_junit_files(tmp_path):
     [
         (["--stage", "nightly"], "invalid choice: 'nightly'"),
         (["--only", "no-such-check"], "unknown check id no-such-check"),
-        (["--cuda-major", "7"], "--cuda-major 7: expected 12 or 13"),
+        (["--cuda-major", "7"], "--cuda-major 7: not a whole number at least 11 and at most 13"),
         (["--slime-root", "/nonexistent"], "holds no slime package folder"),
     ],
 )

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,18 @@ def test_a_report_on_stdout_is_alone_there(slime_tree, tmp_path):
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["passed"] == 2 and "2 passed" in proc.stderr
+
+
+def test_junit_dash_is_stdout_not_a_file_named_dash(slime_tree, tmp_path):
+    """--junit - wrote a file named `-` in the current folder (issue 46)."""
+    (slime_tree / "tests" / "test_broken.py").unlink()
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(RUNNER)]
+    command += ["--slime-root", str(slime_tree), "--junit", "-"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "Megatron-LM")}
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert ET.fromstring(proc.stdout).tag == "testsuites" and "2 passed" in proc.stderr
+    assert not (tmp_path / "-").exists()
 
 
 def test_a_file_that_hangs_is_stopped_and_counted(slime_tree, tmp_path):

@@ -48,6 +48,13 @@ def test_render_refuses_a_folder_path(tmp_path):
     assert not (tmp_path / "reports").exists() and not (tmp_path / "m.yaml").exists()
 
 
+def test_render_out_ending_in_a_slash_is_a_folder_not_a_file(tmp_path):
+    """--out reports/ was written as a file named `reports` (issue 46)."""
+    proc = tool(*RENDER, "--out", f"{tmp_path}/reports/", env=USER)
+    assert_refused(proc, "render", f"--out {tmp_path}/reports/: a folder, and it takes a file", "--out a file name")
+    assert not (tmp_path / "reports").exists()
+
+
 def test_submit_refuses_a_report_on_stdout_beside_the_command_it_prints():
     recipe = str(ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml")
     proc = tool("tools.k8s.grpo_submit", "--recipe", recipe, "--dry-run", "--report-json", "-")
@@ -142,7 +149,7 @@ def test_plan_json_and_reports_are_written_together(plan, tmp_path):
         (("--json", "-", "--report-junit", "-"), "--json and --report-junit would all write to stdout", "to a file"),
         (("--json", "{f}", "--report-json", "{f}"), "--json and --report-json both name {f}", "a file of its own"),
         (("--report-junit", "{f}", "--lock", "{f}"), "--report-junit and --lock both name {f}", "a file of its own"),
-        (("--lock", "-"), "--lock -: the lock and its stack locks are files, not stdout", "--lock locks/NAME.lock"),
+        (("--lock", "-"), "--lock -: it writes a file, not stdout", "pass --lock a file name"),
     ],
 )
 def test_plan_outputs_that_collide_are_refused_before_it_plans(plan, tmp_path, outputs, cause, fix):

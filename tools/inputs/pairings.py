@@ -31,6 +31,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_output
 
 from tools.inputs import upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
@@ -276,9 +277,9 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
     return "\n".join(lines) + "\n"
 
 
-def write_draft(tree: Path, out: Path | None) -> tuple[Path, str]:
+def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
     release = upstream_release.read(tree)
-    target = out or FOLDER / f"{release.ref}.toml"
+    target = Path(out) if out else FOLDER / f"{release.ref}.toml"
     if out is None and target.exists():
         raise UserError(
             f"{target.relative_to(ROOT)} exists: {release.ref} is a pairing already",
@@ -319,12 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series"])
     parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
     parser.add_argument("--slime-tree", type=Path, help="draft, series: a slime checkout at a release tag")
-    parser.add_argument("--out", type=Path, help="draft: where to write it (default pairings/<tag>.toml)")
-    args = parser.parse_args(argv)
-    if args.command in ("draft", "series") and args.slime_tree is None:
-        parser.error(f"{args.command} needs --slime-tree DIR")
+    add_output(parser, "--out", stdout=False, help="draft: where to write it (default pairings/<tag>.toml)")
 
     def run() -> int:
+        args = parser.parse_args(argv)
+        if args.command in ("draft", "series") and args.slime_tree is None:
+            parser.error(f"{args.command} needs --slime-tree DIR")
         if args.command == "list":
             chosen = default().name
             for name in names():

@@ -446,8 +446,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
     parser.add_argument("dockerfile", nargs="?", type=Path, default=DOCKERFILE, help="default: slime.Dockerfile")
     guard_report.add_options(parser)
-    args = parser.parse_args(argv)
-    return run_command("rules", lambda: report(args.dockerfile, args))
+
+    def run() -> int:
+        args = parser.parse_args(argv)
+        return report(args.dockerfile, args)
+
+    return run_command("rules", run)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number
 
 from tools import guard_report
 from tools.inputs import fingerprint
@@ -111,20 +112,23 @@ def main(argv: list[str] | None = None) -> int:
         "with the tree's",
     )
     parser.add_argument("--allow-other-image", action="store_true", help="submit even when the fingerprints differ")
-    parser.add_argument(
+    add_number(
+        parser,
         "--num-nodes",
-        type=int,
+        kind=int,
+        low=1,
         help="the RayCluster's GPU nodes (NUM_NODES; make submit passes it): checked against the job",
     )
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
     guard_report.add_options(parser)
-    args = parser.parse_args(argv)
-    # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed into it.
-    printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
-    return run_command(
-        "submit",
-        lambda: guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: (submit(args), {}), printed),
-    )
+
+    def run() -> int:
+        args = parser.parse_args(argv)
+        # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed in.
+        printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
+        return guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: (submit(args), {}), printed)
+
+    return run_command("submit", run)
 
 
 def read_image_versions(path: Path) -> dict[str, str]:

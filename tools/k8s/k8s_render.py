@@ -23,6 +23,7 @@ import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_output
 
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
@@ -240,20 +241,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--out", type=Path, help="the file to write (default, or -: stdout)")
+    add_output(output, "--out", help="the file to write (default, or -: stdout)")
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
     guard_report.add_options(parser)
-    args = parser.parse_args(argv)
-    only = tuple(args.only.split(","))
-    if set(only) - set(TEMPLATES):
-        parser.error(f"--only takes {', '.join(TEMPLATES)}")
-    if args.env_file is None and DEFAULT_ENV_FILE.exists():
-        args.env_file = DEFAULT_ENV_FILE
-    outputs = {"--get": "-"} if args.get else {"--out": args.out or "-"}
-    return run_command(
-        "render",
-        lambda: guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs),
-    )
+
+    def rendered() -> int:
+        args = parser.parse_args(argv)
+        only = tuple(args.only.split(","))
+        if set(only) - set(TEMPLATES):
+            parser.error(f"--only takes {', '.join(TEMPLATES)}")
+        if args.env_file is None and DEFAULT_ENV_FILE.exists():
+            args.env_file = DEFAULT_ENV_FILE
+        outputs = {"--get": "-"} if args.get else {"--out": args.out or "-"}
+        return guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs)
+
+    return run_command("render", rendered)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_output
 
 from tools.planner import platforms
 from tools.planner.plan_env import is_distribution, load_manifest
@@ -131,12 +132,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
     )
-    parser.add_argument("--out", type=Path, help="default: base-manifests/<image>.json, where the planner looks")
-    args = parser.parse_args(argv)
+    add_output(parser, "--out", stdout=False, help="default: base-manifests/<image>.json, where the planner looks")
 
     def write() -> int:
+        args = parser.parse_args(argv)
         platform = platforms.canonical(args.platform)  # published_weight reads its os and its architecture
-        out = args.out or manifest_for(args.image)
+        out = Path(args.out) if args.out else manifest_for(args.image)
         check_writable("--out", out)
         if args.inspect:
             constraint = args.constraint.read_text() if args.constraint and args.constraint.is_file() else ""

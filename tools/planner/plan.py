@@ -30,6 +30,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_output
 
 from tools import guard_report
 from tools.inputs import pairings
@@ -77,8 +78,6 @@ def check_cache(cache: Path) -> None:
 
 
 def run(args, arch: str) -> int:
-    if args.lock is not None and str(args.lock) == "-":
-        raise UserError("--lock -: the lock and its stack locks are files, not stdout", "pass --lock locks/NAME.lock")
     outputs = {"--json": args.json, **guard_report.report_outputs(args), "--lock": args.lock}
     check_outputs(outputs)
     # What goes to stdout is alone there: with the plan's JSON or a report sent there, the plan's text goes to stderr.
@@ -126,8 +125,8 @@ def run(args, arch: str) -> int:
     if locked is None:
         return 1
     hashes = lock_hashes.collect(lock_pins(locked.lock_text()), cutoff)  # the bytes each pin may be (W50)
-    write_lock(args.lock, locked.lock_text(hashes), log)
-    for path, text in stack_lock_texts(args.lock, recipe, locked, hashes).items():
+    write_lock(Path(args.lock), locked.lock_text(hashes), log)
+    for path, text in stack_lock_texts(Path(args.lock), recipe, locked, hashes).items():
         write_lock(path, text, log)
     return 0
 
@@ -147,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )
     parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/planner/platforms.py)")
-    parser.add_argument("--json", metavar="PATH|-")
+    add_output(parser, "--json", metavar="PATH|-")
     guard_report.add_options(parser)
     parser.add_argument(
         "--build-arg",
@@ -161,12 +160,16 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a step the plan cannot see into (an ARG without a value, an ENV, COPY --from) warns instead of failing",
     )
-    parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
+    add_output(parser, "--lock", stdout=False, help="plan without the current lock and write a new lock here")
     parser.add_argument(
         "--uploaded-prior-to", metavar="ISO-8601", help="resolve as the index stood then (default for --lock: now)"
     )
-    args = parser.parse_args(argv)
-    return run_command("plan", lambda: run(args, platforms.arch(args.platform)), code=2)
+
+    def planned() -> int:
+        args = parser.parse_args(argv)
+        return run(args, platforms.arch(args.platform))
+
+    return run_command("plan", planned, code=2)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from slime_image import gpus, where
 from slime_image.atomic_write import check_outputs
 from slime_image.canary import faults, invariants, job, phases
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number, add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -114,9 +115,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"{LEARN.iterations} iterations of {LEARN.prompts}x{LEARN.samples} samples on a reward the model can "
         f"learn; passes when it rises by {LEARN_MARGIN}",
     )
-    parser.add_argument(
+    add_number(
+        parser,
         "--iterations",
-        type=int,
+        kind=int,
+        low=1,
         help=f"rollout and train iterations (default {CHECK.iterations}, --learn {LEARN.iterations})",
     )
     parser.add_argument(
@@ -125,23 +128,22 @@ def main(argv: list[str] | None = None) -> int:
         help="run the job in a broken state to see the row that guards it fail: "
         + "; ".join(f"{name}: {what} ({row} fails)" for name, (what, row) in faults.FAULTS.items()),
     )
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds the job may take (default 600)")
-    parser.add_argument("--json", metavar="PATH|-", help="write the report as JSON")
-    parser.add_argument("--junit", metavar="PATH|-", help="write the report as JUnit XML")
-    args = parser.parse_args(argv)
-    base = LEARN if args.learn else CHECK
-    mode = Mode(args.iterations or base.iterations, base.prompts, base.samples, base.lr, base.reward)
+    add_number(parser, "--timeout", above=0, default=600.0, help="seconds the job may take (default 600)")
+    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
+    add_output(parser, "--junit", metavar="PATH|-", help="write the report as JUnit XML")
 
     def run() -> int:
+        args = parser.parse_args(argv)
+        base = LEARN if args.learn else CHECK
+        mode = Mode(args.iterations or base.iterations, base.prompts, base.samples, base.lr, base.reward)
         if not gpus.devices():
             raise UserError(
                 f"no GPU here (nothing matches {gpus.DEVICES}): the canary runs slime's job on one",
                 "run it on a GPU host: docker run --gpus 1 IMAGE slime-canary (or make canary)",
             )
-        least = 2 * LEARN_WINDOW if args.learn else 1
-        if mode.iterations < least or args.timeout <= 0:
+        if args.learn and mode.iterations < 2 * LEARN_WINDOW:
             raise UserError(
-                f"--iterations must be {least} or more{' with --learn' if args.learn else ''} and --timeout above 0",
+                f"--iterations must be {2 * LEARN_WINDOW} or more with --learn",
                 f"give, e.g., --iterations {base.iterations}",
             )
         if not (Path(args.slime_root) / "train.py").is_file():

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import run_command
+from slime_image.options import add_output
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -186,12 +187,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
-    parser.add_argument("--report-json", metavar="FILE", help="write the outcomes in the smoke suite's report shape")
-    parser.add_argument("--report-junit", metavar="FILE", help="write them as JUnit XML")
+    add_output(parser, "--report-json", metavar="FILE", help="write the outcomes in the smoke suite's report shape")
+    add_output(parser, "--report-junit", metavar="FILE", help="write them as JUnit XML")
     parser.add_argument(
         "--series",
         help="the series the pairing declares (its SLIME_PATCHES): the chosen folder must hold exactly these files",
     )
+    return run_command("slime-patch", lambda: run(*parsed(parser, argv)), code=2)
+
+
+def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
+    """The options, and the patches they select."""
     args = parser.parse_args(argv)
     known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
     selected = args.only.split(",") if args.only else known
@@ -203,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             upstream.parse_series(args.series)
         except ValueError as exc:
             parser.error(f"--series: {exc}")
-    return run_command("slime-patch", lambda: run(args, selected), code=2)
+    return args, selected
 
 
 def run(args, selected: list[str]) -> int:

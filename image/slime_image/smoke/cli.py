@@ -11,6 +11,7 @@ from pathlib import Path
 from slime_image import pip_conflicts, standins, where
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number, add_output
 from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
@@ -56,14 +57,14 @@ def parse_args(argv):
         description="The slime-image smoke suite: each known way a SLIME image breaks, checked early.",
     )
     parser.add_argument("--stage", choices=sorted(STAGES), default="build")
-    parser.add_argument("--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
-    parser.add_argument(
-        "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)"
-    )
+    add_output(parser, "--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
+    add_output(parser, "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)")
     parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
     parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
-    parser.add_argument("--cuda-major", type=int, help="the CUDA major of the train workers (default: torch's)")
+    add_number(
+        parser, "--cuda-major", kind=int, low=11, high=13, help="the CUDA major of the train workers (default: torch's)"
+    )
     parser.add_argument(
         "--versions-file", type=Path, help=f"what slime-record wrote (default: {Context.versions_file}, where present)"
     )
@@ -78,7 +79,7 @@ def parse_args(argv):
     )
     parser.add_argument("--only", metavar="ID[,ID]", help="run only these checks")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds for each child process")
+    add_number(parser, "--timeout", above=0, default=120.0, help="seconds for each child process")
     parser.add_argument(
         "--arch-targets",
         metavar="X.Y[,X.Y]",
@@ -97,8 +98,6 @@ def parse_args(argv):
         unknown = sorted(set(args.only.split(",")) - known)
         if unknown:
             parser.error(f"unknown check id {', '.join(unknown)}; --list shows them")
-    if args.cuda_major is not None and args.cuda_major not in (11, 12, 13):
-        parser.error(f"--cuda-major {args.cuda_major}: expected 12 or 13")
     if args.slime_root is not None and not (args.slime_root / "slime").is_dir():
         parser.error(f"--slime-root {args.slime_root} holds no slime package folder")
     return args
@@ -106,8 +105,6 @@ def parse_args(argv):
 
 def given_inputs(args) -> None:
     """A file the user names must be there and readable; only the built-in defaults may be absent."""
-    if args.timeout <= 0:
-        raise UserError(f"--timeout {args.timeout:g}: not a positive number of seconds", "pass --timeout 120, say")
     for option, path in (("--versions-file", args.versions_file), ("--pip-allowlist", args.pip_allowlist)):
         if path is not None and not path.is_file():
             what = "is not a file" if path.exists() else "does not exist"
@@ -122,8 +119,7 @@ def given_inputs(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    return run_command("slime-smoke", lambda: run_suite(args), code=2)
+    return run_command("slime-smoke", lambda: run_suite(parse_args(argv)), code=2)
 
 
 def run_suite(args) -> int:
