@@ -21,12 +21,13 @@ import email.parser
 import hashlib
 import json
 import re
+import sys
 import uuid
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
+from slime_image.options import add_output, write_output
 
 SITE_PACKAGES = Path("/opt/venv/lib/python3.12/site-packages")
 VERSIONS = Path("/opt/slime-image/versions.json")
@@ -195,13 +196,12 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True)
+    add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
     parser.add_argument("--site-packages", type=Path, default=SITE_PACKAGES)
     parser.add_argument("--versions", type=Path, default=VERSIONS, help="the image's versions.json (slime-record)")
-    args = parser.parse_args(argv)
 
     def run() -> int:
-        check_writable("--out", args.out)
+        args = parser.parse_args(argv)
         if not args.versions.is_file() or not args.site_packages.is_dir():
             raise UserError(
                 f"{args.versions} or {args.site_packages} is missing: this is no built image",
@@ -210,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         recorded = json.loads(args.versions.read_text())
         versions = {**recorded.get("versions", {}), "tag": recorded.get("tag")}
         document = sbom(args.site_packages, PIP_REPORTS, DOWNLOADS, versions, DPKG_STATUS, OS_RELEASE)
-        write_atomically(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")
-        print(f"slime-sbom: {len(document['components'])} components in {args.out}")
+        write_output(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        print(f"slime-sbom: {len(document['components'])} components in {args.out}", file=sys.stderr)
         return 0
 
     return run_command("slime-sbom", run, code=2)

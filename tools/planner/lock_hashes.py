@@ -25,6 +25,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import Pin as LockPin
 from slime_image.lock_file import pin_text, read_pins
+from slime_image.options import add_output
 
 from tools.inputs.lock import check_lock, layer_lock_text, lock_cutoff, lock_hashes, lock_pins
 from tools.planner import index_http
@@ -125,10 +126,11 @@ def _with_hashes(text: str, hashes: dict[str, tuple[str, ...]]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools.planner.lock_hashes", description=__doc__.strip().splitlines()[0])
-    parser.add_argument("lock", type=Path, help="locks/<pairing>.lock (its stack locks beside it are rewritten too)")
-    args = parser.parse_args(argv)
+    add_output(parser, "lock", stdout=False, help="locks/<pairing>.lock (its stack locks beside it are rewritten too)")
 
     def run() -> int:
+        args = parser.parse_args(argv)
+        args.lock = Path(args.lock)
         if not args.lock.is_file():
             raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
         stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
