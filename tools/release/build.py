@@ -98,7 +98,7 @@ def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
     the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
     refused where it would make the stamp lie (`overrides`)."""
-    given = overrides(pairing, list(extra))
+    given = overrides(pairings.locked(pairing), list(extra))
     own = pairing.build_args if pairing.name != pairings.default().name else []
     stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
     return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]
