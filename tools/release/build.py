@@ -27,6 +27,7 @@ from slime_image.record import image_tag
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
+from tools.release import image_ref
 
 ENGINES = ("docker", "podman", "buildah")
 # What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
@@ -90,6 +91,8 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
                 "not say",
                 f"change ARG {name} in slime.Dockerfile, an input of the fingerprint (or make a pairing)",
             )
+        if name == "BASE_IMAGE":
+            image_ref.check_base(value, Recipe.load(build_args=pairing.build_arg_values).args[name])
         given[name] = value
     return given
 
