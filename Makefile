@@ -86,7 +86,7 @@ plan: venv ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PA
 .PHONY: lock
 lock: venv ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
 	@lock=$$($(VPY) -m tools.inputs.pairings lock $(call q,$(or $(PAIRING),default))) && \
-	$(VPY) -m tools.planner.plan --platform $(call q,$(PLATFORM)) $(pairing_opt) --lock "$$lock"
+	$(VPY) -m tools.writers --name 'make lock' -- $(VPY) -m tools.planner.plan --platform $(call q,$(PLATFORM)) $(pairing_opt) --lock "$$lock"
 
 .PHONY: walls
 walls: venv ## Where each wall is guarded (WALLS="W13 W22" for some)

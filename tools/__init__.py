@@ -36,6 +36,7 @@ COMMANDS = (
     "tools.release.build_check.run",
     "tools.inputs.fingerprint",
     "tools.release.build",
+    "tools.writers",
 )
 
 
