@@ -11,8 +11,12 @@ pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, 
     python -m tools.inputs.pairings series --slime-tree DIR
                                                the patch series of that checkout, as SLIME_PATCHES declares it
 
-The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and
-`check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
+Every command that reads one pairing reads the folder whole (`every`), each file checked against one schema
+(pairing_schema.py), so a broken file stops it, named, instead of being left out of a list. A pairing is built or
+promoted only with its locks (`locked`).
+
+The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and `check`
+(in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
 `python -m tools.promote NAME` makes another pairing the default.
 """
 
