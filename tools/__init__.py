@@ -41,6 +41,7 @@ COMMANDS = (
     "tools.release.build_check.run",
     "tools.inputs.fingerprint",
     "tools.release.build",
+    "tools.writers",
 )
 
 

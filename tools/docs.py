@@ -18,6 +18,7 @@ from pathlib import Path
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
+from tools import writers
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner.base_manifest import manifest_for
@@ -333,7 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="the folder of the pages (default: docs/)")
     parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
     args = parser.parse_args(argv)
-    return run_command("docs", lambda: sync(args.docs, args.dockerfile, args.check))
+
+    def run() -> int:
+        if args.check:
+            return sync(args.docs, args.dockerfile, check=True)
+        with writers.held("docs"):
+            return sync(args.docs, args.dockerfile, check=False)
+
+    return run_command("docs", run)
 
 
 if __name__ == "__main__":

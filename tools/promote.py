@@ -14,7 +14,7 @@ from pathlib import Path
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
-from tools import docs
+from tools import docs, writers
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 
@@ -45,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.name == pairings.DEFAULT:
             fix = f"use one of: {', '.join(pairings.names())}"
             raise UserError("promote needs the pairing to make the default", fix)
-        changed, written = promote(args.name)
+        with writers.held("promote"):
+            changed, written = promote(args.name)
         shown = ", ".join(str(path.relative_to(ROOT)) for path in written) or "nothing: it already was"
         print(
             f"promote: {args.name} is the default; wrote {shown} (ARGs {', '.join(changed) or 'unchanged'}); "

@@ -79,7 +79,8 @@ def test_another_base_changes_the_fingerprint_and_the_default_base_pinned_by_dig
     tree = fingerprint.of_tree(pairings.default())
     pinned = build_words(make_build(f"BUILD_ARGS=BASE_IMAGE={default}@sha256:{'0' * 64}"))
     assert pinned["IMAGE_INPUTS"] == tree
-    other = build_words(make_build("BUILD_ARGS=BASE_IMAGE=ubuntu:24.04"))
-    assert other["BASE_IMAGE"] == "ubuntu:24.04"
+    base = "nvidia/cuda:13.1.0-devel-ubuntu24.04"  # the pairing's CUDA major and Ubuntu (test_image_ref.py)
+    other = build_words(make_build(f"BUILD_ARGS=BASE_IMAGE={base}"))
+    assert other["BASE_IMAGE"] == base
     assert other["IMAGE_INPUTS"] != tree
-    assert other["IMAGE_INPUTS"] == fingerprint.of_tree(pairings.default(), "ubuntu:24.04")
+    assert other["IMAGE_INPUTS"] == fingerprint.of_tree(pairings.default(), base)

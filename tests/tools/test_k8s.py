@@ -131,7 +131,7 @@ def test_make_render_fails_naming_the_variable():
     "changes, message",
     [
         ({"NUM_NODES": "two"}, "is not a positive whole number"),
-        ({"NAMESPACE": "Slime_NS"}, "not a valid Kubernetes name"),
+        ({"NAMESPACE": "Slime_NS"}, "is not a DNS-1123 label"),
         ({"PREFLIGHT_CANARY": "yes"}, "is neither 1 nor 0"),
     ],
 )

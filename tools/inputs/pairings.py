@@ -11,8 +11,12 @@ pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, 
     python -m tools.inputs.pairings series --slime-tree DIR
                                                the patch series of that checkout, as SLIME_PATCHES declares it
 
-The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and
-`check` (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
+Every command that reads one pairing reads the folder whole (`every`), each file checked against one schema
+(pairing_schema.py), so a broken file stops it, named, instead of being left out of a list. A pairing is built or
+promoted only with its locks (`locked`).
+
+The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and `check`
+(in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
 `python -m tools.promote NAME` makes another pairing the default.
 """
 
@@ -22,7 +26,6 @@ import argparse
 import json
 import re
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +36,7 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_output
 
-from tools.inputs import upstream_release
+from tools.inputs import pairing_schema, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
@@ -70,7 +73,32 @@ class Pairing:
 
 
 def names(folder: Path | None = None) -> list[str]:
-    return sorted(p.stem for p in (folder or FOLDER).glob("*.toml"))
+    """The pairings, every file checked (`every`): a list is never shown without a file that would not load."""
+    return list(every(folder))
+
+
+def _stems(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.toml"))
+
+
+def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str, Pairing]:
+    """Every pairing of the folder, each file read and checked whole (pairing_schema): one that is broken stops every
+    command that reads a pairing, naming it, since a list or a choice that skipped it would be wrong unseen."""
+    folder = folder or FOLDER
+    declared = (recipe or Recipe.load()).declared
+    found = {}
+    for name in _stems(folder):
+        path = folder / f"{name}.toml"
+        data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)
+        found[name] = Pairing(
+            name,
+            data["args"],
+            data.get("upstream", {}),
+            tuple(data.get("draft", ())),
+            data.get("megatron", {}),
+            data.get("known_test_failures", {}),
+        )
+    return found
 
 
 def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:
@@ -79,31 +107,30 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     if name == DEFAULT:
         return default(folder, recipe)
     path = (folder or FOLDER) / f"{name}.toml"
-    if name not in names(folder):
+    found = every(folder, recipe)
+    if name not in found:
         where = f"{path} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
-        raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(names(folder))}")
-    try:
-        data = tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not TOML: {exc}", "fix the syntax the parser names") from None
-    if not isinstance(data.get("args"), dict) or not data["args"]:
-        raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
-    args = {k: str(v) for k, v in data["args"].items()}
-    known = data.get("known_test_failures", {})
-    if not isinstance(known, dict) or any(
-        "::" not in test or not isinstance(why, str) or not why.strip() for test, why in known.items()
-    ):
+        raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(found)}")
+    return found[name]
+
+
+def locked(pairing: Pairing, dockerfile: Path = DOCKERFILE) -> Pairing:
+    """The pairing, refused unless each lock its build COPYs (the lock, its stack locks) is a file: a build without
+    one would fail late at its COPY, and a default without one could not be built at all."""
+    recipe = Recipe.load(dockerfile, build_args=pairing.build_arg_values)
+    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
+    if missing:
+        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
         raise UserError(
-            f"{path}: [known_test_failures] must map test ids to reasons",
-            '"tests/FILE.py::TEST_NAME" = "why it fails, reviewed, and why it is upstream\'s own"',
+            f"pairing {pairing.name} has no lock ({shown} missing)",
+            f"make lock PAIRING={pairing.name}, then commit the lock with the pairing",
         )
-    return Pairing(name, args, data.get("upstream", {}), tuple(data.get("draft", ())), data.get("megatron", {}), known)
+    return pairing
 
 
 def megatron_metadata(commit: str, folder: Path | None = None) -> dict | None:
     """What Megatron-LM declares at `commit`, from the pairing that pins it (its [megatron] table), or None."""
-    for name in names(folder):
-        pairing = load(name, folder)
+    for pairing in every(folder).values():
         if pairing.args.get("MEGATRON_COMMIT") == commit and pairing.megatron:
             return pairing.megatron
     return None
@@ -132,7 +159,7 @@ def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
 def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[str]:
     recipe = recipe or Recipe.load()
     found = []
-    pairings = [load(name, folder) for name in names(folder)]
+    pairings = list(every(folder, recipe).values())
     for pairing in pairings:
         found += unmet_slime_requirements(pairing, recipe.context / REQUIREMENTS)
         undeclared = sorted(set(pairing.build_arg_values) - set(recipe.defaults))
@@ -153,8 +180,7 @@ def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[s
 
 def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:
     recipe = recipe or Recipe.load()
-    for name in names(folder):
-        pairing = load(name, folder)
+    for pairing in every(folder, recipe).values():
         if matches(pairing, recipe):
             return pairing
     raise UserError(
@@ -174,6 +200,7 @@ def promoted(name: str, dockerfile: Path = DOCKERFILE) -> tuple[str, list[str]]:
     pairing = load(name)
     if pairing.draft:
         raise UserError(f"{name} is a draft ({pairing.draft[0]})", f"lock and build it first: make lock PAIRING={name}")
+    locked(pairing, dockerfile)
     text = dockerfile.read_text()
     changed = []
     for arg, value in pairing.build_arg_values.items():
@@ -297,13 +324,13 @@ def table_rows(recipe: Recipe | None = None, folder: Path | None = None) -> list
     """The pairings as a table (docs/pairings.md, through tools.docs), the default (`recipe`'s) marked; none is when
     the Dockerfile's defaults are no pairing's, which `check` reports."""
     recipe = recipe or Recipe.load()
-    chosen = next((name for name in names(folder) if matches(load(name, folder), recipe)), None)
+    found = every(folder, recipe)
+    chosen = next((name for name, pairing in found.items() if matches(pairing, recipe)), None)
     rows = [
         "| pairing | " + " | ".join(f"`{c}`" for c in COLUMNS) + " | lock | build |",
         "|---" * (len(COLUMNS) + 3) + "|",
     ]
-    for name in names(folder):
-        pairing = load(name, folder)
+    for name, pairing in found.items():
         values = [f"`{pairing.args[c][:12] if c.endswith('_COMMIT') else pairing.args[c]}`" for c in COLUMNS]
         how = "`make build`" if name == chosen else f"`make build PAIRING={name}`"
         if pairing.draft:

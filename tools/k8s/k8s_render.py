@@ -14,6 +14,7 @@ IMAGE that way). Host side (PyYAML).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
@@ -28,7 +29,7 @@ from slime_image.options import add_output
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import ROOT, requirement_lines
-from tools.k8s import cluster_shape, job_env, launch_recipe
+from tools.k8s import cluster_shape, job_env, k8s_names, launch_recipe
 
 K8S = ROOT / "kubernetes"
 DEFAULT_ENV_FILE = K8S / "settings.env"
@@ -52,7 +53,6 @@ GUARDS = {PLACEHOLDER: ("W17",), PROTO: ("W51",)}
 # What a render answers to: its own guard, and the launch recipe's, which it checks before the job is submitted.
 REPORTED = {**GUARDS, **launch_recipe.GUARDS}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")
-DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
@@ -98,14 +98,21 @@ def read_env_file(path: Path) -> dict[str, str]:
             f"pass a NAME=value file, such as {EXAMPLE.relative_to(ROOT)} copied to kubernetes/settings.env",
         )
     values = {}
+    first: dict[str, int] = {}
     for number, line in enumerate(path.read_text().splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         name, sep, value = line.removeprefix("export ").partition("=")
-        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name.strip()):
+        name = name.strip()
+        if not sep or not re.fullmatch(r"[A-Za-z_]\w*", name):
             raise UserError(f"{path}:{number}: not NAME=value", "write one NAME=value per line")
-        values[name.strip()] = value.strip().strip('"').strip("'")
+        if name in first:  # a shell would take the later one, silently: which was meant, only its writer knows
+            raise UserError(
+                f"{path}:{number}: {name} is set again (first at line {first[name]})", f"keep one {name}= line"
+            )
+        first[name] = number
+        values[name] = value.strip().strip('"').strip("'")
     return values
 
 
@@ -137,11 +144,6 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
         )
     if not re.fullmatch(r"[1-9]\d*", user["NUM_NODES"]):
         raise UserError(f"NUM_NODES={user['NUM_NODES']!r} is not a positive whole number", "set NUM_NODES=2, say")
-    for name in ("NAMESPACE", "CLUSTER_NAME", "FSX_CLAIM", "HF_TOKEN_SECRET"):
-        if not DNS_LABEL.match(user[name]):
-            raise UserError(
-                f"{name}={user[name]!r} is not a valid Kubernetes name", "use lower-case letters, digits, -"
-            )
     if user[fingerprint.ALLOW] not in ("0", "1"):
         raise UserError(
             f"{fingerprint.ALLOW}={user[fingerprint.ALLOW]!r} is neither 1 nor 0",
@@ -165,6 +167,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
     if found := proto_findings(recipe["runtime_env"]):
         wall, cause, fix = found[0]
         raise guard_report.Refusal(PROTO, f"{cause} ({wall})", fix)
+    check_names(user)
     return {**fixed, **user, "RAY_VERSION": ray_version()}
 
 
@@ -185,6 +188,17 @@ def proto_findings(runtime_env: dict) -> list[tuple[str, str, str]]:
     """The RayCluster's workers and a job's runtime_env give NCCL_PROTO alike (W51)."""
     job = {str(k): str(v) for k, v in runtime_env.items()}
     return job_env.proto_findings(worker_env(), job, "the Ray workers' env (templates/raycluster.yaml)", "runtime_env")
+
+
+def check_names(user: dict[str, str]) -> None:
+    """Every name of every template, rendered with the user's settings, as Kubernetes would check it (k8s_names):
+    `--get NAMESPACE` answers only for a namespace the render would take. Each value goes in escaped as YAML's
+    double-quoted strings take it, so a quote in a name is that name's fault, not the document's."""
+    escaped = {name: json.dumps(value)[1:-1] for name, value in user.items()}
+    for name in TEMPLATES:
+        text = (K8S / "templates" / f"{name}.yaml").read_text()
+        filled = TOKEN.sub(lambda m: escaped.get(m.group(1), m.group(0)), text)
+        k8s_names.check(text, filled, name, user)
 
 
 def expected_inputs(allow_other: str) -> str:

@@ -27,6 +27,7 @@ from slime_image.record import image_tag
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
+from tools.release import image_ref
 
 ENGINES = ("docker", "podman", "buildah")
 # What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
@@ -95,6 +96,8 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
                 "not say",
                 f"change ARG {name} in slime.Dockerfile, an input of the fingerprint (or make a pairing)",
             )
+        if name == "BASE_IMAGE":
+            image_ref.check_base(value, Recipe.load(build_args=pairing.build_arg_values).args[name])
         given[name] = value
     return given
 
@@ -103,7 +106,7 @@ def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
     the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
     refused where it would make the stamp lie (`overrides`)."""
-    given = overrides(pairing, list(extra))
+    given = overrides(pairings.locked(pairing), list(extra))
     own = pairing.build_args if pairing.name != pairings.default().name else []
     stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
     return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]

@@ -1,0 +1,113 @@
+"""The one schema of a pairing file (pairings/<name>.toml), checked whole when it is read: a misspelt table or key
+would otherwise be read as absent (a known failure not taken out, a value not passed) and the pairing accepted.
+
+The keys [args] may hold are the build arguments slime.Dockerfile declares (through the parsed recipe), so a new ARG
+is a pairing's to set the moment the Dockerfile declares it; PAIRING is not one, since the file's name gives it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from pathlib import Path
+
+from slime_image.errors import UserError
+
+# What each table holds beside [args]: key -> the type of its value (a list: of strings).
+TABLES = {
+    "megatron": {"name": str, "version": str, "requires": list},
+    "upstream": {
+        "numpy": str,
+        "scipy": str,
+        "transformer_engine_wheel": str,
+        "transformer_engine_git": str,
+        "mbridge_git": str,
+        "slime_requires": list,
+        "carried": list,
+    },
+}
+TOP = ("draft", "args", *TABLES, "known_test_failures")
+# A pytest id of slime's own suite, as its build check reports it: a file under tests/, then its test (a class's, a
+# parameter's). No segment may climb out (`..`), and the name may not be empty (`::` alone).
+TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]+\])?")
+
+
+def _close(word: str, known) -> str:
+    near = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {near[0]}?)" if near else ""
+
+
+def _strings(path: Path, where: str, value) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise UserError(f"{path}: {where} is not a list of strings", f'write it as {where.split()[-1]} = ["...", ...]')
+    return value
+
+
+def read(path: Path) -> dict:
+    """The file's TOML, or a UserError naming it: a file that does not parse is no pairing, and no list of the
+    pairings may leave it out silently."""
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{path}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
+
+
+def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
+    """`data` with every table and key known and typed, [args] limited to `declared` less `arg` (the pairing's own
+    name); a UserError naming the first that is not."""
+    for key in data:
+        if key not in TOP:
+            raise UserError(
+                f"{path}: unknown {'table [' + key + ']' if isinstance(data[key], dict) else 'key ' + key}"
+                f"{_close(key, TOP)}",
+                "a pairing holds draft = [...], [args], [megatron], [upstream] and [known_test_failures], nothing else",
+            )
+    if "draft" in data:
+        _strings(path, "key draft", data["draft"])
+    args = data.get("args")
+    if not isinstance(args, dict) or not args:
+        raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
+    allowed = declared - {arg}
+    for name, value in args.items():
+        if name not in allowed:
+            why = "is the file's name" if name == arg else "is no ARG slime.Dockerfile declares"
+            raise UserError(
+                f"{path}: [args] {name} {why}{_close(name, allowed)}",
+                "set only the build arguments slime.Dockerfile declares (an ARG there first, then here)",
+            )
+        if not isinstance(value, str):
+            raise UserError(f"{path}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+    for table, keys in TABLES.items():
+        held = data.get(table, {})
+        if not isinstance(held, dict):
+            raise UserError(f"{path}: {table} is not a table", f"write it as [{table}] with its keys under it")
+        for key, value in held.items():
+            if key not in keys:
+                raise UserError(
+                    f"{path}: unknown key {key} in [{table}]{_close(key, keys)}",
+                    f"[{table}] holds {', '.join(keys)}, nothing else",
+                )
+            if keys[key] is list:
+                _strings(path, f"[{table}] {key}", value)
+            elif not isinstance(value, str):
+                raise UserError(f"{path}: [{table}] {key} is not a string", f'quote it: {key} = "{value}"')
+        if table == "megatron" and held and set(held) != set(keys):
+            raise UserError(
+                f"{path}: [megatron] lacks {', '.join(set(keys) - set(held))}", "give name, version and requires"
+            )
+    _known_failures(path, data.get("known_test_failures", {}))
+    return data
+
+
+def _known_failures(path: Path, known) -> None:
+    fix = '"tests/FILE.py::TEST_NAME" = "why it fails, reviewed, and why it is upstream\'s own"'
+    if not isinstance(known, dict):
+        raise UserError(f"{path}: [known_test_failures] must map test ids to reasons", fix)
+    for test, why in known.items():
+        if not TEST_ID.fullmatch(test):
+            raise UserError(
+                f"{path}: [known_test_failures] must map test ids to reasons: {test!r} is no tests/PATH.py::NAME", fix
+            )
+        if not isinstance(why, str) or not why.strip():
+            raise UserError(f"{path}: [known_test_failures] must map test ids to reasons: {test} has none", fix)

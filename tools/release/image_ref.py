@@ -1,0 +1,80 @@
+"""Image references by the grammar docker, podman and buildah share (distribution's reference package), and the base a
+build may be given instead of the Dockerfile's: the same CUDA major on the same Ubuntu release, or a stand-in that says
+it is one. A base of another CUDA would build an image whose pairing tag, fingerprint and record claim the pairing's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from slime_image.errors import UserError
+
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:.]+\])(?::[0-9]+)?"
+REFERENCE = re.compile(
+    rf"(?:(?P<domain>{_DOMAIN})/)?(?P<path>{_COMPONENT}(?:/{_COMPONENT})*)"
+    # the digest by the OCI image spec: a lower-case algorithm, then its encoded value
+    r"(?::(?P<tag>[\w][\w.-]{0,127}))?(?:@(?P<digest>[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_-]+))?"
+)
+# A CUDA image's tag (nvidia/cuda:13.0.2-devel-ubuntu24.04): its CUDA release, and the Ubuntu it is built on.
+CUDA_TAG = re.compile(r"(?P<major>\d+)\.\d+(?:\.\d+)?-(?:[\w.]+-)*ubuntu(?P<ubuntu>\d+\.\d+)")
+# The verification build's stand-in base: on this machine's registry, named as one (build_check/run.py), CUDA in tag.
+STANDIN = re.compile(r"localhost(?::[0-9]+)?")
+
+
+@dataclass(frozen=True)
+class Reference:
+    domain: str | None
+    path: str
+    tag: str | None
+    digest: str | None
+
+
+def parse(text: str) -> Reference | None:
+    """The reference `text` is, by the grammar, or None. A first component is a registry when it holds `.` or `:`
+    or is localhost, as the engines read it; a sha256 digest has 64 lower-case hex digits."""
+    found = REFERENCE.fullmatch(text)
+    if found is None:
+        return None
+    domain, path = found["domain"], found["path"]
+    if domain and not ("." in domain or ":" in domain or domain == "localhost"):
+        path, domain = f"{domain}/{path}", None
+        if not re.fullmatch(_COMPONENT, path.split("/")[0]):
+            return None
+    if len(f"{domain}/{path}" if domain else path) > 255:
+        return None
+    digest = found["digest"]
+    if digest and digest.startswith("sha256:") and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        return None
+    return Reference(domain, path, found["tag"], digest)
+
+
+def check_base(base: str, default: str) -> None:
+    """Refuse a BASE_IMAGE that is no reference, or not of `default`'s CUDA major and Ubuntu release (read from
+    `default`'s tag), unless it is a stand-in named as one whose tag, if any, is of that CUDA major."""
+    wanted = CUDA_TAG.fullmatch((parse(default) or Reference(None, "", "", None)).tag or "")
+    if wanted is None:
+        raise UserError(
+            f"the Dockerfile's BASE_IMAGE {default} names no CUDA release and Ubuntu in its tag",
+            "give ARG BASE_IMAGE a tag such as 13.0.2-devel-ubuntu24.04, which says what the base is",
+        )
+    like = f"{default.split('@')[0]}@sha256:<digest>"
+    ref = parse(base)
+    if not base or ref is None:
+        raise UserError(
+            f"BASE_IMAGE={base!r} is no image reference", f"name an image, as REGISTRY/NAME:TAG[@DIGEST]: {like}"
+        )
+    standin = ref.domain and STANDIN.fullmatch(ref.domain) and "standin" in ref.path.replace("-", "")
+    if standin and (ref.tag is None or ref.tag.split(".")[0] == wanted["major"]):
+        return
+    found = CUDA_TAG.fullmatch(ref.tag or "")
+    if found is None or (found["major"], found["ubuntu"]) != (wanted["major"], wanted["ubuntu"]):
+        says = f"CUDA {found['major']} on Ubuntu {found['ubuntu']}" if found else "no CUDA release and Ubuntu"
+        raise UserError(
+            f"BASE_IMAGE={base}: its tag says {says}, not the pairing's CUDA {wanted['major']} on Ubuntu "
+            f"{wanted['ubuntu']}: the image would carry the pairing's tag and record without being built on its base",
+            f"a base of CUDA {wanted['major']} on Ubuntu {wanted['ubuntu']}, its tag kept beside the digest: {like}; "
+            "another base is a change of ARG BASE_IMAGE in slime.Dockerfile",
+        )
