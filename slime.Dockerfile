@@ -98,9 +98,11 @@ ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH} \
     PIP_COMPILE=0
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv /opt/venv && \
-    printf 'pip==%s --hash=sha256:%s\n' "${PIP_VERSION}" "${PIP_SHA256}" > /tmp/pip.lock && \
-    PIP_CONSTRAINT=/tmp/pip.lock python -m pip install --report /tmp/report.json "pip==${PIP_VERSION}" && \
-    rm /tmp/pip.lock && python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json pip
+    python -m pip download -q --no-deps -d /tmp/pip "pip==${PIP_VERSION}" && \
+    python /opt/slime-image/slime_image/fetch.py "/tmp/pip/pip-${PIP_VERSION}-py3-none-any.whl" "${PIP_SHA256}" \
+      "/tmp/pip-${PIP_VERSION}-py3-none-any.whl" && \
+    python -m pip install --no-deps --report /tmp/report.json "/tmp/pip-${PIP_VERSION}-py3-none-any.whl" && \
+    rm -r /tmp/pip /tmp/pip-*.whl && python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json pip
 
 # The pairing's stack lock, written by `make lock` from the plan of this file: its lock's pins for what the layers
 # up to TransformerEngine install, so that they install the versions that were planned and checked (W18), and a

@@ -3,7 +3,7 @@ URL rather than a package index, are kept only when their sha256 is the one the 
 and no import of this package: the Dockerfile copies this one file in before the first step that downloads, and runs it
 with the image's system Python.
 
-    python3 fetch.py URL SHA256 OUT
+    python3 fetch.py URL SHA256 OUT    (URL: or a path, for a file another tool fetched, such as pip's own wheel)
 
 What it took is written to /opt/slime-image/downloads/<file name>.json (the file, its sha256, whether it was pinned)
 for the image's SBOM (slime-sbom).
@@ -31,6 +31,8 @@ def fetch(url: str, sha256: str, out: str, records: str = RECORDS) -> list[str]:
     """Download `url` to `out` when its sha256 is `sha256`; the lines to print (a warning for an empty pin)."""
     if sha256 and not HEX.fullmatch(sha256):
         raise ValueError(f"the pinned sha256 {sha256!r} is not 64 lower-case hex digits")
+    if "://" not in url:
+        url = "file://" + os.path.abspath(url)
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     partial = f"{out}.partial"
     digest = hashlib.sha256()

@@ -294,11 +294,12 @@ BY_NAME = {
         ),
         "with the lock set aside installs from an index",
     ),
-    "pip's own wheel unhashed": (
+    "pip's own wheel unchecked": (
         lambda t: t.replace(
-            '\'pip==%s --hash=sha256:%s\\n\' "${PIP_VERSION}" "${PIP_SHA256}"', "'pip==%s\\n' \"${PIP_VERSION}\""
+            '"/tmp/pip-${PIP_VERSION}-py3-none-any.whl" && \\',
+            '"/tmp/pip-${PIP_VERSION}-py3-none-any.whl" && \\\n    python -m pip install pip==26.3 && \\',
         ),
-        "is no hash-checked pin of pip",
+        "pip install before any lock",
     ),
     "a pip step before any lock": (
         lambda t: t.replace(

@@ -109,6 +109,11 @@ def asked(recipe: Recipe, step: PipStep, arch: str) -> Asked:
     for package in step.packages:
         if package.startswith(("http://", "https://")) or (package.startswith("/") and package.endswith(".whl")):
             wheel = wheel_name_version(package, arch)
+            if wheel and canonicalize_name(wheel[0]) == "pip":
+                found.notes.append(
+                    f"{package}: the installer itself, not simulated (the planner resolves with its own pip)"
+                )
+                continue
             if wheel and step.no_deps:
                 found.named.append((Dist(*wheel), None))
                 found.notes.append(f"{wheel[0]} {wheel[1]} from its wheel (not fetched; --no-deps)")
