@@ -8,10 +8,10 @@ It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files
 COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
 environment (dist-info folders with real metadata in a Python 3.12 venv): per step, what it adds,
 upgrades, downgrades, removes and leaves broken; at the end, `pip check` and the recipe's invariants.
-A step whose packages the build knows and the plan cannot see (an ARG without a value, an ENV, COPY --from)
-fails the plan unless --allow-blind. Resolutions are cached by their inputs, so a second plan of the same
-inputs takes seconds. Exit 0 when the final environment is clean and every invariant holds, 1 when not, 2 for
-bad input.
+A step that installs Python packages where the plan cannot simulate it (another installer, pip where the plan
+cannot follow it, an ARG without a value, COPY --from; docs/planner.md) fails the plan unless --allow-blind.
+Resolutions are cached by their inputs, so a second plan of the same inputs takes seconds. Exit 0 when the final
+environment is clean and every invariant holds, 1 when not, 2 for bad input.
 
 This module is the command: it reads the options, runs the planner (plan_check.Planner, which replays the steps
 with plan_replay and reads them with plan_steps), prints and reports the plan (plan_report) and writes the lock
@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--allow-blind",
         action="store_true",
-        help="a step the plan cannot see into (an ARG without a value, an ENV, COPY --from) warns instead of failing",
+        help="a step the plan cannot simulate (an ARG without a value, another installer, COPY --from) warns "
+        "instead of failing",
     )
     parser.add_argument("--lock", type=Path, help="plan without the current lock and write a new lock here")
     parser.add_argument(

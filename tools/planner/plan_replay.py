@@ -23,11 +23,12 @@ from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 
 from tools.inputs.lock import lock_cutoff, lock_pins
-from tools.inputs.recipe import ROOT, PipStep, Recipe, Unsimulated
+from tools.inputs.recipe import ROOT, Recipe
+from tools.inputs.recipe_steps import PipStep, Unsimulated
 from tools.planner import plan_env, plan_steps, sdist_metadata
 from tools.planner.base_manifest import manifest_for
 from tools.planner.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
-from tools.planner.plan_findings import TORCH_EXTENSIONS, Findings
+from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
 from tools.planner.plan_index import PlanIndex
 from tools.planner.plan_report import StepResult, describe, shorten
 from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files, shown
@@ -265,23 +266,24 @@ class Replay:
         self.env.add(dist)
         self.setter[canonicalize_name(dist.name)] = line
 
-    def install(self, step: PipStep) -> tuple[bool, str]:
+    def install(self, step: PipStep) -> tuple[list[str], str]:
+        """(what of the step the plan cannot see, empty when it simulated it all; its note)"""
         rejected = [why for why in map(invalid_requirement, step.packages) if why]
         if rejected:
             raise _StepFails(step.line, "; ".join(rejected))
         asked = plan_steps.asked(self.recipe, step, self.arch)
-        notes, targets = asked.notes, asked.targets
+        notes, targets, unseen = asked.notes, asked.targets, asked.unseen
         for dist, built_at in asked.named:
             self.install_dist(dist, step.line)
             if built_at is not None:
                 self.from_source[dist.name] = built_at
+        if not targets and not step.requirements:
+            return unseen, "; ".join(notes)
         files = requirement_files(self.recipe, step)
         files += [self.recipe.context_file(c, step.line) for c in step.constraints]
         lock = self.step_lock(step)
         if lock is not None:
             files.append(lock)
-        if not targets and not step.requirements:
-            return True, "; ".join(notes)
         try:
             items, how = self._resolve(step, targets, files)
         except _WouldFail as exc:
@@ -292,7 +294,8 @@ class Replay:
                 self.install_dist(Dist(name, version), step.line)
             names = ", ".join(t for t, _ in pinned)
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
-            return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
+            why = f"pip cannot work the step out here ({exc})"
+            return [*unseen, why], "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
         tags = wheel_tags(urls, self.cache / "wheel-tags", known=self._index.tags if self._index else None)
         for item in items:
@@ -301,11 +304,12 @@ class Replay:
         recorded = self.recorded_metadata and [u.rsplit("/", 1)[-1] for u in urls if str(self.recorded_metadata) in u]
         if recorded:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
-        return True, "; ".join([*notes, how])
+        return unseen, "; ".join([*notes, how])
 
     def step_lock(self, step: PipStep) -> Path | None:
-        """The lock this step installs under: the file PIP_CONSTRAINT names at its line."""
-        if self.lock is None:
+        """The lock this step installs under: the file PIP_CONSTRAINT names at its line, unless the RUN gives the
+        command a PIP_CONSTRAINT of its own (read as its -c, or none when empty)."""
+        if self.lock is None or step.constrained_here:
             return None
         return self.lock_override or self.recipe.constraint_at(step.line)
 
@@ -313,30 +317,31 @@ class Replay:
     def requirements_line(self) -> int | None:
         return self.recipe.requirements_step.line if self.recipe.requirements_step else None
 
-    def _one(self, step: PipStep | Unsimulated, blind: list[str]) -> tuple[bool, str, bool]:
-        """(simulated, note, fails the build) for one step, the environment changed as it changes it."""
+    def _one(self, step: PipStep | Unsimulated, blind: list[str]) -> tuple[list[str], str, bool]:
+        """(what of the step the plan could not see, empty when it simulated it; its note; whether it fails the
+        build) for one step, the environment changed as it changes it."""
         if isinstance(step, Unsimulated):
-            return False, f"not simulated: {step.reason}; assumed no change", False
+            return blind, f"not simulated: {step.reason}; assumed no change", False
         if blind:
-            return False, "not simulated: the plan cannot see what it installs (blind); assumed no change", False
+            return blind, "not simulated: the plan cannot see what it installs (blind); assumed no change", False
         if step.error:
-            return True, f"THIS STEP FAILS THE BUILD: {step.error}", True
+            return [], f"THIS STEP FAILS THE BUILD: {step.error}", True
         if step.installs_nothing:
-            return True, f"pip installs nothing with {', '.join(step.installs_nothing)}", False
+            return [], f"pip installs nothing with {', '.join(step.installs_nothing)}", False
         if step.unsupported:
-            return (
-                False,
-                f"not simulated: the planner cannot honour {'; '.join(step.unsupported)}; assumed no change",
-                False,
+            why = (
+                f"the planner cannot honour {'; '.join(step.unsupported)}: pip would install elsewhere, or otherwise "
+                "than the plan follows; drop it from the step"
             )
+            return [why], f"not simulated: {why}; assumed no change", False
         if step.action == "uninstall":
             gone = [p for p in step.packages if self.env.remove(p)]
-            return True, f"removed {len(gone)} of {len(step.packages)} named", False
+            return [], f"removed {len(gone)} of {len(step.packages)} named", False
         try:
             with ticking(f"line {step.line}: resolving {shorten(' '.join(step.packages), 60)}"):
                 return (*self.install(step), False)
         except _StepFails as exc:
-            return True, f"THIS STEP FAILS THE BUILD: {exc.why}", True
+            return [], f"THIS STEP FAILS THE BUILD: {exc.why}", True
 
     def _replay(self) -> tuple[list[StepResult], list[int], list[int], Findings]:
         work = sorted(
@@ -358,17 +363,19 @@ class Replay:
         for index, (_line, _, step) in enumerate(work, 1):
             before = self.env.installed()
             start = time.monotonic()
-            blind = self.blind.findings(step)
-            simulated, note, fails = self._one(step, blind)
+            unseen, note, fails = self._one(step, self.blind.why(step))
             if fails:
                 failed_steps.append(step.line)
             after = self.env.installed()
             self.after_line[step.line] = after
-            result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
+            result = StepResult(step.line, step.command, time.monotonic() - start, not unseen, note)
             result.added = {n: v for n, v in sorted(after.items()) if n not in before}
             result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
             result.removed = sorted(n for n in before if n not in after)
             result.findings = findings.after_step(result, after)
+            # The one place a step's verdict on sight is made: what the plan did not simulate, for whatever reason, is
+            # blind, and fails the plan unless --allow-blind.
+            blind = [f"{BLIND}: line {step.line}: {why}" for why in unseen]
             if self.allow_blind:
                 result.warnings = blind
             else:
