@@ -37,7 +37,7 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
-from tools.planner.plan_replay import cache_folder
+from tools.planner.plan_replay import cache_folder, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
 
 
@@ -110,7 +110,8 @@ def run(args, arch: str) -> int:
         "assume_empty_base": args.assume_empty_base,
         "allow_blind": args.allow_blind,
     }
-    plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
+    with disk_named():
+        plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
     log(summary(plan))
     found, guards = verdicts(plan)
     text = json.dumps(plan.as_json(), indent=2) + "\n" if args.json else ""
@@ -121,12 +122,13 @@ def run(args, arch: str) -> int:
         sys.stdout.write(text)
     if not args.lock:
         return 0 if plan.ok else 1
-    locked = locked_plan(recipe, plan, log, **options)
-    if locked is None:
-        return 1
-    write_lock(args.lock, locked.lock_text(), log)
-    for path, text in stack_lock_texts(args.lock, recipe, locked).items():
-        write_lock(path, text, log)
+    with disk_named():
+        locked = locked_plan(recipe, plan, log, **options)
+        if locked is None:
+            return 1
+        write_lock(args.lock, locked.lock_text(), log)
+        for path, text in stack_lock_texts(args.lock, recipe, locked).items():
+            write_lock(path, text, log)
     return 0
 
 

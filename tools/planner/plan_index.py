@@ -136,6 +136,10 @@ class PlanIndex:
     ):
         self.upstream = upstream.rstrip("/") + "/"
         self.store = store  # <sha256 of the wheel>.METADATA
+        # What an interrupted plan was writing here; the plan that starts this index holds the cache's lock, so no
+        # other is writing now.
+        for leftover in store.glob("*.partial"):
+            leftover.unlink(missing_ok=True)
         self.arch = arch
         self.pins = {canonicalize_name(name): Pin(version) for name, version in (pins or {}).items()}
         # Versions likely to be picked, not constraints: their pages stay whole, their wheels' metadata comes ahead.

@@ -6,6 +6,7 @@ says right after it (run while the next step resolves)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -27,7 +28,15 @@ from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import PipStep, Unsimulated
 from tools.planner import plan_env, plan_steps, sdist_metadata
 from tools.planner.base_manifest import manifest_for
-from tools.planner.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
+from tools.planner.plan_env import (
+    Dist,
+    EnvSetupError,
+    FakeEnv,
+    cached_json,
+    dist_from_report,
+    load_manifest,
+    planner_pip,
+)
 from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
 from tools.planner.plan_index import PlanIndex
 from tools.planner.plan_report import StepResult, describe, shorten
@@ -54,16 +63,53 @@ NETWORK_ERRORS = (
 
 
 def cache_folder() -> Path:
-    """The plan's cache: PLAN_CACHE, else .cache/plan. An empty PLAN_CACHE (`make plan PLAN_CACHE=`) is refused: as a
-    path it is the current folder, where the plan would leave its hundreds of cache files."""
+    """The plan's cache: PLAN_CACHE, else .cache/plan. A blank PLAN_CACHE (`make plan PLAN_CACHE=`) is refused: as a
+    path it is the current folder, where the plan would leave its hundreds of cache files; so is a relative one, which
+    names a folder of wherever the planner runs (make runs it in the repository) and, written into the venv's .pth
+    line, a folder pip would look for beside site-packages."""
     value = os.environ.get("PLAN_CACHE")
-    if value == "":
+    if value is None:
+        return ROOT / ".cache" / "plan"
+    if not value.strip():
         raise UserError(
             "PLAN_CACHE is empty: the plan's cache would be the current folder",
             "unset PLAN_CACHE for .cache/plan, or set it to a folder: PLAN_CACHE=/tmp/plan-cache",
             code=2,
         )
-    return ROOT / ".cache" / "plan" if value is None else Path(value)
+    if not os.path.isabs(value):
+        raise UserError(
+            f"PLAN_CACHE={value} is a relative path: the plan's cache would be wherever the planner runs",
+            f"give it as an absolute path: PLAN_CACHE={Path(value).absolute()}",
+            code=2,
+        )
+    return Path(value)
+
+
+@contextlib.contextmanager
+def disk_named():
+    """A full disk under what the block writes (the plan's cache, a lock) is said as such, not as a failed write."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise full_disk(cache_folder(), exc.filename) from None
+        raise
+
+
+# How a child process or a thread of the planner says that a disk is full, where no OSError reaches the planner.
+FULL_DISK = ("No space left on device", "Disk quota exceeded")
+
+
+def full_disk(cache: Path, path: str | None = None) -> UserError:
+    """A full disk, named: the cache's (the path written under it, or unknown), or that of the file written."""
+    if path is None or Path(path).is_relative_to(cache):
+        return UserError(
+            f"no space left on the disk of the plan's cache {cache}",
+            "free space there, or set PLAN_CACHE to a folder on a disk with room (a plan of slime.Dockerfile keeps "
+            "about 30 MB)",
+            code=2,
+        )
+    return UserError(f"no space left on the disk of {path}", "free space there (TMPDIR moves temporary files)", code=2)
 
 
 def platform_args(arch: str) -> list[str]:
@@ -211,6 +257,8 @@ class Replay:
             with ticking("preparing the planner's Python 3.12 venv"):
                 self.env.create()
         except EnvSetupError as exc:
+            if any(marker in str(exc) for marker in FULL_DISK):
+                raise full_disk(self.cache) from None
             if not index_reachable():
                 raise unreachable("while preparing the planner's Python 3.12 venv") from None
             raise UserError(str(exc), "check that pip can install packages from your index", code=2) from None
@@ -239,8 +287,9 @@ class Replay:
         own_index = any(w.startswith(("--index-url=", "--no-index")) for w in step.resolve)
         key = self._cache_key(pip_args, files, "" if own_index else index_settings())
         cached = self.cache / "resolutions" / f"{key}.json"
-        if cached.exists():
-            return json.loads(cached.read_text())["install"], "cached resolution"
+        kept = cached_json(cached)
+        if isinstance(kept, dict) and isinstance(kept.get("install"), list):
+            return kept["install"], "cached resolution"
         through = [] if own_index else ["--index-url", self.index.url]
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "report.json"
@@ -248,6 +297,8 @@ class Replay:
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
                 text = "\n".join(tail[-3:])
+                if any(marker in error for marker in FULL_DISK for error in [proc.stderr, *self._index_errors()]):
+                    raise full_disk(self.cache)
                 network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
                 if network or (self._index and self._index.errors) or not index_reachable():
                     raise unreachable(f"while simulating line {step.line}")
@@ -402,6 +453,9 @@ class Replay:
             replayed = Replayed(manifest, *self._replay())
         self._index = None
         return replayed
+
+    def _index_errors(self) -> list[str]:
+        return self._index.errors if self._index else []
 
 
 if __name__ == "__main__":
