@@ -111,7 +111,14 @@ GUARD_TESTS = "SLIME_IMAGE_GUARD_TESTS"
 
 # Files whose tests use the planner's test cache (.cache/plan-tests) and its simulated environment directly, beside
 # plans that hold that environment's lock: in parallel (make test) they run on one worker, one after another.
-PLAN_TESTS = {"test_plan.py", "test_plan_any.py", "test_plan_index.py", "test_pip_cli.py", "test_sdist_metadata.py"}
+PLAN_TESTS = {
+    "test_plan.py",
+    "test_plan_any.py",
+    "test_plan_blind.py",
+    "test_plan_index.py",
+    "test_pip_cli.py",
+    "test_sdist_metadata.py",
+}
 
 
 def scope(nodeid: str) -> str:

@@ -159,4 +159,7 @@ def test_a_recipe_shaped_like_sglang_s_own_plans_and_names_what_it_cannot_follow
     upgrade, extra, editable = report["steps"]
     assert "pip: the installer itself, not simulated" in upgrade["note"]
     assert extra["added"] == {"slime-fixture-dep": "2.0"}
-    assert "/sgl-workspace/sglang/python[all]: local tree not simulated" in editable["note"]
+    assert not editable["simulated"] and editable["findings"] == [
+        "blind-step: line 4: /sgl-workspace/sglang/python[all] is a source tree whose requirements only the image "
+        "holds: install it --no-deps, after what it requires"
+    ]

@@ -5,6 +5,8 @@ every wheel gets the metadata its own METADATA file holds, and an index that can
 import hashlib
 import http.server
 import json
+import socket
+import struct
 import threading
 import urllib.request
 import zipfile
@@ -157,3 +159,17 @@ def test_cached_resolutions_are_keyed_by_the_index_the_build_declares_not_the_ho
     assert index_settings() == before  # the host's pip configuration is no input of the plan
     monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:3/simple")  # a build argument of the Dockerfile
     assert index_settings() != before
+
+
+def test_pip_gone_before_its_answer_is_no_traceback(index, tmp_path, capfd):
+    """Ctrl-C stops pip with the planner: the index's answer then meets a closed connection, and the server printed
+    its traceback over the plan's two lines (issue 46; benchmarks/plan_sigint_sweep.py found it)."""
+    with PlanIndex(index, tmp_path / "store", "x86_64") as ours:
+        port = ours.server.server_address[1]
+        for _ in range(20):
+            client = socket.create_connection(("127.0.0.1", port))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # closed by a reset
+            client.sendall(b"GET /simple/slime-fixture/ HTTP/1.1\r\nHost: here\r\n\r\n")
+            client.close()
+        page(ours, "slime-fixture")  # still answers; the connections before it are done
+    assert "Traceback" not in capfd.readouterr().err

@@ -8,6 +8,9 @@ Each option says what the planner does with it:
 - INERT: it changes nothing about which distributions end up installed (output, caching, network, builds);
 - NOTHING: pip installs nothing at all (--dry-run, -h);
 - UNSUPPORTED: it installs somewhere else or for another interpreter; the plan says so and cannot follow the step.
+
+pip reads each option from a PIP_* variable too (PIP_NO_DEPS=1 is --no-deps, PIP_TARGET=DIR is --target DIR), so the
+variables a step runs with are read through the same table (environment_words).
 """
 
 from __future__ import annotations
@@ -111,6 +114,27 @@ UNINSTALL = (
 )
 
 TABLES = {"install": INSTALL, "uninstall": UNINSTALL}
+# pip's configuration file is no option, only a variable: one in the image is a file the plan cannot read (the host's
+# is never read either, plan_env.PASSED), so it decides what the step installs out of the plan's sight.
+FROM_ENVIRONMENT_ONLY = ((("--config-file",), True, UNSUPPORTED),)
+# The options pip splits a variable's value into several of (optparse's append action, pip's cli/cmdoptions.py).
+APPENDED = frozenset(
+    [
+        "--requirement",
+        "--constraint",
+        "--editable",
+        "--find-links",
+        "--extra-index-url",
+        "--trusted-host",
+        "--config-settings",
+        "--use-feature",
+        "--use-deprecated",
+        "--build-constraint",
+        "--group",
+        "--refresh-package",
+    ]
+)
+_TRUE, _FALSE = {"y", "yes", "t", "true", "on", "1"}, {"n", "no", "f", "false", "off", "0"}  # pip's strtobool
 
 
 class PipUsageError(ValueError):
@@ -120,26 +144,32 @@ class PipUsageError(ValueError):
 @dataclass
 class PipCommand:
     action: str  # install or uninstall
-    options: list[tuple[str, str | None, str]] = field(default_factory=list)  # (long name, value, use), in order
+    # (long name, value, use, the PIP_* variable it came from or ""), in order: the variables' first
+    options: list[tuple[str, str | None, str, str]] = field(default_factory=list)
     args: list[str] = field(default_factory=list)  # the requirement and path arguments
 
     def values(self, name: str) -> list[str]:
-        return [value for option, value, _ in self.options if option == name and value is not None]
+        return [value for option, value, _, _ in self.options if option == name and value is not None]
 
     def has(self, name: str) -> bool:
-        return any(option == name for option, _, _ in self.options)
+        return any(option == name for option, _, _, _ in self.options)
 
     @property
     def resolve_words(self) -> list[str]:
         """The options that change what pip installs, as words to give the planner's pip."""
         words = []
-        for option, value, use in self.options:
+        for option, value, use, _ in self.options:
             if use == RESOLVE:
                 words += [option] if value is None else [f"{option}={value}"]
         return words
 
     def of_use(self, use: str) -> list[str]:
-        return [option if value is None else f"{option} {value}" for option, value, kind in self.options if kind == use]
+        shown = []
+        for option, value, kind, variable in self.options:
+            if kind == use:
+                written = option if value is None else f"{option} {value}"
+                shown.append(f"{written} (from {variable})" if variable else written)
+        return shown
 
 
 class _Parser(optparse.OptionParser):
@@ -147,21 +177,50 @@ class _Parser(optparse.OptionParser):
         raise PipUsageError(msg)
 
 
-def _parser(action: str) -> _Parser:
+def _parser(action: str, more: tuple = ()) -> _Parser:
     parser = _Parser(add_help_option=False, usage=optparse.SUPPRESS_USAGE)
 
     def record(option, _opt_str, value, parser, use):
-        parser.values.seen.append((option.get_opt_string(), value, use))
+        parser.values.seen.append((option.get_opt_string(), value, use, parser.values.variable))
 
-    for strings, takes_value, use in TABLES[action]:
+    for strings, takes_value, use in (*TABLES[action], *more):
         extra = {"type": "string"} if takes_value else {}
         parser.add_option(*strings, action="callback", callback=record, callback_args=(use,), **extra)
     return parser
 
 
-def parse(action: str, words: list[str]) -> PipCommand:
-    """The words after `pip install` or `pip uninstall`; PipUsageError where pip itself would refuse them."""
-    values = optparse.Values({"seen": []})
+def environment_words(action: str, environment: dict[str, str]) -> list[tuple[str, str]]:
+    """The options the PIP_* variables of a pip command's environment stand for, as pip reads them, each as (the
+    variable, the option's word): PIP_<LONG NAME> is that option (any of its long spellings), a flag set by a true
+    value and left unset by a false one, a list option split at whitespace; a variable no option of this command
+    takes, pip ignores. PIP_CONFIG_FILE (os.devnull aside) is --config-file, which only a variable can give."""
+    spelled = {s: (strings, value) for strings, value, _ in TABLES[action] for s in strings if s.startswith("--")}
+    words = []
+    for name, value in sorted(environment.items()):
+        option = "--" + name.removeprefix("PIP_").lower().replace("_", "-")
+        if not name.startswith("PIP_") or (name == "PIP_CONFIG_FILE" and value == "/dev/null"):
+            continue
+        if name == "PIP_CONFIG_FILE":
+            words.append((name, f"--config-file={value}"))
+        elif option in spelled and spelled[option][1]:
+            words += [(name, f"{option}={v}") for v in (value.split() if option in APPENDED else [value])]
+        elif option in spelled:
+            if value.lower() not in _TRUE | _FALSE:
+                raise PipUsageError(f"{name}={value}: not a boolean pip takes (yes/no, true/false, 1/0)")
+            words += [(name, option)] if value.lower() in _TRUE else []
+    return words
+
+
+def parse(action: str, words: list[str], environment: dict[str, str] | None = None) -> PipCommand:
+    """The words after `pip install` or `pip uninstall`, with the options the PIP_* variables of its environment
+    stand for before them (a word on the command line wins over a variable, as in pip); PipUsageError where pip itself
+    would refuse them."""
+    values = optparse.Values({"seen": [], "variable": ""})
+    with_environment = _parser(action, FROM_ENVIRONMENT_ONLY)
+    for variable, word in environment_words(action, environment or {}):
+        values.variable = variable
+        with_environment.parse_args([word], values)
+    values.variable = ""
     options, args = _parser(action).parse_args(list(words), values)
     return PipCommand(action, options.seen, args)
 

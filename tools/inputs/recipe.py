@@ -8,10 +8,8 @@ other code reads the Dockerfile.
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
@@ -19,7 +17,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError, interrupts_held
 from slime_image.record import VERSION_SUFFIXES
 
-from tools.inputs import pip_cli
+from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
+from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
 # The parser is Go code: Ctrl-C while its runtime starts can crash the interpreter (SIGSEGV), and inside a parse it
 # ends in a SystemError; so each waits for it (interrupts_held), here and in _parse.
@@ -28,7 +27,6 @@ with interrupts_held():
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "slime.Dockerfile"
-REQUIREMENTS = "requirements.txt"
 
 # Docker's instruction set; its parser accepts any word, the builder rejects the rest.
 INSTRUCTIONS = frozenset(
@@ -54,7 +52,6 @@ INSTRUCTIONS = frozenset(
     ]
 )
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-_SHELL_OPERATORS = {"&&", "||", ";", "|", "(", ")"}
 
 
 @dataclass(frozen=True)
@@ -64,98 +61,12 @@ class Instruction:
     value: tuple[str, ...]
     flags: tuple[str, ...]
     original: str
+    exec_form: bool = False  # RUN ["pip", "install", ...]: the list is the command, no shell runs it
 
     @property
     def pairs(self) -> dict[str, str]:
         """ENV and LABEL values as name -> value."""
         return dict(zip(self.value[::2], self.value[1::2], strict=False))
-
-
-@dataclass
-class PipStep:
-    """One `pip install` or `pip uninstall` inside a RUN instruction, its words after ARG substitution."""
-
-    line: int
-    words: list[str]
-    action: str = "install"  # or "uninstall"
-    requirements: list[str] = field(default_factory=list)
-    constraints: list[str] = field(default_factory=list)
-    packages: list[str] = field(default_factory=list)
-    no_deps: bool = False
-    force_reinstall: bool = False
-    resolve: list[str] = field(default_factory=list)  # the options that change what pip installs, as written
-    unsupported: list[str] = field(default_factory=list)  # options whose effect the planner cannot follow
-    installs_nothing: list[str] = field(default_factory=list)  # options with which pip installs nothing (--dry-run)
-    error: str | None = None  # why pip would refuse the command line; the build stops there
-
-    @property
-    def command(self) -> str:
-        return shlex.join(self.words)
-
-    @property
-    def reads_requirements_txt(self) -> bool:
-        return any(r.endswith(REQUIREMENTS) for r in self.requirements)
-
-
-def substitute(text: str, variables: dict[str, str]) -> str:
-    """Replace ${NAME} and $NAME with known ARG defaults; leave unknown (runtime shell) variables alone."""
-    return _VAR.sub(lambda m: variables.get(m.group(1) or m.group(2), m.group(0)), text)
-
-
-def shell_commands(script: str) -> list[list[str]]:
-    """Split a RUN shell string into simple commands at &&, ||, ;, | and parentheses."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|()")
-    lexer.whitespace_split = True
-    commands: list[list[str]] = [[]]
-    for token in lexer:
-        if token in _SHELL_OPERATORS:
-            commands.append([])
-        else:
-            commands[-1].append(token)
-    return [c for c in commands if c]
-
-
-def _pip_words(command: list[str]) -> tuple[str, list[str]] | None:
-    """(action, the words after it) if this simple command is a pip install or uninstall, else None."""
-    words = list(command)
-    while words and re.match(r"^[A-Za-z_]\w*=", words[0]):
-        words.pop(0)  # environment assignments before the command
-    if words[:1] == ["env"]:
-        words.pop(0)
-    if not words:
-        return None
-    program = words[0].rsplit("/", 1)[-1]
-    if program in {"pip", "pip3"}:
-        rest = words[1:]
-    elif program.startswith("python") and words[1:3] == ["-m", "pip"]:
-        rest = words[3:]
-    else:
-        return None
-    if rest[:1] in (["install"], ["uninstall"]):
-        return rest[0], rest[1:]
-    return None
-
-
-def _local_path(word: str, cwd: str, editable: bool = False) -> str:
-    """A package word that names a local tree, as an absolute path (relative to the RUN's working directory). An
-    editable (-e) is always a tree or a VCS URL, so `-e 'python[all]'` is the folder python/ with an extra."""
-    if "://" in word or word.startswith("git+"):
-        return word
-    if not (editable or word.startswith((".", "/")) or "/" in word):
-        return word
-    return posixpath.normpath(posixpath.join(cwd, word))
-
-
-# Installers the planner does not simulate; a RUN that uses one is reported, never skipped silently.
-UNAME = "$(uname -m)"
-OTHER_INSTALLERS = (("uv", "pip"), ("conda", "install"), ("mamba", "install"), ("micromamba", "install"))
-
-
-@dataclass(frozen=True)
-class Unsimulated:
-    line: int
-    command: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -164,30 +75,6 @@ class Stage:
     base: str  # an image, or the alias of an earlier stage
     alias: str | None
     instructions: tuple[Instruction, ...]
-
-
-def _pip_step(line: int, action: str, args: list[str], cwd: str = "/") -> PipStep:
-    step = PipStep(line=line, words=["pip", action, *args], action=action)
-    try:
-        command = pip_cli.parse(action, args)
-    except pip_cli.PipUsageError as exc:
-        step.error = f"pip {action}: {exc}"
-        return step
-    step.requirements = command.values("--requirement")
-    step.constraints = command.values("--constraint")
-    step.packages = [_local_path(word, cwd) for word in command.args]
-    step.packages += [_local_path(word, cwd, editable=True) for word in command.values("--editable")]
-    step.no_deps = command.has("--no-deps")
-    step.force_reinstall = command.has("--force-reinstall")
-    # A find-links folder lies in the image, where the planner cannot look; a URL it can follow.
-    folders = [v for v in command.values("--find-links") if "://" not in v]
-    step.resolve = [w for w in command.resolve_words if w.removeprefix("--find-links=") not in folders]
-    step.unsupported = [
-        *command.of_use(pip_cli.UNSUPPORTED),
-        *(f"--find-links {v} (a folder in the image)" for v in folders),
-    ]
-    step.installs_nothing = command.of_use(pip_cli.NOTHING)
-    return step
 
 
 def requirement_lines(path: Path) -> list[Requirement | str]:
@@ -227,7 +114,7 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
                 "write its commands on the RUN line itself, joined with && (as slime.Dockerfile does)",
             )
     instructions = tuple(
-        Instruction(c.start_line, c.cmd.upper(), tuple(c.value), tuple(c.flags), c.original) for c in commands
+        Instruction(c.start_line, c.cmd.upper(), tuple(c.value), tuple(c.flags), c.original, c.json) for c in commands
     )
     for ins in instructions:
         if ins.cmd not in INSTRUCTIONS:
@@ -395,40 +282,9 @@ class Recipe:
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
-        """The pip steps of the built stages' RUN lines, in order (with each RUN's working directory, through
-        WORKDIR and `cd`), and the installs the planner cannot simulate."""
-        steps, unsimulated = [], []
-        for stage in self.built:
-            cwd = "/"
-            for ins in stage.instructions:
-                if ins.cmd == "WORKDIR":
-                    cwd = posixpath.join(cwd, substitute(ins.value[0], self.args))
-                if ins.cmd != "RUN":
-                    continue
-                script = substitute(" ".join(ins.value), self.args)
-                try:
-                    commands = shell_commands(script)
-                except ValueError as exc:
-                    raise UserError(
-                        f"{self.path}:{ins.line}: cannot split the RUN's shell words: {exc}", "check its quoting"
-                    ) from None
-                here = cwd
-                for command in commands:
-                    if command[:1] == ["cd"] and len(command) == 2:
-                        here = posixpath.normpath(posixpath.join(here, command[1]))
-                    found = _pip_words(command)
-                    if found is not None:
-                        step = _pip_step(ins.line, *found, cwd=here)
-                        # $(uname -m) is the image's architecture, which the planner knows; other expansions not.
-                        unresolved = [w for w in step.packages + step.requirements if "$" in w.replace(UNAME, "")]
-                        if unresolved:
-                            reason = f"shell expansion the planner cannot evaluate: {' '.join(unresolved)}"
-                            unsimulated.append(Unsimulated(ins.line, shlex.join(command), reason))
-                        else:
-                            steps.append(step)
-                    elif any(tuple(command[i : i + 2]) in OTHER_INSTALLERS for i in range(len(command))):
-                        reason = f"{command[0]} installs packages the planner does not simulate (it replays pip)"
-                        unsimulated.append(Unsimulated(ins.line, shlex.join(command), reason))
+        """The pip steps of the built stages' RUN lines, in order, and what installs there that the planner cannot
+        simulate (recipe_steps.py: Docker's scope rules, the shell walked wherever it runs pip)."""
+        steps, unsimulated = scan(self)
         return tuple(steps), tuple(unsimulated)
 
     @property

@@ -8,10 +8,10 @@ It reads the pip steps from the Dockerfile itself (ARGs substituted, -r/-c files
 COPY lines), starts from the base image's manifest, and replays each step with pip over a simulated
 environment (dist-info folders with real metadata in a Python 3.12 venv): per step, what it adds,
 upgrades, downgrades, removes and leaves broken; at the end, `pip check` and the recipe's invariants.
-A step whose packages the build knows and the plan cannot see (an ARG without a value, an ENV, COPY --from)
-fails the plan unless --allow-blind. Resolutions are cached by their inputs, so a second plan of the same
-inputs takes seconds. Exit 0 when the final environment is clean and every invariant holds, 1 when not, 2 for
-bad input.
+A step that installs Python packages where the plan cannot simulate it (another installer, pip where the plan
+cannot follow it, an ARG without a value, COPY --from; docs/planner.md) fails the plan unless --allow-blind.
+Resolutions are cached by their inputs, so a second plan of the same inputs takes seconds. Exit 0 when the final
+environment is clean and every invariant holds, 1 when not, 2 for bad input.
 
 This module is the command: it reads the options, runs the planner (plan_check.Planner, which replays the steps
 with plan_replay and reads them with plan_steps), prints and reports the plan (plan_report) and writes the lock
@@ -39,7 +39,7 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import lock_hashes, plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
-from tools.planner.plan_replay import cache_folder
+from tools.planner.plan_replay import cache_folder, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
 
 
@@ -110,7 +110,8 @@ def run(args, arch: str) -> int:
         "assume_empty_base": args.assume_empty_base,
         "allow_blind": args.allow_blind,
     }
-    plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
+    with disk_named():
+        plan = Planner(recipe, log=log, use_lock=args.lock is None, **options).run()
     log(summary(plan))
     found, guards = verdicts(plan)
     text = json.dumps(plan.as_json(), indent=2) + "\n" if args.json else ""
@@ -121,13 +122,14 @@ def run(args, arch: str) -> int:
         sys.stdout.write(text)
     if not args.lock:
         return 0 if plan.ok else 1
-    locked = locked_plan(recipe, plan, log, **options)
-    if locked is None:
-        return 1
-    hashes = lock_hashes.collect(lock_pins(locked.lock_text()), cutoff)  # the bytes each pin may be (W50)
-    write_lock(Path(args.lock), locked.lock_text(hashes), log)
-    for path, text in stack_lock_texts(Path(args.lock), recipe, locked, hashes).items():
-        write_lock(path, text, log)
+    with disk_named():
+        locked = locked_plan(recipe, plan, log, **options)
+        if locked is None:
+            return 1
+        hashes = lock_hashes.collect(lock_pins(locked.lock_text()), cutoff)  # the bytes each pin may be (W50)
+        write_lock(Path(args.lock), locked.lock_text(hashes), log)
+        for path, text in stack_lock_texts(Path(args.lock), recipe, locked, hashes).items():
+            write_lock(path, text, log)
     return 0
 
 
@@ -158,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--allow-blind",
         action="store_true",
-        help="a step the plan cannot see into (an ARG without a value, an ENV, COPY --from) warns instead of failing",
+        help="a step the plan cannot simulate (an ARG without a value, another installer, COPY --from) warns "
+        "instead of failing",
     )
     add_output(parser, "--lock", stdout=False, help="plan without the current lock and write a new lock here")
     parser.add_argument(

@@ -113,13 +113,35 @@ class EnvSetupError(Exception):
     """The planner's own venv could not be made (no Python 3.12, or its pip could not be installed)."""
 
 
+PARTIAL = ".partial"  # what the planner's cache makes beside a thing before renaming it in; what a plan finds so, it
+# removes (under the environment's lock: no other plan is making it)
+
+
+def cached_json(path: Path) -> object:
+    """A cache entry's JSON, or None when there is none or it does not parse (this planner writes each whole, so only
+    other hands leave one so): it is made again."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _discard(path: Path) -> None:
+    """Remove a folder or a file (what a half-made cache entry may be)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
 def pip_folder(cache: Path) -> Path:
     return cache / f"pip-{planner_pip()}"
 
 
 def unpacked_pip(cache: Path) -> Path:
     """A folder holding the planner's pip, unpacked from its wheel once (a venv made with ensurepip and then upgraded
-    took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for."""
+    took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for.
+    Unpacked beside and renamed in, so that the folder, when there, is whole."""
     wanted = planner_pip()
     folder = pip_folder(cache)
     if folder.is_dir():
@@ -131,15 +153,23 @@ def unpacked_pip(cache: Path) -> Path:
         if proc.returncode != 0 or not wheels:
             raise EnvSetupError(f"pip=={wanted} could not be downloaded for the planner: {proc.stderr.strip()[-300:]}")
         cache.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", dir=cache))
+        partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", suffix=PARTIAL, dir=cache))
         partial.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the rest of .cache
         # In a child process: in the planner's, the threads fetching the index ahead would slow it down fourfold.
-        subprocess.run([python312(), "-m", "zipfile", "-e", str(wheels[0]), str(partial)], check=True)
+        _child([python312(), "-m", "zipfile", "-e", str(wheels[0]), str(partial)], f"unpacking pip into {cache}")
         try:
             partial.rename(folder)
         except OSError:  # another plan unpacked it first
             shutil.rmtree(partial)
     return folder
+
+
+def _child(command: list[str], doing: str) -> None:
+    """A child process the planner's cache is made with; its failure (a full disk, say) is an EnvSetupError that
+    says what it was doing and what the child said."""
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise EnvSetupError(f"{doing} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
 
 
 # What of pip's own settings reaches the planner's pip: the index settings the Dockerfile declares as build arguments
@@ -175,7 +205,7 @@ class FakeEnv:
 
     @property
     def _stamp(self) -> Path:
-        return self.folder / ".made-with"  # written last: a venv without it (interrupted) is made afresh
+        return self.folder / ".made-with"  # written before the venv is renamed in: a venv without it is not the one
 
     @staticmethod
     def _made_with() -> str:
@@ -185,23 +215,33 @@ class FakeEnv:
     def ready(self) -> bool:
         """Whether create() will find the venv and its pip already made (and so take milliseconds)."""
         stamp = self._stamp
-        return stamp.exists() and stamp.read_text() == self._made_with() and pip_folder(self.folder.parent).is_dir()
+        return stamp.is_file() and stamp.read_text() == self._made_with() and pip_folder(self.folder.parent).is_dir()
 
     def create(self) -> None:
         """Make the venv, or take the one made before when it was made with the same pip and Python; remove what an
-        interrupted plan left in it. Call it holding the environment's lock (exclusive)."""
-        stamp = self._stamp
+        interrupted or failed plan left (a venv half made, a dist-info half written, a copy pip check was reading).
+        The venv is made beside and renamed in, so that a plan never finds one half made. Call it holding the
+        environment's lock (exclusive)."""
+        # The planner's pip beside every venv of this cache, and this venv, as an interrupted plan left them making
+        # them (one platform is supported, so this lock is the only one under which pip is unpacked).
+        for leftover in [
+            *self.folder.parent.glob(f"pip-*{PARTIAL}"),
+            *self.folder.parent.glob(f"{self.folder.name}.*{PARTIAL}"),
+        ]:
+            _discard(leftover)
         wanted = self._made_with()
         self._pip = unpacked_pip(self.folder.parent)
-        if not (stamp.exists() and stamp.read_text() == wanted):
-            shutil.rmtree(self.folder, ignore_errors=True)
-            subprocess.run(
-                [python312(), "-m", "venv", "--without-pip", str(self.folder)], check=True, capture_output=True
-            )
-            (self.site / "_planner_pip.pth").write_text(f"{self._pip}\n")
-            stamp.write_text(wanted)
-        for leftover in self.folder.glob("check-*"):
-            shutil.rmtree(leftover, ignore_errors=True)
+        if not (self._stamp.is_file() and self._stamp.read_text() == wanted):
+            partial = Path(tempfile.mkdtemp(prefix=f"{self.folder.name}.", suffix=PARTIAL, dir=self.folder.parent))
+            _child([python312(), "-m", "venv", "--without-pip", str(partial)], f"making a venv in {partial}")
+            site = next((partial / "lib").glob("python3.*/site-packages"))
+            (site / "_planner_pip.pth").write_text(f"{self._pip}\n")
+            (partial / self._stamp.name).write_text(wanted)
+            _discard(self.folder)
+            partial.rename(self.folder)
+            self._site = None
+        for leftover in [*self.folder.glob("check-*"), *self.site.glob(f".*{PARTIAL}")]:
+            _discard(leftover)
         self.clear()
 
     @property
@@ -222,8 +262,10 @@ class FakeEnv:
         return self._known
 
     def clear(self) -> None:
-        for info, _ in self._distributions().values():
-            shutil.rmtree(info)
+        """Empty the environment, reading nothing of what is there: an interrupted plan may have left a dist-info
+        folder it was removing, or one written before this planner staged its writes."""
+        for info in self.site.glob("*.dist-info"):
+            _discard(info)
         self._known = {}
 
     def installed(self) -> dict[str, str]:
@@ -236,18 +278,21 @@ class FakeEnv:
         return found is not None
 
     def add(self, dist: Dist) -> None:
+        """Write a distribution's dist-info beside and rename it in: pip never sees one half written."""
         self.remove(dist.name)
         info = self.site / f"{canonicalize_name(dist.name).replace('-', '_')}-{dist.version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(dist.metadata())
-        (info / "INSTALLER").write_text("slime-image-planner\n")
+        staged = Path(tempfile.mkdtemp(prefix=f".{info.name}.", suffix=PARTIAL, dir=self.site))
+        staged.chmod(0o755)
+        (staged / "METADATA").write_text(dist.metadata())
+        (staged / "INSTALLER").write_text("slime-image-planner\n")
         files: tuple[str, ...] = ("METADATA", "INSTALLER", "RECORD")
         if dist.wheel_tags:  # pip check compares these with the interpreter's tags (W29)
             tags = "".join(f"Tag: {tag}\n" for tag in dist.wheel_tags)
-            (info / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n{tags}")
+            (staged / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n{tags}")
             files = ("WHEEL", *files)
         # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
-        (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
+        (staged / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
+        staged.rename(info)
         self._distributions()[canonicalize_name(dist.name)] = (info, dist.version)
 
     def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -275,9 +320,9 @@ class FakeEnv:
                 info.name.encode() + (info / "METADATA").read_bytes() + (wheel.read_bytes() if wheel.exists() else b"")
             )
         cached = self.folder.parent / "checks" / f"{state.hexdigest()[:20]}.json"
-        if cached.exists():
-            broken = json.loads(cached.read_text())
-            return lambda: broken
+        kept = cached_json(cached)
+        if isinstance(kept, list):
+            return lambda: kept
         copy = Path(tempfile.mkdtemp(prefix="check-", dir=self.folder))  # create() removes one an interruption left
         for info in infos:  # what pip check reads, linked: add and remove replace folders, never a file in one
             (copy / info.name).mkdir()
@@ -291,6 +336,14 @@ class FakeEnv:
         def lines() -> list[str]:
             out, _ = proc.communicate()
             shutil.rmtree(copy, ignore_errors=True)
+            # Only a whole answer is kept: pip check stopped (Ctrl-C reaches it too) says nothing, which kept would be
+            # "nothing broken" to every later plan of this environment.
+            if proc.returncode not in (0, 1) or (proc.returncode == 1 and not out.strip()):
+                raise UserError(
+                    f"pip check of the planner's environment ended without an answer (exit {proc.returncode})",
+                    "run the plan again",
+                    code=2,
+                )
             broken = [c.line for c in pip_conflicts.conflicts(out)]
             write_atomically(cached, json.dumps(broken))
             return broken

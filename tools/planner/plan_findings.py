@@ -16,10 +16,10 @@ GUARDS = {
     BLIND: (),
 }
 # A blind step names no wall: the plan's own sight fails there, and what it missed could be any wall.
-PROTECTS = {BLIND: "a pip step whose packages the plan cannot see although the build would (docs/planner.md)"}
+PROTECTS = {BLIND: "a step that installs Python packages where the plan cannot simulate it (docs/planner.md)"}
 FIXES = {
-    BLIND: "give the plan the value the finding names (an ARG default or --build-arg NAME=VALUE; the ENV's value in "
-    "the step; the file from the build context), or pass --allow-blind to plan without it"
+    BLIND: "do what the finding names (an ARG default or --build-arg NAME=VALUE; the file from the build context; pip "
+    "itself in the RUN, into the one environment), or pass --allow-blind to plan without it"
 }
 
 # Compiled extensions built against one torch: importing them after another torch replaced it fails (W9).

@@ -25,6 +25,7 @@ import http.server
 import io
 import json
 import re
+import sys
 import threading
 import urllib.parse
 import urllib.request
@@ -123,6 +124,14 @@ class Refused(Exception):
         self.status = status
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """pip gone before its answer was written (Ctrl-C reaches pip with the planner) is no error of the index, and
+        the server would print its traceback; anything else it prints as ever."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class PlanIndex:
     """The index pip sees; `url` is its /simple/ root. Use as a context manager."""
 
@@ -136,6 +145,10 @@ class PlanIndex:
     ):
         self.upstream = upstream.rstrip("/") + "/"
         self.store = store  # <sha256 of the wheel>.METADATA
+        # What an interrupted plan was writing here; the plan that starts this index holds the cache's lock, so no
+        # other is writing now.
+        for leftover in store.glob("*.partial"):
+            leftover.unlink(missing_ok=True)
         self.arch = arch
         self.pins = {canonicalize_name(name): Pin(version) for name, version in (pins or {}).items()}
         # Versions likely to be picked, not constraints: their pages stay whole, their wheels' metadata comes ahead.
@@ -147,7 +160,7 @@ class PlanIndex:
         self.metadata: dict[int, Future] = {}
         self.tags: dict[str, list[str]] = {}  # real URL -> the WHEEL tags, where the metadata came from the wheel
         self.errors: list[str] = []  # what could not reach the real index
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
         self._files_root = f"http://127.0.0.1:{self.server.server_address[1]}/files/"

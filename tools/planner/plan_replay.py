@@ -6,6 +6,7 @@ says right after it (run while the next step resolves)."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import hashlib
 import json
@@ -24,11 +25,20 @@ from slime_image.errors import UserError
 from slime_image.lock_file import versions_only
 
 from tools.inputs.lock import lock_cutoff, lock_pins
-from tools.inputs.recipe import ROOT, PipStep, Recipe, Unsimulated
+from tools.inputs.recipe import ROOT, Recipe
+from tools.inputs.recipe_steps import PipStep, Unsimulated
 from tools.planner import plan_env, plan_steps, sdist_metadata
 from tools.planner.base_manifest import manifest_for
-from tools.planner.plan_env import Dist, EnvSetupError, FakeEnv, dist_from_report, load_manifest, planner_pip
-from tools.planner.plan_findings import TORCH_EXTENSIONS, Findings
+from tools.planner.plan_env import (
+    Dist,
+    EnvSetupError,
+    FakeEnv,
+    cached_json,
+    dist_from_report,
+    load_manifest,
+    planner_pip,
+)
+from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
 from tools.planner.plan_index import PlanIndex
 from tools.planner.plan_report import StepResult, describe, shorten
 from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files, shown
@@ -54,16 +64,53 @@ NETWORK_ERRORS = (
 
 
 def cache_folder() -> Path:
-    """The plan's cache: PLAN_CACHE, else .cache/plan. An empty PLAN_CACHE (`make plan PLAN_CACHE=`) is refused: as a
-    path it is the current folder, where the plan would leave its hundreds of cache files."""
+    """The plan's cache: PLAN_CACHE, else .cache/plan. A blank PLAN_CACHE (`make plan PLAN_CACHE=`) is refused: as a
+    path it is the current folder, where the plan would leave its hundreds of cache files; so is a relative one, which
+    names a folder of wherever the planner runs (make runs it in the repository) and, written into the venv's .pth
+    line, a folder pip would look for beside site-packages."""
     value = os.environ.get("PLAN_CACHE")
-    if value == "":
+    if value is None:
+        return ROOT / ".cache" / "plan"
+    if not value.strip():
         raise UserError(
             "PLAN_CACHE is empty: the plan's cache would be the current folder",
             "unset PLAN_CACHE for .cache/plan, or set it to a folder: PLAN_CACHE=/tmp/plan-cache",
             code=2,
         )
-    return ROOT / ".cache" / "plan" if value is None else Path(value)
+    if not os.path.isabs(value):
+        raise UserError(
+            f"PLAN_CACHE={value} is a relative path: the plan's cache would be wherever the planner runs",
+            f"give it as an absolute path: PLAN_CACHE={Path(value).absolute()}",
+            code=2,
+        )
+    return Path(value)
+
+
+@contextlib.contextmanager
+def disk_named():
+    """A full disk under what the block writes (the plan's cache, a lock) is said as such, not as a failed write."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise full_disk(cache_folder(), exc.filename) from None
+        raise
+
+
+# How a child process or a thread of the planner says that a disk is full, where no OSError reaches the planner.
+FULL_DISK = ("No space left on device", "Disk quota exceeded")
+
+
+def full_disk(cache: Path, path: str | None = None) -> UserError:
+    """A full disk, named: the cache's (the path written under it, or unknown), or that of the file written."""
+    if path is None or Path(path).is_relative_to(cache):
+        return UserError(
+            f"no space left on the disk of the plan's cache {cache}",
+            "free space there, or set PLAN_CACHE to a folder on a disk with room (a plan of slime.Dockerfile keeps "
+            "about 30 MB)",
+            code=2,
+        )
+    return UserError(f"no space left on the disk of {path}", "free space there (TMPDIR moves temporary files)", code=2)
 
 
 def platform_args(arch: str) -> list[str]:
@@ -211,6 +258,8 @@ class Replay:
             with ticking("preparing the planner's Python 3.12 venv"):
                 self.env.create()
         except EnvSetupError as exc:
+            if any(marker in str(exc) for marker in FULL_DISK):
+                raise full_disk(self.cache) from None
             if not index_reachable():
                 raise unreachable("while preparing the planner's Python 3.12 venv") from None
             raise UserError(str(exc), "check that pip can install packages from your index", code=2) from None
@@ -242,8 +291,9 @@ class Replay:
         lock = self.step_lock(step)
         key = self._cache_key(pip_args, files, lock, "" if own_index else index_settings())
         cached = self.cache / "resolutions" / f"{key}.json"
-        if cached.exists():
-            return json.loads(cached.read_text())["install"], "cached resolution"
+        kept = cached_json(cached)
+        if isinstance(kept, dict) and isinstance(kept.get("install"), list):
+            return kept["install"], "cached resolution"
         through = [] if own_index else ["--index-url", self.index.url]
         with tempfile.TemporaryDirectory() as tmp:
             report = Path(tmp) / "report.json"
@@ -257,6 +307,8 @@ class Replay:
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
                 text = "\n".join(tail[-3:])
+                if any(marker in error for marker in FULL_DISK for error in [proc.stderr, *self._index_errors()]):
+                    raise full_disk(self.cache)
                 network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
                 if network or (self._index and self._index.errors) or not index_reachable():
                     raise unreachable(f"while simulating line {step.line}")
@@ -275,23 +327,24 @@ class Replay:
         self.env.add(dist)
         self.setter[canonicalize_name(dist.name)] = line
 
-    def install(self, step: PipStep) -> tuple[bool, str]:
+    def install(self, step: PipStep) -> tuple[list[str], str]:
+        """(what of the step the plan cannot see, empty when it simulated it all; its note)"""
         rejected = [why for why in map(invalid_requirement, step.packages) if why]
         if rejected:
             raise _StepFails(step.line, "; ".join(rejected))
         asked = plan_steps.asked(self.recipe, step, self.arch)
-        notes, targets = asked.notes, asked.targets
+        notes, targets, unseen = asked.notes, asked.targets, asked.unseen
         for dist, built_at in asked.named:
             self.install_dist(dist, step.line)
             if built_at is not None:
                 self.from_source[dist.name] = built_at
+        if not targets and not step.requirements:
+            return unseen, "; ".join(notes)
         files = requirement_files(self.recipe, step)
         files += [self.recipe.context_file(c, step.line) for c in step.constraints]
         lock = self.step_lock(step)
         if lock is not None:
             files.append(lock)
-        if not targets and not step.requirements:
-            return True, "; ".join(notes)
         try:
             items, how = self._resolve(step, targets, files)
         except _WouldFail as exc:
@@ -302,7 +355,8 @@ class Replay:
                 self.install_dist(Dist(name, version), step.line)
             names = ", ".join(t for t, _ in pinned)
             assumed = f"assumed {names} installed with no other change" if pinned else "assumed no change"
-            return False, "; ".join([*notes, f"cannot simulate: {exc}", assumed])
+            why = f"pip cannot work the step out here ({exc})"
+            return [*unseen, why], "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
         tags = wheel_tags(urls, self.cache / "wheel-tags", known=self._index.tags if self._index else None)
         for item in items:
@@ -311,11 +365,12 @@ class Replay:
         recorded = self.recorded_metadata and [u.rsplit("/", 1)[-1] for u in urls if str(self.recorded_metadata) in u]
         if recorded:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
-        return True, "; ".join([*notes, how])
+        return unseen, "; ".join([*notes, how])
 
     def step_lock(self, step: PipStep) -> Path | None:
-        """The lock this step installs under: the file PIP_CONSTRAINT names at its line."""
-        if self.lock is None:
+        """The lock this step installs under: the file PIP_CONSTRAINT names at its line, unless the RUN gives the
+        command a PIP_CONSTRAINT of its own (read as its -c, or none when empty)."""
+        if self.lock is None or step.constrained_here:
             return None
         return self.lock_override or self.recipe.constraint_at(step.line)
 
@@ -323,30 +378,31 @@ class Replay:
     def requirements_line(self) -> int | None:
         return self.recipe.requirements_step.line if self.recipe.requirements_step else None
 
-    def _one(self, step: PipStep | Unsimulated, blind: list[str]) -> tuple[bool, str, bool]:
-        """(simulated, note, fails the build) for one step, the environment changed as it changes it."""
+    def _one(self, step: PipStep | Unsimulated, blind: list[str]) -> tuple[list[str], str, bool]:
+        """(what of the step the plan could not see, empty when it simulated it; its note; whether it fails the
+        build) for one step, the environment changed as it changes it."""
         if isinstance(step, Unsimulated):
-            return False, f"not simulated: {step.reason}; assumed no change", False
+            return blind, f"not simulated: {step.reason}; assumed no change", False
         if blind:
-            return False, "not simulated: the plan cannot see what it installs (blind); assumed no change", False
+            return blind, "not simulated: the plan cannot see what it installs (blind); assumed no change", False
         if step.error:
-            return True, f"THIS STEP FAILS THE BUILD: {step.error}", True
+            return [], f"THIS STEP FAILS THE BUILD: {step.error}", True
         if step.installs_nothing:
-            return True, f"pip installs nothing with {', '.join(step.installs_nothing)}", False
+            return [], f"pip installs nothing with {', '.join(step.installs_nothing)}", False
         if step.unsupported:
-            return (
-                False,
-                f"not simulated: the planner cannot honour {'; '.join(step.unsupported)}; assumed no change",
-                False,
+            why = (
+                f"the planner cannot honour {'; '.join(step.unsupported)}: pip would install elsewhere, or otherwise "
+                "than the plan follows; drop it from the step"
             )
+            return [why], f"not simulated: {why}; assumed no change", False
         if step.action == "uninstall":
             gone = [p for p in step.packages if self.env.remove(p)]
-            return True, f"removed {len(gone)} of {len(step.packages)} named", False
+            return [], f"removed {len(gone)} of {len(step.packages)} named", False
         try:
             with ticking(f"line {step.line}: resolving {shorten(' '.join(step.packages), 60)}"):
                 return (*self.install(step), False)
         except _StepFails as exc:
-            return True, f"THIS STEP FAILS THE BUILD: {exc.why}", True
+            return [], f"THIS STEP FAILS THE BUILD: {exc.why}", True
 
     def _replay(self) -> tuple[list[StepResult], list[int], list[int], Findings]:
         work = sorted(
@@ -368,17 +424,19 @@ class Replay:
         for index, (_line, _, step) in enumerate(work, 1):
             before = self.env.installed()
             start = time.monotonic()
-            blind = self.blind.findings(step)
-            simulated, note, fails = self._one(step, blind)
+            unseen, note, fails = self._one(step, self.blind.why(step))
             if fails:
                 failed_steps.append(step.line)
             after = self.env.installed()
             self.after_line[step.line] = after
-            result = StepResult(step.line, step.command, time.monotonic() - start, simulated, note)
+            result = StepResult(step.line, step.command, time.monotonic() - start, not unseen, note)
             result.added = {n: v for n, v in sorted(after.items()) if n not in before}
             result.changed = {n: [before[n], v] for n, v in sorted(after.items()) if n in before and before[n] != v}
             result.removed = sorted(n for n in before if n not in after)
             result.findings = findings.after_step(result, after)
+            # The one place a step's verdict on sight is made: what the plan did not simulate, for whatever reason, is
+            # blind, and fails the plan unless --allow-blind.
+            blind = [f"{BLIND}: line {step.line}: {why}" for why in unseen]
             if self.allow_blind:
                 result.warnings = blind
             else:
@@ -405,6 +463,9 @@ class Replay:
             replayed = Replayed(manifest, *self._replay())
         self._index = None
         return replayed
+
+    def _index_errors(self) -> list[str]:
+        return self._index.errors if self._index else []
 
 
 if __name__ == "__main__":

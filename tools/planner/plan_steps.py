@@ -17,14 +17,13 @@ from slime_image.errors import UserError
 
 from tools.inputs import pairings
 from tools.inputs.lock import check_lock
-from tools.inputs.recipe import ROOT, UNAME, PipStep, Recipe, Unsimulated, substitute
+from tools.inputs.recipe import ROOT, Recipe
+from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
 from tools.planner.plan_env import Dist
 
 # Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what
 # the tree declares there comes from the pairing that pins that commit (pairings/<name>.toml, [megatron]).
 LOCAL_TREES = {"/opt/Megatron-LM": "MEGATRON_COMMIT"}
-_VARIABLE = re.compile(r"\$\{(\w+)\}|\$(\w+)")
-SHELL_EXPANSION = "shell expansion"  # how the recipe's model names a pip step it left unexpanded (recipe.py)
 
 
 @dataclass(frozen=True)
@@ -46,6 +45,7 @@ class Asked:
     named: list[tuple[Dist, str | None]] = field(default_factory=list)
     targets: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unseen: list[str] = field(default_factory=list)  # what of the step the plan cannot see (blind)
 
 
 def shown(path: Path) -> str:
@@ -143,7 +143,10 @@ def asked(recipe: Recipe, step: PipStep, arch: str) -> Asked:
                 found.named.append((Dist(name, version), f"{package} at {ref_arg}={recipe.args.get(ref_arg, '?')}"))
                 found.notes.append(f"{package}: added as {name} {version} (local tree, --no-deps)")
             else:
-                found.notes.append(f"{package}: local tree not simulated (its metadata is only in the image)")
+                found.unseen.append(
+                    f"{package} is a source tree whose requirements only the image holds: install it --no-deps, "
+                    "after what it requires"
+                )
         else:
             found.targets.append(package)
     return found
@@ -201,25 +204,16 @@ def _copied_from_elsewhere(recipe: Recipe) -> dict[str, str]:
 
 
 class Blind:
-    """Why the planner cannot see what a step installs although the build would: an ARG with no default, an ENV the
-    build expands, a file another stage or image brings; each said with how to give the planner the value. A command
-    substitution or a shell variable is not blind in this sense: no value can be given for it, and the step stays
-    NOT SIMULATED."""
+    """Why the plan cannot see what a step installs although the build would, said with how to give the plan what it
+    lacks: a file another stage or image brings, and each reason the recipe's model gave a step it could not read
+    (recipe_steps.Unsimulated: an ARG without a value, another installer, pip where the plan cannot follow it)."""
 
     def __init__(self, recipe: Recipe):
-        self.recipe = recipe
-        self.declared = {item.partition("=")[0] for ins in recipe.of("ARG") for item in ins.value}
         self.copied = _copied_from_elsewhere(recipe)
 
-    def findings(self, step: PipStep | Unsimulated) -> list[str]:
-        return [f"blind-step: line {step.line}: {why}" for why in self._why(step)]
-
-    def _why(self, step: PipStep | Unsimulated) -> list[str]:
+    def why(self, step: PipStep | Unsimulated) -> list[str]:
         if isinstance(step, Unsimulated):
-            if not step.reason.startswith(SHELL_EXPANSION):
-                return []  # another installer (uv, conda): no value given makes it one the plan replays
-            names = dict.fromkeys(m.group(1) or m.group(2) for m in _VARIABLE.finditer(step.command))
-            return [why for why in map(self._variable, names) if why]
+            return list(step.fixes) or [step.reason]
         found = []
         for word in [*step.packages, *step.requirements, *step.constraints]:
             source = next(
@@ -231,16 +225,6 @@ class Blind:
                     "context, or install it from the index by name and version"
                 )
         return found
-
-    def _variable(self, name: str) -> str | None:
-        if name in self.recipe.env:
-            return (
-                f"ENV {name} is expanded by the build, not by the plan: write its value into the step, or make it "
-                f"an ARG with a default (ARG {name}=VALUE), which the plan substitutes"
-            )
-        if name in self.declared and name not in self.recipe.args:
-            return f"ARG {name} has no default: give it one (ARG {name}=VALUE) or pass --build-arg {name}=VALUE"
-        return None
 
 
 if __name__ == "__main__":

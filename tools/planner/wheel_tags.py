@@ -22,6 +22,7 @@ from pathlib import Path
 from slime_image.atomic_write import write_atomically
 
 from tools.planner import index_http
+from tools.planner.plan_env import cached_json
 
 BLOCK = 64 * 1024
 
@@ -115,8 +116,8 @@ def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None 
         if known and url in known:
             found[url] = known[url]
             write_atomically(cached, json.dumps(known[url]))
-        elif cached.exists():
-            found[url] = json.loads(cached.read_text())
+        elif isinstance(kept := cached_json(cached), list):
+            found[url] = kept
         else:
             missing.append((url, cached))
     with ThreadPoolExecutor(max_workers=8) as pool:
