@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from slime_image.lock_file import read_pins
 
 from tools.inputs import fingerprint, pairings
 from tools.planner import sdist_metadata
-from tools.release.build_check import image_weight, record, slime_tests, standins
+from tools.release.build_check import image_weight, record, sbom_check, slime_tests, standins
 
 RECORD = record.RECORD_JSON
 
@@ -296,3 +297,30 @@ def test_each_pairing_s_known_failures_are_failures_its_record_shows_and_nothing
     known = pairings.load(built["pairing"]).known_test_failures
     judged = slime_tests.with_known({**built["slime_unit_tests"], "files": raw}, known)
     assert (judged["stack_failures"], judged["stale_known"]) == (0, [])
+
+
+# Issue 45: the record names the base by digest, holds the image's SBOM, and the SBOM covers every lock pin by a hash
+# the lock holds.
+
+
+def test_the_record_names_the_base_by_digest(built):
+    base = record.base_of(built)
+    assert "@sha256:" in base, f"{built['folder'].name} was built on {base}, a tag: run make build-check again"
+
+
+def test_the_sbom_is_valid_and_covers_every_pin_of_the_lock_by_a_hash_the_lock_holds(built):
+    text = (built["folder"] / record.SBOM).read_text()
+    assert sbom_check.invalid(text) is None
+    components = {c["purl"]: c for c in json.loads(text)["components"]}
+    pairing = pairings.load(built["folder"].name)
+    # The SLIME router is a stand-in here (PyPI's wheel renamed, standins.py): its bytes are not the lock's.
+    stand_ins = {"sglang-router"}
+    uncovered = []
+    for name, pin in read_pins(pairing.lock.read_text()).items():
+        component = components.get(f"pkg:pypi/{name}@{pin.version}")
+        digests = {h["content"] for h in (component or {}).get("hashes", []) if h["alg"] == "SHA-256"}
+        if name not in stand_ins and not digests & set(pin.hashes):
+            uncovered.append(f"{name} {pin.version}")
+    assert not uncovered, f"SBOM components without a hash the lock holds: {uncovered}"
+    scan = built["sbom"]["scan"]
+    assert scan["found"] > 200 and not scan["missing_from_sbom"] and not scan["other_version"], scan

@@ -115,6 +115,23 @@ def weight_lines(record: dict) -> list[str]:
     ]
 
 
+def base_of(record: dict) -> str:
+    """The base the build named, as its build arguments gave it (by digest: the local registry's stand-in)."""
+    return next((a.split("=", 1)[1] for a in record.get("build_args", []) if a.startswith("BASE_IMAGE=")), "?")
+
+
+def sbom_lines(sbom: dict | None) -> list[str]:
+    if not sbom:
+        return ["- SBOM: none (the build did not finish)"]
+    scan = sbom["scan"]
+    return [
+        f"- SBOM (sbom.cdx.json, CycloneDX 1.6): {sbom['components']} components, {sbom['with_sha256']} with a sha256; "
+        f"schema: {'valid' if sbom['schema_error'] is None else sbom['schema_error']}; the scanner ({scan['scanner']}) "
+        f"found {scan['found']} distributions, {len(scan['missing_from_sbom'])} missing from the SBOM, "
+        f"{len(scan['other_version'])} at another version"
+    ]
+
+
 def markdown(record: dict) -> str:
     """docs/build/<pairing>/README.md: the record for people."""
     gate = record.get("gate") or {"checks": []}
@@ -138,6 +155,8 @@ def markdown(record: dict) -> str:
         "differences over "
         f"{record['lock']['pins']} pins; against the plan: {record['plan']['differences']} differences",
         f"- editable trees: {'; '.join(record['lock']['editable']) or 'none'}",
+        f"- base: `{base_of(record)}`",
+        *sbom_lines(record.get("sbom")),
         "- built from sdists, their metadata against locks/sdist-metadata/: "
         + (
             "; ".join(f"{stem} {verdict}" for stem, verdict in record.get("sdist_metadata", {}).items())

@@ -313,8 +313,9 @@ def prepare(pairing: pairings.Pairing, work: Path, host: str, given: list[str]) 
     return [*tools_build.build_args(pairing, [*given, f"BASE_IMAGE={base}"]), *pins]
 
 
-def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path) -> int:
+def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path, extra: list[str] = ()) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
+    build_args += extra  # a mirror (pip's index): make build's own refusals apply
     check_writable("--out", str(out / record.RECORD_JSON))
     if not pairing.lock.is_file():
         raise UserError(
@@ -409,12 +410,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, help="where the record goes (default docs/build/, or docs/build/<pairing>/)"
     )
+    parser.add_argument(
+        "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
+    )
     args = parser.parse_args(argv)
     repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
 
     def run() -> int:
         pairing = pairings.load(args.pairing)
-        return verify(pairing, repos, args.work, args.out or record.folder_for(pairing))
+        return verify(pairing, repos, args.work, args.out or record.folder_for(pairing), args.build_arg)
 
     return run_command("build-check", run)
 
