@@ -19,9 +19,9 @@ from slime_image.errors import UserError, run_command
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import pip_cli
+from tools.inputs import pip_cli, run_shell
 from tools.inputs.lock import check_lock, lock_pins
-from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, shell_commands, substitute
+from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
 BASE = re.compile(r"^nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
@@ -302,16 +302,6 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
 
 
 FETCH = "/opt/slime-image/slime_image/fetch.py"
-_ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)=(.*)")
-
-
-def _prefix(command: list[str]) -> tuple[dict[str, str], list[str]]:
-    """The environment assignments before a simple command, and the command's own words."""
-    env: dict[str, str] = {}
-    while command and (match := _ASSIGNMENT.fullmatch(command[0])):
-        env[match[1]] = match[2]
-        command = command[1:]
-    return env, command
 
 
 def _lock_aside_ok(words: list[str]) -> bool:
@@ -335,19 +325,18 @@ def installs_by_content(recipe: Recipe) -> list[str]:
         except UserError as exc:
             problems.append(exc.cause)
     for ins in recipe.of("RUN"):
-        for env, words in map(_prefix, shell_commands(" ".join(ins.value))):
-            program = words[0].rsplit("/", 1)[-1] if words else ""
+        script = " ".join(ins.value)
+        for words in run_shell.split(script):
+            program = words[0].rsplit("/", 1)[-1]
             if program in ("curl", "wget"):
                 problems.append(f"line {ins.line}: {program} downloads by name: fetch it with {FETCH} URL SHA256 OUT")
             pin = words[words.index(FETCH) + 2] if FETCH in words[:-2] else None
             if FETCH in words and not (pin and re.fullmatch(r"\$\{?\w+_SHA256\}?", pin)):
                 problems.append(f"line {ins.line}: {FETCH} without a *_SHA256 build argument as its pin")
-            start = 4 if words[1:3] == ["-m", "pip"] else 2 if program in ("pip", "pip3") else None
-            if start is None or words[start - 1 : start] != ["install"]:
-                continue
-            if _lock_aside_ok(words[start:]):
+        for found in run_shell.installs(script, {}, "/", None):
+            if found.action != "install" or _lock_aside_ok(list(found.args)):
                 continue  # local trees and fetched files: their commit or fetch.py names their bytes
-            if env.get("PIP_CONSTRAINT") == "":
+            if dict(found.env).get("PIP_CONSTRAINT") == "":
                 problems.append(f"line {ins.line}: pip install with the lock set aside installs from an index")
             elif recipe.constraint_at(ins.line) is None:
                 problems.append(f"line {ins.line}: pip install before any lock (ENV PIP_CONSTRAINT) checks its bytes")

@@ -126,7 +126,12 @@ def run(args, arch: str) -> int:
         locked = locked_plan(recipe, plan, log, **options)
         if locked is None:
             return 1
-        hashes = lock_hashes.collect(lock_pins(locked.lock_text()), cutoff)  # the bytes each pin may be (W50)
+        pinned = {
+            name: v
+            for pins in (lock_pins(locked.lock_text()), *locked.stack_locks.values())
+            for name, v in pins.items()
+        }
+        hashes = lock_hashes.collect(pinned, cutoff)  # the bytes each pin may be (W50)
         write_lock(Path(args.lock), locked.lock_text(hashes), log)
         for path, text in stack_lock_texts(Path(args.lock), recipe, locked, hashes).items():
             write_lock(path, text, log)

@@ -72,14 +72,19 @@ class Planner(Replay):
         return plan_steps.input_digests(self.recipe, self.manifest_path)
 
     def stack_locks(self, final: dict[str, str], local: set[str]) -> dict[Path, dict[str, str]]:
-        """Each stack lock (a PIP_CONSTRAINT before the last) -> the final versions of what its steps install."""
-        scopes = {}
+        """Each stack lock (a PIP_CONSTRAINT before the last) -> the final versions of what its steps install, and the
+        versions its steps install and then remove (not in the final environment, but pip installs them under it)."""
+        scopes, passing = {}, {}
         for step in self.recipe.steps:
             path = self.recipe.constraint_at(step.line)
             if path is not None and path != self.recipe.constraint_file():
                 scopes[path] = self.after_line.get(step.line, {})
+                taken = self.installed_at.get(step.line, {})
+                passing.setdefault(path, {}).update({n: v for n, v in taken.items() if n not in final})
         return {
-            path: {n: final[n] for n in sorted(state) if n in final and n not in local}
+            path: dict(
+                sorted({**passing[path], **{n: final[n] for n in state if n in final and n not in local}}.items())
+            )
             for path, state in scopes.items()
         }
 

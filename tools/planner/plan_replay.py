@@ -209,6 +209,9 @@ class Replay:
         self.blind = plan_steps.Blind(recipe)
         self.allow_blind = allow_blind
         self.after_line: dict[int, dict[str, str]] = {}  # a step's line -> the environment after it
+        # A step's line -> what its installs put in, whatever a later command removed: pip installs those too, under
+        # the lock (a distribution installed, then uninstalled in the same RUN, needs its pin and hashes all the same).
+        self.installed_at: dict[int, dict[str, str]] = {}
         # What the verification build found the image's sdist-built distributions to declare (sdist_metadata.py)
         self.recorded_metadata = sdist_metadata.metadata_wheels(self.cache)
         # Resolve as the index stood when the lock was made, so that re-planning the same inputs gives the same set.
@@ -326,6 +329,7 @@ class Replay:
         """Put a distribution into the simulated environment and remember which step's line installed it."""
         self.env.add(dist)
         self.setter[canonicalize_name(dist.name)] = line
+        self.installed_at.setdefault(line, {})[canonicalize_name(dist.name)] = dist.version
 
     def install(self, step: PipStep) -> tuple[list[str], str]:
         """(what of the step the plan cannot see, empty when it simulated it all; its note)"""
