@@ -69,7 +69,7 @@ def test_requirements_through_copy_from_another_context_and_a_url_wheel(tmp_path
     proc, report = plan(tmp_path, dockerfile, "--context", str(context), manifest=[], files=files)
     assert proc.returncode == 0, proc.stderr[-1500:]
     assert report["final"] == {"six": "1.16.0", "packaging": "25.0"}
-    assert "packaging 25.0 from its wheel URL (not fetched; --no-deps)" in report["steps"][1]["note"]
+    assert "packaging 25.0 from its wheel (not fetched; --no-deps)" in report["steps"][1]["note"]
 
 
 def test_a_step_it_cannot_simulate_is_listed_with_its_reason_and_fails_the_plan(tmp_path):

@@ -32,9 +32,10 @@ def lock_cutoff(lock: Path) -> str:
     return ""
 
 
-def check_lock(path: Path) -> None:
+def check_lock(path: Path, hashed: bool = True) -> None:
     """A lock the planner and the build can use, or a UserError that names what is wrong with it as a lock problem:
-    no pins, a line that is no pin, a distribution pinned twice, a pin without the sha256 of its files (W50)."""
+    no pins, a line that is no pin, a distribution pinned twice, and (`hashed`: this recipe's locks, W50) a pin without
+    the sha256 of its files. The planner reads any recipe's constraint files, which need not be hashed."""
     fix = f"make lock (it rewrites {path.name} from the plan)"
     seen: dict[str, int] = {}
     for number, line in logical_lines(path.read_text()):
@@ -46,7 +47,7 @@ def check_lock(path: Path) -> None:
         name = canonicalize_name(pin.name)
         if name in seen:
             raise UserError(f"{path} pins {name} twice (lines {seen[name]} and {number})", fix)
-        if not pin.hashes:
+        if hashed and not pin.hashes:
             raise UserError(
                 f"{path}:{number}: {pin.name}=={pin.version} carries no --hash: pip would install whatever bytes an "
                 "index serves under that version",

@@ -275,7 +275,7 @@ class Replay:
         """What a resolution depends on; of the lock, its versions alone (a re-hashed lock resolves as it did)."""
         state = sorted(self.env.installed().items())
         texts = [versions_only(f.read_text()) if f == lock else f.read_text() for f in files]
-        inputs = [state, pip_args, texts, self.arch, planner_pip(), index]
+        inputs = [state, pip_args, texts, self.arch, planner_pip(), index, sorted(self._pins.items())]  # what pip sees
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
 
     def _resolve(self, step: PipStep, targets: list[str], files: list[Path]) -> tuple[list[dict], str]:
@@ -458,7 +458,14 @@ class Replay:
 
     def replay(self) -> Replayed:
         """Each step in Dockerfile order over the simulated environment, holding that environment's lock."""
-        self._pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        # The index shows pip the locked versions alone only when every step that asks it resolves under the lock: a
+        # step that sets the lock aside for an index name (PIP_CONSTRAINT= before it) must see the rest; the lock's
+        # pins are then only fetched ahead.
+        aside = [
+            s for s in self.recipe.installs if s.constrained_here and any(not p.startswith("/") for p in s.packages)
+        ]
+        self._pins, self._hints = ({}, {**self._hints, **pins}) if aside else (pins, self._hints)
         with self._open:
             self._open.enter_context(plan_env.exclusive(self.env.folder.with_suffix(".lock"), self.log))
             if not self.env.ready():

@@ -169,7 +169,7 @@ def recipe_lock(recipe: Recipe, lock_file: Path | None) -> Path | None:
             code=2,
         )
     for _, path in recipe.constraint_files:
-        check_lock(path)
+        check_lock(path, hashed=False)  # this recipe's hashes: the rule installs-by-content (W50)
     return recipe.constraint_file()
 
 
