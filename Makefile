@@ -265,7 +265,7 @@ repro-check: venv ## Build the verification build's recipe again without cache a
 	$(VPY) -m tools.release.build_check.repro $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo $(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo $(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo $(call q,$(APEX_REPO))) $(if $(AGAINST),--against $(call q,$(AGAINST)))
 
 .PHONY: push
-push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest
+push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest; attach its SBOM as an OCI referrer
 	@compression=$(call q,$(COMPRESSION)); case "$$compression" in gzip) ;; zstd) $(call need,skopeo,install skopeo (apt-get install skopeo): docker push writes gzip only) ;; \
 	  *) echo "make push: COMPRESSION=$$compression is neither gzip nor zstd" >&2; echo "fix: COMPRESSION=zstd (faster to unpack on a node) or gzip (the default)" >&2; exit 1 ;; esac
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
@@ -291,7 +291,11 @@ push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPR
 	  digest=$$(docker image inspect --format '{{index .RepoDigests 0}}' "$$ref" | cut -d@ -f2) || exit 1; \
 	fi; \
 	echo "make push: pushed $$registry/$$repo@$$digest as $$ref ($$compression layers; fingerprint" \
-	  "$$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' "$$image"))"
+	  "$$(docker image inspect --format '{{index .Config.Labels "org.slime-image.inputs"}}' "$$image"))"; \
+	sbom=$$(mktemp) && trap 'rm -f "$$sbom"' EXIT && \
+	docker run --rm --entrypoint cat "$$image" /opt/slime-image/sbom.cdx.json > "$$sbom" && \
+	aws ecr get-login-password --region "$$region" | \
+	  $(VPY) -m tools.release.referrer --image "$$registry/$$repo@$$digest" --sbom "$$sbom" --user AWS
 
 .PHONY: canary
 canary: venv ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2 iterations on 1 GPU, about 5 min; CANARY_ARGS=--learn: the policy learns) in the built image; reports in REPORTS/

@@ -20,26 +20,26 @@ from slime_image.errors import UserError
 PROGRAM = "docker-registry"
 
 
-HOST = "localhost:5000"  # fixed: the base's reference is a build argument, and every layer after it holds it
+PORT = 5000  # fixed: the base's reference is a build argument, and every layer after it holds it
 
 
 @contextlib.contextmanager
-def serving(folder: Path) -> Iterator[str]:
-    """A registry storing under `folder`, for as long as the block runs; yields its host:port."""
+def serving(folder: Path, port: int = PORT) -> Iterator[str]:
+    """A registry storing under `folder` on 127.0.0.1:`port`, for as long as the block runs; yields localhost:port."""
     if shutil.which(PROGRAM) is None:
         raise UserError(
             f"{PROGRAM} is not installed (the verification build's local registry)",
             "apt-get install -y docker-registry",
         )
     folder.mkdir(parents=True, exist_ok=True)
-    host = HOST
+    host = f"localhost:{port}"
     with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", 5000)) == 0:
-            raise UserError(f"{HOST} is taken: the local registry needs it", "stop what listens on port 5000")
+        if probe.connect_ex(("127.0.0.1", port)) == 0:
+            raise UserError(f"{host} is taken: the local registry needs it", f"stop what listens on port {port}")
     config = folder / "config.yml"
     config.write_text(
         f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'storage'}\n"
-        "http:\n  addr: 127.0.0.1:5000\n"
+        f"http:\n  addr: 127.0.0.1:{port}\n"
     )
     server = subprocess.Popen([PROGRAM, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
