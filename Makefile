@@ -207,7 +207,7 @@ TEST_WORKERS ?= $(shell n=$$(( $$(nproc) + 1 )); echo $$(( n < $(MAX_TEST_WORKER
 test: venv ## Run the test suite (no Docker, no GPU needed), a worker a core and one more (TEST_WORKERS=)
 	@# Checked by make, the value never pasted into the shell: one word, a whole number from 0 to MAX_TEST_WORKERS.
 	@$(if $(filter-out 1,$(words $(TEST_WORKERS)))$(filter-out $(shell seq 0 $(MAX_TEST_WORKERS)),$(TEST_WORKERS)),$(bad_test_workers))
-	@$(call array,$(PYTEST_ARGS),more); $(VPY) -m pytest -n $(call q,$(TEST_WORKERS)) "$${more[@]}"
+	@$(call array,$(PYTEST_ARGS),more); $(VPY) -m pytest -n $(TEST_WORKERS) "$${more[@]}"
 
 .PHONY: lint
 lint: venv ## ruff, hadolint, the generated tables of docs/, the pairings and the Dockerfile's rules

@@ -42,6 +42,10 @@ COMMANDS = (
     "tools.inputs.fingerprint",
     "tools.release.build",
     "tools.writers",
+    "tools.planner.lock_hashes",
+    "tools.release.pin_downloads",
+    "tools.release.referrer",
+    "tools.release.build_check.repro",
 )
 
 

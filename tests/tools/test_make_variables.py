@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from slime_image.walls import WALLS
 
 MAKEFILE = (ROOT / "Makefile").read_text()
 # A reference to a make variable or macro: $(NAME), ${NAME}, $(call NAME,...); a shell's $$(...) is none.
@@ -168,6 +169,6 @@ def test_several_arguments_in_one_variable_stay_several_and_data():
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     run = subprocess.run(["make", "-s", "walls", "WALLS=W13;echo x"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode != 0 and "x\n" not in run.stdout
-    assert run.stderr.splitlines()[:2] == ["wall_guards: no wall W13;echo, x", "fix: use one of W1 to W49"]
+    assert run.stderr.splitlines()[:2] == ["wall_guards: no wall W13;echo, x", f"fix: use one of W1 to {WALLS[-1].id}"]
     both = subprocess.run(["make", "-s", "walls", "WALLS=W13 W22"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert re.findall(r"^W\d+", both.stdout, re.MULTILINE) == ["W13", "W22"]

@@ -58,12 +58,12 @@ def test_an_unknown_or_mistyped_table_or_key_is_refused_by_name(tmp_path, old, n
 
 def test_the_args_a_pairing_may_set_are_the_dockerfile_s_args(tmp_path, recipe_copy):
     """A new ARG of the Dockerfile is a pairing's to set with no change to the schema, and one it lacks is refused."""
-    text = V030.replace("[args]\n", '[args]\nEFA_INSTALLER_SHA256 = "ab12"\n')
+    text = V030.replace("[args]\n", '[args]\nNEW_TOOL_SHA256 = "ab12"\n')
     folder = folder_with(tmp_path, "v0.3.0", text)
-    with pytest.raises(UserError, match=r"EFA_INSTALLER_SHA256 is no ARG slime\.Dockerfile declares"):
+    with pytest.raises(UserError, match=r"NEW_TOOL_SHA256 is no ARG slime\.Dockerfile declares"):
         pairings.load("v0.3.0", folder)
-    dockerfile = recipe_copy(lambda t: t.replace("ARG PIP_VERSION=", "ARG EFA_INSTALLER_SHA256=ab12\nARG PIP_VERSION="))
-    assert pairings.load("v0.3.0", folder, Recipe.load(dockerfile)).args["EFA_INSTALLER_SHA256"] == "ab12"
+    dockerfile = recipe_copy(lambda t: t.replace("ARG PIP_VERSION=", "ARG NEW_TOOL_SHA256=ab12\nARG PIP_VERSION="))
+    assert pairings.load("v0.3.0", folder, Recipe.load(dockerfile)).args["NEW_TOOL_SHA256"] == "ab12"
 
 
 @pytest.mark.parametrize(
@@ -130,12 +130,15 @@ READS = {
     "tools.release.build": [["--dry-run", "--engine", "buildah"], ["--dry-run", "--pairing", "v0.3.0"]],
     "tools.release.build_check.run": [["--pairing", "v0.3.0"]],
     "tools.release.versions": [["--pairing", "v0.3.0", "tag"]],
+    "tools.release.pin_downloads": [["--pairing", "v0.3.0"]],
+    "tools.release.build_check.repro": [["--pairing", "v0.3.0"]],
 }
 # Commands that import a module that reads pairings for its constants only, and read none themselves.
 READ_NONE = {
     "tools.wall_guards": "imports the renderer, the validator, the node check and the submitter for their GUARDS",
     "tools.k8s.k8s_nodes": "imports the renderer for NODE_RESOURCES and load_overlay",
     "tools.k8s.k8s_validate": "imports the renderer for NODE_RESOURCES, load_overlay and yaml_problem",
+    "tools.planner.lock_hashes": "imports the planner's index settings (plan_replay), which import the recipe's reader",
 }
 
 

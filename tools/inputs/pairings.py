@@ -210,7 +210,7 @@ def promoted(name: str, dockerfile: Path = DOCKERFILE) -> tuple[str, list[str]]:
                 f"{dockerfile.name} gives ARG {arg} a default {len(lines)} times, not once",
                 "declare each pairing value once, with a default",
             )
-        written = f"ARG {arg}={value if BARE.match(value) else json.dumps(value)}"
+        written = f"ARG {arg}={value if not value or BARE.match(value) else json.dumps(value)}"
         if lines[0] != written:
             text = text.replace(lines[0], written)
             changed.append(arg)
