@@ -28,6 +28,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_writable
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_number
 
 from tools.inputs import fingerprint, pairings
 from tools.inputs.lock import lock_pins
@@ -313,7 +314,9 @@ def prepare(pairing: pairings.Pairing, work: Path, host: str, given: list[str]) 
     return [*tools_build.build_args(pairing, [*given, f"BASE_IMAGE={base}"]), *pins]
 
 
-def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path, extra: list[str] = ()) -> int:
+def verify(
+    pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path, extra: list[str] = (), port: int = 5000
+) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
     build_args += extra  # a mirror (pip's index): make build's own refusals apply
     check_writable("--out", str(out / record.RECORD_JSON))
@@ -328,7 +331,7 @@ def verify(pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Pa
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     inputs = fingerprint.pairing_inputs(pairing)
     log = work / f"build-{pairing.name}.log"  # one per pairing: two pairings may build at once
-    with registry.serving(work / "registry") as host:
+    with registry.serving(work / f"registry-{port}", port) as host:
         build_args = prepare(pairing, work, host, build_args)
         code, steps, seconds = build(build_args, volumes, log, tools_build.EPOCH)
     stopped = last_layer(log) if code else None
@@ -413,12 +416,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
     )
-    args = parser.parse_args(argv)
-    repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
+    add_number(
+        parser, "--registry-port", kind=int, low=1024, high=65535, default=registry.PORT,
+        help="the local registry's port (another build check may hold the default); the base's reference names it",
+    )  # fmt: skip
 
     def run() -> int:
+        args = parser.parse_args(argv)
+        repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
         pairing = pairings.load(args.pairing)
-        return verify(pairing, repos, args.work, args.out or record.folder_for(pairing), args.build_arg)
+        out = args.out or record.folder_for(pairing)
+        return verify(pairing, repos, args.work, out, args.build_arg, args.registry_port)
 
     return run_command("build-check", run)
 
