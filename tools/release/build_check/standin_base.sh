@@ -8,7 +8,7 @@ tag=$1 work=$2 lock=$3 label=$4
 rootfs=$work/rootfs wheels=$work/base-wheels
 py=$(pyenv root)/versions/3.12.1
 cuda=/usr/local/cuda-13.0
-pin() { grep -E "^$1==" "$lock" | head -1; }
+pin() { grep -E "^$1==" "$lock" | head -1 | cut -d' ' -f1; }  # the pin, not its hash lines
 
 rm -rf "$rootfs" && mkdir -p "$rootfs" "$wheels"
 echo "stand-in base: debootstrap bookworm"
