@@ -106,11 +106,14 @@ def test_every_pin_of_every_lock_carries_the_sha256_of_its_files(name):
 
 
 def test_the_stack_locks_hold_the_hashes_of_their_whole_lock():
+    """A stack lock's pin is its whole lock's, hashes and all; what its steps install and then remove (the cuTile
+    compilers) is in the stack lock alone, hashed the same way."""
     for name in pairings.names():
         pairing = pairings.load(name)
         whole = lock_hashes(pairing.lock.read_text())
-        stack = pairing.lock.with_suffix(".stack.lock")
-        assert lock_hashes(stack.read_text()).items() <= whole.items()
+        stack = lock_hashes(pairing.lock.with_suffix(".stack.lock").read_text())
+        assert {n: h for n, h in stack.items() if n in whole}.items() <= whole.items()
+        assert all(stack.values())
 
 
 def test_a_lock_without_hashes_is_refused_naming_the_pin_and_how_to_hash_it(tmp_path):
