@@ -6,11 +6,7 @@ distribution the scanner finds must be in the SBOM at the same version."""
 from __future__ import annotations
 
 import json
-import re
 import shutil
-import subprocess
-import sys
-import tomllib
 from pathlib import Path
 
 from cyclonedx.schema import SchemaVersion
@@ -18,7 +14,7 @@ from cyclonedx.validation.json import JsonStrictValidator
 from slime_image.errors import UserError
 from slime_image.lock_file import canonical
 
-from tools.inputs.recipe import ROOT
+from tools.release.build_check import slime_tests
 
 
 def invalid(document: str) -> str | None:
@@ -28,24 +24,7 @@ def invalid(document: str) -> str | None:
 
 
 def scanner_pin() -> str:
-    """The project's own cyclonedx-bom (pyproject's dev dependencies): one version of it everywhere."""
-    dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
-    return next(d for d in dev if re.match(r"cyclonedx-bom==", d))
-
-
-def scanner(work: Path) -> Path:
-    """cyclonedx-bom and what it needs, installed for the image's Python 3.12 into a folder of its own."""
-    folder = work / "scanner" / scanner_pin()
-    if (folder / "cyclonedx_py").is_dir():
-        return folder
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(partial)]
-    command += ["--python-version", "3.12", "--only-binary=:all:", scanner_pin()]
-    if subprocess.run(command).returncode:
-        raise UserError("pip could not install cyclonedx-bom for the image's Python", "check that PyPI is reachable")
-    partial.rename(folder)
-    return folder
+    return slime_tests.dev_pin("cyclonedx-bom")
 
 
 ALONE = (
@@ -59,7 +38,7 @@ def scan(buildah, image: str, work: Path) -> dict:
     out = work / "scan"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    folder = scanner(work)
+    folder = slime_tests.for_the_image(work, scanner_pin(), "cyclonedx_py")
     container = buildah("from", "--pull=never", image).stdout.strip()
     try:
         command = ["run", "--isolation", "chroot", "--volume", f"{folder}:/opt/scanner:ro", "--volume", f"{out}:/out"]

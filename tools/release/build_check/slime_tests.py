@@ -21,25 +21,35 @@ from tools.inputs.recipe import ROOT
 RESULT = "slime-unit-tests.json"
 
 
-def pytest_pin() -> str:
-    """The project's own pytest (pyproject's dev dependencies): one version of it everywhere."""
+def dev_pin(name: str) -> str:
+    """The project's own pin of a tool (pyproject's dev dependencies): one version of it everywhere."""
     dev = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"]
-    return next(d for d in dev if re.match(r"pytest==", d))
+    return next(d for d in dev if re.match(rf"{re.escape(name)}(\[[^]]*\])?==", d))
 
 
-def runner(work: Path) -> Path:
-    """pytest and what it needs, installed for the image's Python 3.12 into a folder of its own."""
-    folder = work / "test-runner" / pytest_pin()
-    if (folder / "pytest").is_dir():
+def pytest_pin() -> str:
+    return dev_pin("pytest")
+
+
+def for_the_image(work: Path, pin: str, package: str) -> Path:
+    """`pin` and what it needs, installed for the image's Python 3.12 into a folder of its own (mounted into a working
+    container, so that no tool stays in the image); `package` is the import folder that shows it is there."""
+    folder = work / "tools-for-the-image" / pin
+    if (folder / package).is_dir():
         return folder
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(partial)]
-    command += ["--python-version", "3.12", "--only-binary=:all:", pytest_pin()]
+    command += ["--python-version", "3.12", "--only-binary=:all:", pin]
     if subprocess.run(command).returncode:
-        raise UserError("pip could not install pytest for the image's Python", "check that PyPI is reachable")
+        raise UserError(f"pip could not install {pin} for the image's Python", "check that PyPI is reachable")
     partial.rename(folder)
     return folder
+
+
+def runner(work: Path) -> Path:
+    """pytest and what it needs, for the image's Python."""
+    return for_the_image(work, pytest_pin(), "pytest")
 
 
 def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
