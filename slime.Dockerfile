@@ -111,8 +111,10 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python3.12 -m venv
 COPY locks/${PAIRING}.stack.lock /opt/slime-image/stack.lock
 ENV PIP_CONSTRAINT=/opt/slime-image/stack.lock
 
-# What the --no-build-isolation builds below (TransformerEngine's torch extension) and Megatron's helpers_cpp
-# compile with, besides the system compilers: without them those builds stop at their first import.
+# What the builds below compile with (TransformerEngine's torch extension, Megatron-LM's helpers_cpp, the slime
+# tree), besides the system compilers. They build --no-build-isolation, with these: an isolated build would take its
+# own from the index by name, unchecked (W50), and compile against a folder of random name that the compiled files
+# record (a layer would differ every build).
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json setuptools wheel ninja \
       pybind11 && python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json build-tools
 
@@ -149,22 +151,38 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --repo
     rm /opt/venv/lib/python3.12/site-packages/xgrammar/lib/libxgrammar.a && \
     python -c 'import sys, torch; sys.exit(None if torch.__version__ == sys.argv[1] else f"torch is {torch.__version__}, the recipe intends {sys.argv[1]}: a pip step replaced it")' "${TORCH_VERSION}"
 
+# SGLang's JIT kernels that an engine compiles on its first start (nvcc, one after the other: 33 s of the canary's
+# first start on an H100, docs/start.md), compiled here for the attention geometry the canary keeps, for each GPU the
+# smoke gate targets (its ARCH_TARGETS), into the folder SGLang looks in first; another geometry compiles its own
+# there on first use. 1.4 MB; no GPU needed (probes/jit_cache.py).
+COPY image/probes/jit_cache.py /opt/slime-image/probes/jit_cache.py
+ENV TVM_FFI_CACHE_DIR=/opt/slime-image/jit-cache
+RUN LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python /opt/slime-image/probes/jit_cache.py 9.0 10.0 10.3
+
 # TransformerEngine, the version Megatron-LM's own lock at MEGATRON_COMMIT uses. Its GPU kernels come prebuilt
-# in transformer_engine_cu13; its torch extension (C++ only) is compiled here against the torch above, and
-# NVTE_PYTORCH_FORCE_BUILD stops its setup from fetching a prebuilt extension from GitHub instead, unlocked
-# (W32). cuDNN's headers are the wheel's, torch's cuDNN (the base has none). Imported with the driver stub, so an
-# extension that does not load fails the build (W9, W10). No pip cache here: pip would keep the extension it builds
-# and hand it back to a rebuild against another torch (W9).
+# in transformer_engine_cu13, 0.5 GB of wheels that are the same bytes every build.
+RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --report /tmp/report.json \
+      "transformer_engine[core_cu13]==${TRANSFORMER_ENGINE_VERSION}" && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json transformer-engine
+
+# Its torch extension (C++ only), compiled here against the torch above, in a layer of its own: pip builds it in a
+# folder of random name that the compiled file records, so this layer differs from one build to the next and is
+# kept to its 2 MB. NVTE_PYTORCH_FORCE_BUILD stops its setup from fetching a prebuilt extension from GitHub instead,
+# unlocked (W32). cuDNN's headers are the wheel's, torch's cuDNN (the base has none). Imported with the driver stub,
+# so an extension that does not load fails the build (W9, W10). No pip cache here: pip would keep the extension it
+# builds and hand it back to a rebuild against another torch (W9).
 RUN CPATH=/opt/venv/lib/python3.12/site-packages/nvidia/cudnn/include PIP_NO_CACHE_DIR=1 NVTE_FRAMEWORK=pytorch \
       NVTE_PYTORCH_FORCE_BUILD=TRUE MAX_JOBS="$(nproc)" pip install --no-build-isolation --report /tmp/report.json \
       "transformer_engine[core_cu13,pytorch]==${TRANSFORMER_ENGINE_VERSION}" && \
-    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json transformer-engine && \
+    python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json transformer-engine-torch && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import transformer_engine.pytorch"
 
 # apex's fused_weight_gradient_mlp_cuda, the one apex extension Megatron needs beside TransformerEngine: its default
 # gradient accumulation fusion raises a RuntimeError at model build without it (W35). Built from apex's own sources
 # and flags at the commit slime's image builds (APEX_COMMIT), for 9.0 and 10.0 (which 10.3 runs); the rest of apex's
 # --cuda_ext (eleven more extensions, half an hour on a small builder) has a TransformerEngine path in Megatron.
+# Without its symbol table and build id, which record the process ids nvcc names its intermediate files after: the
+# layer is then the same every build (its exported symbols stay).
 RUN git init -q /tmp/apex && git -C /tmp/apex fetch -q --depth 1 "${APEX_REPO_URL}" "${APEX_COMMIT}" && \
     git -C /tmp/apex checkout -q FETCH_HEAD && \
     TORCH_CUDA_ARCH_LIST="9.0;10.0" MAX_JOBS="$(nproc)" env -C /tmp/apex python -c \
@@ -175,6 +193,8 @@ RUN git init -q /tmp/apex && git -C /tmp/apex fetch -q --depth 1 "${APEX_REPO_UR
         extra_compile_args={"cxx": ["-O3"], "nvcc": ["-O3", "-U__CUDA_NO_HALF_OPERATORS__", "-U__CUDA_NO_HALF_CONVERSIONS__", \
         "--expt-relaxed-constexpr", "--expt-extended-lambda", "--use_fast_math"]})])' \
       build_ext --build-lib /opt/venv/lib/python3.12/site-packages && \
+    objcopy --strip-unneeded --remove-section=.note.gnu.build-id \
+      /opt/venv/lib/python3.12/site-packages/fused_weight_gradient_mlp_cuda.cpython-312-*.so && \
     rm -rf /tmp/apex && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c "import torch, fused_weight_gradient_mlp_cuda"
 
@@ -195,12 +215,13 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --repo
 # alone, so a .pth puts the checkout on the path for megatron.training, which slime imports (W31). That one commit
 # is fetched, not the history (0.12 GB that nothing in the image reads), its objects unpacked (the pack a server
 # sends differs from one fetch to the next), and no git index or reflog is kept (they hold the checkout's times):
-# `git reset -q` in the checkout makes the index again. The commit names its bytes; no lock applies (PIP_CONSTRAINT=).
+# `git reset -q` in the checkout makes the index again. The commit names its bytes; no lock applies (PIP_CONSTRAINT=),
+# and it builds with the locked build tools above (--no-build-isolation).
 RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked git init -q /opt/Megatron-LM && \
     git -C /opt/Megatron-LM -c fetch.unpackLimit=1000000 fetch -q --depth 1 "${MEGATRON_REPO_URL}" "${MEGATRON_COMMIT}" && \
     git -C /opt/Megatron-LM checkout -q FETCH_HEAD && \
     rm -r /opt/Megatron-LM/.git/index /opt/Megatron-LM/.git/logs /opt/Megatron-LM/.git/FETCH_HEAD && \
-    PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json -e /opt/Megatron-LM && \
+    PIP_CONSTRAINT='' pip install --no-deps --no-build-isolation --report /tmp/report.json -e /opt/Megatron-LM && \
     python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json megatron-lm && \
     echo /opt/Megatron-LM > /opt/venv/lib/python3.12/site-packages/megatron-lm.pth && \
     LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python -c \
@@ -222,7 +243,7 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked python /opt/slime-
     head=$(git -C /opt/slime rev-parse 'FETCH_HEAD^{commit}') && \
     { [ "$head" = "${SLIME_COMMIT}" ] || { echo "slime ${SLIME_REF} is commit $head, the recipe pins ${SLIME_COMMIT}" >&2; exit 1; }; } && \
     git -C /opt/slime checkout -q "$head" && rm -r /opt/slime/.git/index /opt/slime/.git/logs /opt/slime/.git/FETCH_HEAD && \
-    PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json -e /opt/slime && \
+    PIP_CONSTRAINT='' pip install --no-deps --no-build-isolation --report /tmp/report.json -e /opt/slime && \
     python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json slime && \
     pip install --no-deps --report /tmp/report.json "mbridge==${MBRIDGE_VERSION}" && \
     python /opt/slime-image/slime_image/pip_reports.py /tmp/report.json mbridge
@@ -263,8 +284,8 @@ RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PA
 RUN slime-sbom --out /opt/slime-image/sbom.cdx.json
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
-# a 16-GPU job. The report stays in the image.
-RUN slime-smoke --stage build --json /opt/slime-image/smoke-build.json
+# a 16-GPU job. The report stays in the image, without the checks' times, so that the layer is the same every build.
+RUN slime-smoke --stage build --no-times --json /opt/slime-image/smoke-build.json
 
 # Declared after the last RUN: a build argument's value is part of the cache key of every RUN after its ARG, and
 # IMAGE_REVISION changes with each commit, so declared above it would rebuild every layer on every commit.

@@ -364,3 +364,23 @@ def test_a_step_without_a_gradient_still_fails_where_the_samples_scored_differen
     lines = [line.replace("'train/grad_norm': 11.1", "'train/grad_norm': 0.0") for line in run_log()]
     rows = by_id(lines)
     assert rows["iteration-1/train-step"].result.summary == "no usable gradient: loss -4.4e-06, grad norm 0"
+
+
+@pytest.mark.parametrize(
+    "field, flag",
+    [
+        ("cuda_graph_max_bs_decode: Optional[int] = None", "--sglang-cuda-graph-max-bs-decode"),  # SGLang 0.5.15
+        ("cuda_graph_max_bs: Optional[int] = None", "--sglang-cuda-graph-max-bs"),  # SGLang 0.5.12
+    ],
+)
+def test_the_engine_captures_decode_graphs_only_up_to_the_jobs_batch(tmp_path, monkeypatch, field, flag):
+    from slime_image.canary import cli
+
+    # A stand-in SGLang (its ServerArgs field alone, as each release declares it): the host has no SGLang.
+    (tmp_path / "sglang" / "srt").mkdir(parents=True)
+    (tmp_path / "sglang" / "__init__.py").write_text("")
+    (tmp_path / "sglang" / "srt" / "server_args.py").write_text(f"class ServerArgs:\n    {field}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mode in (cli.CHECK, cli.LEARN):
+        argv = cli.slime_args(Path("/w"), mode)
+        assert argv[argv.index(flag) + 1] == str(mode.prompts * mode.samples)

@@ -294,6 +294,13 @@ BY_NAME = {
         ),
         "with the lock set aside installs from an index",
     ),
+    "a source tree built in isolation with the lock set aside": (
+        lambda t: t.replace(
+            "--no-deps --no-build-isolation --report /tmp/report.json -e /opt/Megatron-LM",
+            "--no-deps --report /tmp/report.json -e /opt/Megatron-LM",
+        ),
+        "builds in isolation, taking its build requirements from the index by name",
+    ),
     "pip's own wheel unchecked": (
         lambda t: t.replace(
             '"/tmp/pip-${PIP_VERSION}-py3-none-any.whl" && \\',

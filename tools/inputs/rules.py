@@ -44,9 +44,10 @@ LAYERS = (
     ("torch", re.compile(r"pip install torch( &&|$)")),
     ("sglang's kernels", re.compile(r"pip install sglang-kernel flashinfer-python flashinfer-cubin( &&|$)")),
     ("sglang", re.compile(r"pip install \S*sglang\[")),
-    ("TransformerEngine", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
+    ("TransformerEngine", re.compile(r"pip install \S*transformer_engine\[core_cu13\]")),
+    ("TransformerEngine's torch extension", re.compile(r"pip install --no-build-isolation\s+\S*transformer_engine\[")),
     ("requirements.txt", re.compile(r"pip install -r \S*requirements\.txt")),
-    ("Megatron-LM", re.compile(r"pip install --no-deps -e /opt/Megatron-LM")),
+    ("Megatron-LM", re.compile(r"pip install --no-deps --no-build-isolation -e /opt/Megatron-LM")),
     ("the router, slime and mbridge", re.compile(r"pip install --no-deps --force-reinstall\s+\S*sglang_router")),
     ("image/", re.compile(r"^image/ ")),
     ("slime-patch", re.compile(r"^slime-patch ")),
@@ -291,7 +292,7 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
         for i in recipe.of("RUN")
         for url in re.findall(r"\b\w+://[^\s\"']+", _text(i))
     ]
-    te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[", _text(i))]
+    te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[[^\]]*pytorch", _text(i))]
     problems += [
         f"line {i.line}: TransformerEngine's build without NVTE_PYTORCH_FORCE_BUILD=TRUE fetches a prebuilt "
         "extension from GitHub when it can"
@@ -304,14 +305,23 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
 FETCH = "/opt/slime-image/slime_image/fetch.py"
 
 
-def _lock_aside_ok(words: list[str]) -> bool:
-    """A pip install that may run with the lock set aside: --no-deps, and only local trees and fetched files."""
+def _lock_aside_problem(words: list[str]) -> str | None:
+    """Why a pip install may not run with the lock set aside, or None: only local trees and fetched files may, with
+    --no-deps, and a tree builds with --no-build-isolation (an isolated build takes its build requirements from the
+    index by name)."""
     try:
         parsed = pip_cli.parse("install", words)
     except pip_cli.PipUsageError:
-        return False
+        return "pip install with the lock set aside installs from an index"
     given = [*parsed.args, *parsed.values("--editable")]
-    return parsed.has("--no-deps") and bool(given) and all(word.startswith("/") for word in given)
+    if not (parsed.has("--no-deps") and given and all(word.startswith("/") for word in given)):
+        return "pip install with the lock set aside installs from an index"
+    if not parsed.has("--no-build-isolation") and not all(word.endswith(".whl") for word in given):
+        return (
+            "pip install of a source tree builds in isolation, taking its build requirements from the index by name: "
+            "add --no-build-isolation (the locked build tools layer has them)"
+        )
+    return None
 
 
 def installs_by_content(recipe: Recipe) -> list[str]:
@@ -334,10 +344,11 @@ def installs_by_content(recipe: Recipe) -> list[str]:
             if FETCH in words and not (pin and re.fullmatch(r"\$\{?\w+_SHA256\}?", pin)):
                 problems.append(f"line {ins.line}: {FETCH} without a *_SHA256 build argument as its pin")
         for found in run_shell.installs(script, {}, "/", None):
-            if found.action != "install" or _lock_aside_ok(list(found.args)):
+            aside = _lock_aside_problem(list(found.args)) if found.action == "install" else None
+            if found.action != "install" or aside is None:
                 continue  # local trees and fetched files: their commit or fetch.py names their bytes
             if dict(found.env).get("PIP_CONSTRAINT") == "":
-                problems.append(f"line {ins.line}: pip install with the lock set aside installs from an index")
+                problems.append(f"line {ins.line}: {aside}")
             elif recipe.constraint_at(ins.line) is None:
                 problems.append(f"line {ins.line}: pip install before any lock (ENV PIP_CONSTRAINT) checks its bytes")
     return problems
@@ -363,7 +374,7 @@ def per_commit_args_after_the_last_run(recipe: Recipe) -> list[str]:
 def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
     runs = recipe.of("RUN")
     text = [_text(i) for i in runs]
-    slime = [i for i, r in enumerate(text) if "pip install --no-deps -e /opt/slime" in r]
+    slime = [i for i, r in enumerate(text) if "pip install --no-deps --no-build-isolation -e /opt/slime" in r]
     patches = [i for i, r in enumerate(text) if re.search(r"\bslime-patch\b", r) and "--check" not in r]
     gate = [i for i, r in enumerate(text) if SMOKE_GATE.search(r)]
     problems = []

@@ -15,6 +15,7 @@ Everything it reads is made under --work, offline; it leaves no process behind. 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shutil
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from slime_image import gpus, where
 from slime_image.atomic_write import check_outputs
-from slime_image.canary import faults, invariants, job, phases
+from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_number, add_output
 from slime_image.smoke import report
@@ -78,8 +79,22 @@ SLIME_ARGS = """
 
 
 def slime_args(work: Path, mode: Mode) -> list[str]:
+    """slime's arguments for the job; the engine captures decode CUDA graphs only up to the batch the job decodes, a
+    rollout's every sample at once (SGLang's default captures 36 batch sizes up to 256, a start the job never uses)."""
     batch = mode.prompts * mode.samples
-    return SLIME_ARGS.format(work=work, layers=LAYERS, vocab=VOCAB, mode=mode, batch=batch).split()
+    graphs = [graph_batch_flag(), str(batch)]
+    return [*SLIME_ARGS.format(work=work, layers=LAYERS, vocab=VOCAB, mode=mode, batch=batch).split(), *graphs]
+
+
+def graph_batch_flag() -> str:
+    """slime's flag for SGLang's largest decode CUDA-graph batch, which SGLang renamed: --cuda-graph-max-bs-decode
+    from 0.5.15 (v0.3.1's), --cuda-graph-max-bs before (v0.3.0's), read from the installed SGLang's ServerArgs without
+    importing it."""
+    spec = importlib.util.find_spec("sglang")
+    folder = Path(spec.origin).parent if spec and spec.origin else None
+    source = folder / "srt" / "server_args.py" if folder else None
+    text = source.read_text() if source and source.is_file() else ""
+    return "--sglang-cuda-graph-max-bs-decode" if "cuda_graph_max_bs_decode:" in text else "--sglang-cuda-graph-max-bs"
 
 
 def job_env(work: Path, megatron: str, fault: str | None = None) -> dict[str, str]:
@@ -200,6 +215,9 @@ def canary(args, mode: Mode, out) -> list[report.Row]:
         on_line=lambda line: print(line, file=out, flush=True) if invariants.MARKER.search(line) else None,
     )
     rows += phases.rows(outcome.lines, mode.iterations, outcome.returncode, args.timeout)
+    started = start.row(outcome.lines)
+    if started is not None:  # after engine-up: where its seconds went
+        rows.insert(next(n for n, r in enumerate(rows) if r.check.id == "engine-up") + 1, started)
     if args.learn:
         rows.append(invariants.learning_row(phases.rewards(outcome.lines, mode.iterations), LEARN_WINDOW, LEARN_MARGIN))
     fault = invariants.fault_row(args.fault, outcome.lines)

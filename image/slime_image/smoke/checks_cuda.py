@@ -8,7 +8,6 @@ import importlib.metadata
 import os
 import re
 import site
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,9 +132,7 @@ def cuda_major_consistency(ctx: Context) -> Result:
     judged) needs torch's CUDA major; no `-cu12` (or other-major) distribution; each offender named with the
     distribution that owns it; torch_memory_saver's per-major hooks excused. Reads only the ELF dynamic section: 898
     objects in 0.5 s on the H200"""
-    start = time.monotonic()
     dirs, sections = dynamic_sections(ctx)  # before torch's major, which may wait for the shared importing child
-    seconds = time.monotonic() - start
     major, how = lookups.cuda_major(ctx)
     if major is None:
         return Result(FAIL, f"cannot tell torch's CUDA major: {how}")
@@ -157,7 +154,7 @@ def cuda_major_consistency(ctx: Context) -> Result:
             excused.add(canonical(dist))
         else:
             failing.append(f"{path} ({dist or 'no distribution: on the loader path'}) needs {', '.join(libs)}")
-    scanned = f"{len(files)} shared objects in {len(dirs)} folders scanned in {seconds:.1f} s; {how}"
+    scanned = f"{len(files)} shared objects in {len(dirs)} folders scanned; {how}"
     notes = [f"not failed, {d}: {ONE_BUILD_PER_MAJOR[d]}" for d in sorted(excused)]
     detail = "\n".join(
         [scanned]
@@ -216,7 +213,6 @@ def cuda_symbols(ctx: Context) -> Result:
     `.gnu.version_r`) is exported by every copy of that library the loader may bind it to (the one it resolves, and each
     one under the scanned folders, since torch loads its own first); fails naming the library, the symbol and the copy
     that lacks it"""
-    start = time.monotonic()
     _dirs, sections = dynamic_sections(ctx)
     shipped = tuple(os.path.join(d, "") for d in python_dirs(ctx))
     by_name: dict[str, list[str]] = {}
@@ -248,9 +244,8 @@ def cuda_symbols(ctx: Context) -> Result:
                         f"{path} needs {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} "
                         f"from {soname}; {copy} does not export {'it' if len(missing) == 1 else 'them'}"
                     )
-    seconds = time.monotonic() - start
     detail = "\n".join(
-        [f"{consumers} shared objects bind {bound} versioned symbols of CUDA libraries; {seconds:.1f} s"]
+        [f"{consumers} shared objects bind {bound} versioned symbols of CUDA libraries"]
         + failing[:SHOWN]
         + ([f"... and {len(failing) - SHOWN} more"] if len(failing) > SHOWN else [])
         + [f"not read: {u}" for u in unreadable[:SHOWN]]
@@ -350,7 +345,6 @@ def arch_coverage(ctx: Context) -> Result:
     cuobjdump = cubins.find_cuobjdump(ctx.env)
     if cuobjdump is None:
         return Result(FAIL, "cannot list the libraries' cubins: no cuobjdump (CUDA toolkit, or nvidia-cuda-cuobjdump)")
-    start = time.monotonic()
     with ThreadPoolExecutor(max_workers=4) as pool:
         codes = dict(
             zip(libraries, pool.map(lambda lib: cubins.device_code(cuobjdump, lib[1]), libraries), strict=True)
@@ -393,10 +387,9 @@ def arch_coverage(ctx: Context) -> Result:
                 f"e.g. {unreachable[0]}"
             )
     empty = [f"{label} ({os.path.basename(path)}): no device code" for (label, path, *_), e in codes.items() if not e]
-    seconds = time.monotonic() - start
     detail = "\n".join(
         [
-            f"{len(libraries)} libraries and {len(standalone)} FlashInfer cubins, {cuobjdump}, {seconds:.1f} s",
+            f"{len(libraries)} libraries and {len(standalone)} FlashInfer cubins, {cuobjdump}",
             *lines,
             *empty,
         ]

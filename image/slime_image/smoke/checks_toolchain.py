@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
 from slime_image import gpus
@@ -141,14 +140,12 @@ def jit_toolchain(ctx: Context) -> Result:
         source = Path(folder) / "kernel.cu"
         source.write_text(CXX20_KERNEL)
         command = [nvcc, "-std=c++20", "-arch=sm_90", "-c", str(source), "-o", str(source.with_suffix(".o"))]
-        start = time.monotonic()
         try:
             proc = subprocess.run(command, capture_output=True, text=True, timeout=COMPILE_SECONDS, env=ctx.env)
         except subprocess.TimeoutExpired:
             return Result(FAIL, f"a C++20 CUDA compile did not end in {COMPILE_SECONDS} s", "\n".join(found))
-        seconds = time.monotonic() - start
     if proc.returncode != 0:
         why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         return Result(FAIL, f"nvcc could not compile a C++20 CUDA kernel: {why}", "\n".join(found))
     dotted_gcc = ".".join(map(str, version))
-    return Result(PASS, f"a C++20 CUDA kernel compiled in {seconds:.1f} s (gcc {dotted_gcc}, {nvcc})", "\n".join(found))
+    return Result(PASS, f"a C++20 CUDA kernel compiled (gcc {dotted_gcc}, {nvcc})", "\n".join(found))

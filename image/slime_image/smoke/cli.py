@@ -43,11 +43,14 @@ def run_one(check: Check, ctx: Context, stages: set[str]) -> report.Row:
 def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]:
     shared = [c for c in checks if not (c.exclusive and c.stage in stages)]
     alone = [c for c in checks if c.exclusive and c.stage in stages]
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        rows = {c.id: row for c, row in zip(shared, pool.map(lambda c: run_one(c, ctx, stages), shared), strict=True)}
-    lookups.stop_importer(ctx)  # before the checks that measure device memory, which run alone
-    for c in alone:
-        rows[c.id] = run_one(c, ctx, stages)
+    try:
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            rows = {c.id: r for c, r in zip(shared, pool.map(lambda c: run_one(c, ctx, stages), shared), strict=True)}
+        lookups.stop_importer(ctx)  # before the checks that measure device memory, which run alone
+        for c in alone:
+            rows[c.id] = run_one(c, ctx, stages)
+    finally:
+        lookups.remove_driver_stub(ctx)  # left behind, it would be in the build's last layer
     return [rows[c.id] for c in checks]
 
 
@@ -59,6 +62,12 @@ def parse_args(argv):
     parser.add_argument("--stage", choices=sorted(STAGES), default="build")
     add_output(parser, "--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
     add_output(parser, "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)")
+    parser.add_argument(
+        "--no-times",
+        action="store_true",
+        help="leave each check's seconds out of the JSON report, so that the same results write the same file (the "
+        "build's gate: its layer is then the same bytes every build)",
+    )
     parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
     parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
@@ -146,5 +155,7 @@ def run_suite(args) -> int:
     if "-" not in (args.json, args.junit):  # a report on stdout replaces the table there
         print(report.as_table(rows, args.stage), flush=True)
     here = where.describe(ctx.versions_file)
-    report.write_reports(rows, args.stage, json_path=args.json, junit_path=args.junit, where=here)
+    report.write_reports(
+        rows, args.stage, json_path=args.json, junit_path=args.junit, where=here, json_times=not args.no_times
+    )
     return 0 if report.ok(rows) else 1

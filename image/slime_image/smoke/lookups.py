@@ -6,6 +6,7 @@ import ast
 import importlib.metadata
 import importlib.util
 import json
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -162,6 +163,13 @@ def driver_stub_dir(ctx: Context) -> Path | None:
         return folder
 
     return ctx.once("driver_stub_dir", make)
+
+
+def remove_driver_stub(ctx: Context) -> None:
+    """The folder driver_stub_dir made, removed: it lives as long as the run that asked for it."""
+    folder = ctx.drop("driver_stub_dir")
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def env_with_driver(ctx: Context) -> tuple[dict[str, str], str]:

@@ -36,7 +36,7 @@ class Row:
     result: Result
     seconds: float
 
-    def as_dict(self) -> dict:
+    def as_dict(self, times: bool = True) -> dict:
         return {
             "id": self.check.id,
             "walls": list(self.check.walls),
@@ -44,7 +44,7 @@ class Row:
             "summary": self.result.summary,
             "detail": self.result.detail,
             "fix": self.check.fix if self.result.status in (FAIL, WARN, STANDIN) else "",
-            "seconds": round(self.seconds, 3),
+            **({"seconds": round(self.seconds, 3)} if times else {}),
         }
 
 
@@ -78,7 +78,9 @@ def counts(rows: list[Row]) -> dict[str, int]:
     return found
 
 
-def as_json(rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None) -> str:
+def as_json(
+    rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None, times: bool = True
+) -> str:
     report = {
         "version": REPORT_VERSION,
         "tool": tool,
@@ -86,7 +88,7 @@ def as_json(rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict 
         **({"where": where} if where is not None else {}),
         "ok": ok(rows),
         "counts": counts(rows),
-        "checks": [r.as_dict() for r in rows],
+        "checks": [r.as_dict(times) for r in rows],
     }
     return json.dumps(report, indent=2)
 
@@ -147,14 +149,18 @@ def write_reports(
     options: tuple[str, str] = ("--json", "--junit"),
     where: dict | None = None,
     files: dict[Path, str] | None = None,
+    json_times: bool = True,
 ) -> None:
     """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them;
     `where` (slime_image.where.describe) names the machine a run on a GPU was made on. `files` (path -> text) are the
     command's other files, written with the reports in one write_all: a command never leaves them without its
-    reports, nor its reports without them."""
+    reports, nor its reports without them. Without `json_times` the JSON holds no check's seconds, so that the same
+    results write the same file (the build's gate: its layer is then the same bytes every build)."""
     asked = dict(zip(options, (json_path, junit_path), strict=True))
     check_outputs(asked)
-    made = {option: make(rows, stage, tool, where) for option, make in zip(options, (as_json, as_junit), strict=True)}
+    made = dict(
+        zip(options, (as_json(rows, stage, tool, where, json_times), as_junit(rows, stage, tool, where)), strict=True)
+    )
     reports = {Path(path): made[option] for option, path in asked.items() if path and path != "-"}
     try:
         write_all({**(files or {}), **reports})

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# On the device machine, after the staging (canary-stage.sh with SKIP= here: the image's own files, flashinfer-cubin
+# included; stage/recv.sh a part, stage/device_setup.sh): where the engine's start goes, from a fresh machine.
+#   bash benchmarks/device/start-run.sh learn    --learn first, on the fresh machine; then what its run wrote outside
+#                                                its work folder (the caches a start fills), files and folders
+#   bash benchmarks/device/start-run.sh canary   the canary with those caches removed, then again with them
+#   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
+# Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
+set -u
+source "$(dirname "$0")/image-env.sh"
+caches=(~/.cache ~/.triton ~/.nv /tmp/torchinductor_root /root/.cache)
+
+canary() {  # name, options...
+  local name=$1 && shift
+  local t0=$SECONDS
+  slime-canary --work /tmp/canary-$name --json "$OUT/$name.json" "$@" > "$OUT/$name.txt" 2>&1
+  echo "$name: exit $?, $((SECONDS - t0)) s" | tee -a "$OUT/summary.txt"
+  grep -E "^(engine-up|engine-start|train-init|assets|ray-up) " "$OUT/$name.txt" | tee -a "$OUT/summary.txt"
+  cp /tmp/canary-$name/canary.log "$OUT/$name.log"
+}
+
+written() {  # what the runs wrote outside their work folders since the marker
+  find / -xdev -newer /tmp/start-marker -type f ! -path '/proc/*' ! -path '/sys/*' ! -path '/tmp/canary-*' \
+    ! -path '/tmp/ray/*' ! -path "$OUT/*" ! -path "$PWD/*" 2>/dev/null |
+    awk -F/ '{ OFS = "/"; NF = (NF > 6 ? 6 : NF); print }' | sort | uniq -c | sort -rn | head -40
+  du -sh "${caches[@]}" 2>/dev/null
+}
+
+case ${1:-} in
+  learn)
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/summary.txt"
+    touch /tmp/start-marker
+    canary learn --learn
+    written > "$OUT/written.txt"
+    ;;
+  canary)
+    rm -rf "${caches[@]}"
+    canary canary-no-caches
+    canary canary-warm
+    ;;
+  imports)
+    python -X importtime -c "import sglang.srt.entrypoints.engine" 2> "$OUT/importtime.txt"
+    sort -t'|' -k2 -n -r "$OUT/importtime.txt" | head -40 > "$OUT/importtime-top.txt"
+    cat "$OUT/importtime-top.txt" | head -25
+    ;;
+  *) echo "usage: $0 learn|canary|imports" >&2 && exit 2 ;;
+esac
