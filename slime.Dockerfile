@@ -284,8 +284,9 @@ RUN slime-record --out /opt/slime-image/versions.json --slime-root /opt/slime PA
 RUN slime-sbom --out /opt/slime-image/sbom.cdx.json
 
 # Build-time smoke gate: every wall that can be caught without a GPU fails the build here, not minutes into
-# a 16-GPU job. The report stays in the image, without the checks' times, so that the layer is the same every build.
-RUN slime-smoke --stage build --no-times --json /opt/slime-image/smoke-build.json
+# a 16-GPU job. The report stays in the image, without the checks' times or the builder's name, so that the layer
+# is the same every build.
+RUN slime-smoke --stage build --reproducible --json /opt/slime-image/smoke-build.json
 
 # Declared after the last RUN: a build argument's value is part of the cache key of every RUN after its ARG, and
 # IMAGE_REVISION changes with each commit, so declared above it would rebuild every layer on every commit.

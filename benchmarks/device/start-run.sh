@@ -4,6 +4,7 @@
 #   bash benchmarks/device/start-run.sh learn    --learn first, on the fresh machine; then what its run wrote outside
 #                                                its work folder (the caches a start fills), files and folders
 #   bash benchmarks/device/start-run.sh canary   the canary with those caches removed, then again with them
+#   bash benchmarks/device/start-run.sh cold     the canary first on a fresh machine, and what it wrote
 #   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
 # Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
 set -u
@@ -38,10 +39,16 @@ case ${1:-} in
     canary canary-no-caches
     canary canary-warm
     ;;
+  cold)  # the canary first on a fresh machine, then what it wrote outside its work folder
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$OUT/summary.txt"
+    touch /tmp/start-marker
+    canary canary-cold
+    written > "$OUT/written-cold.txt"
+    ;;
   imports)
     python -X importtime -c "import sglang.srt.entrypoints.engine" 2> "$OUT/importtime.txt"
     sort -t'|' -k2 -n -r "$OUT/importtime.txt" | head -40 > "$OUT/importtime-top.txt"
     cat "$OUT/importtime-top.txt" | head -25
     ;;
-  *) echo "usage: $0 learn|canary|imports" >&2 && exit 2 ;;
+  *) echo "usage: $0 learn|canary|cold|imports" >&2 && exit 2 ;;
 esac

@@ -76,3 +76,20 @@ def test_the_shared_importer_ends_before_the_checks_that_run_alone(tmp_path):
     lookups.stop_importer(ctx)
     assert child.wait(timeout=10) == 0
     assert lookups.import_each(ctx, ["fine"]) == {"fine": None}  # a later ask starts a new one
+
+
+def test_the_driver_stub_folder_lives_as_long_as_the_run(tmp_path):
+    """The build's gate made a folder in /tmp linking the driver stub and left it there, in the image's last layer
+    (a folder of another random name every build): the suite's run removes it when it ends."""
+    from slime_image.smoke import cli
+    from slime_image.smoke.core import BUILD, Context
+    from slime_image.smoke.registry import CHECKS
+
+    stub = tmp_path / "libcuda.so"
+    stub.write_bytes(b"")
+    ctx = Context(env={"SLIME_SMOKE_DRIVER_STUB": str(stub), "PATH": "/usr/bin:/bin"})
+    folder = lookups.driver_stub_dir(ctx)
+    assert folder is not None and folder.is_dir()
+    cli.run([c for c in CHECKS if c.id == "cuda-compat-path"], ctx, {BUILD})
+    assert not folder.exists() and lookups.driver_stub_dir(ctx) != folder
+    lookups.remove_driver_stub(ctx)

@@ -68,3 +68,23 @@ def test_patch_report_on_stdout_is_the_report_alone_and_the_lines_go_to_stderr(t
     assert "tms-preload-cuda-aware       would-apply" in proc.stderr
     proc = subprocess.run([*argv, "--json", "--report-junit", "-"], capture_output=True, text=True)
     assert_refused(proc, "slime-patch", "--json and --report-junit would all write to stdout", "to a file")
+
+
+def test_a_reproducible_smoke_report_is_the_same_file_on_any_machine_at_any_speed(tmp_path):
+    """The build's gate writes its report into the image's last layer: with --reproducible, two runs of the same
+    checks under other machine names write the same bytes (before, each check's seconds and the builder's name made
+    the layer differ every build); without it, both stay in the report."""
+    runs = []
+    for node in ("builder-one", "builder-two"):
+        out = tmp_path / f"{node}.json"
+        env = {"PATH": "/usr/bin:/bin", "NODE_NAME": node}
+        proc = subprocess.run(
+            [sys.executable, str(SMOKE), *ONE_CHECK, "--reproducible", "--json", str(out)], env=env, capture_output=True
+        )
+        assert proc.returncode == 0, proc.stderr
+        runs.append(out.read_bytes())
+    assert runs[0] == runs[1]
+    report = json.loads(runs[0])
+    assert "node" not in report["where"] and all("seconds" not in check for check in report["checks"])
+    plain = json.loads(smoke("--json", "-").stdout)
+    assert plain["where"]["node"] and all("seconds" in check for check in plain["checks"])

@@ -63,10 +63,10 @@ def parse_args(argv):
     add_output(parser, "--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
     add_output(parser, "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)")
     parser.add_argument(
-        "--no-times",
+        "--reproducible",
         action="store_true",
-        help="leave each check's seconds out of the JSON report, so that the same results write the same file (the "
-        "build's gate: its layer is then the same bytes every build)",
+        help="leave out of the JSON report what differs from one run to the next (each check's seconds, the machine's "
+        "name), so that the same results write the same file (the build's gate: its layer is the same every build)",
     )
     parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
     parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
@@ -156,6 +156,6 @@ def run_suite(args) -> int:
         print(report.as_table(rows, args.stage), flush=True)
     here = where.describe(ctx.versions_file)
     report.write_reports(
-        rows, args.stage, json_path=args.json, junit_path=args.junit, where=here, json_times=not args.no_times
+        rows, args.stage, json_path=args.json, junit_path=args.junit, where=here, reproducible=args.reproducible
     )
     return 0 if report.ok(rows) else 1

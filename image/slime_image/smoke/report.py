@@ -78,17 +78,25 @@ def counts(rows: list[Row]) -> dict[str, int]:
     return found
 
 
+# What differs from one run of the same checks to the next: a reproducible report leaves these out.
+PER_RUN = ("seconds", "node")
+
+
 def as_json(
-    rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None, times: bool = True
+    rows: list[Row], stage: str, tool: str = "slime-smoke", where: dict | None = None, reproducible: bool = False
 ) -> str:
     report = {
         "version": REPORT_VERSION,
         "tool": tool,
         "stage": stage,
-        **({"where": where} if where is not None else {}),
+        **(
+            {"where": {k: v for k, v in where.items() if not (reproducible and k in PER_RUN)}}
+            if where is not None
+            else {}
+        ),
         "ok": ok(rows),
         "counts": counts(rows),
-        "checks": [r.as_dict(times) for r in rows],
+        "checks": [r.as_dict(times=not reproducible) for r in rows],
     }
     return json.dumps(report, indent=2)
 
@@ -149,17 +157,18 @@ def write_reports(
     options: tuple[str, str] = ("--json", "--junit"),
     where: dict | None = None,
     files: dict[Path, str] | None = None,
-    json_times: bool = True,
+    reproducible: bool = False,
 ) -> None:
     """The JSON and the JUnit report a command was asked for (None: not asked), under the options that named them;
     `where` (slime_image.where.describe) names the machine a run on a GPU was made on. `files` (path -> text) are the
     command's other files, written with the reports in one write_all: a command never leaves them without its
-    reports, nor its reports without them. Without `json_times` the JSON holds no check's seconds, so that the same
-    results write the same file (the build's gate: its layer is then the same bytes every build)."""
+    reports, nor its reports without them. A `reproducible` JSON leaves out what differs from one run to the next (each
+    check's seconds, the machine's name: PER_RUN), so that the same results write the same file (the build's gate: its
+    layer is then the same bytes every build)."""
     asked = dict(zip(options, (json_path, junit_path), strict=True))
     check_outputs(asked)
     made = dict(
-        zip(options, (as_json(rows, stage, tool, where, json_times), as_junit(rows, stage, tool, where)), strict=True)
+        zip(options, (as_json(rows, stage, tool, where, reproducible), as_junit(rows, stage, tool, where)), strict=True)
     )
     reports = {Path(path): made[option] for option, path in asked.items() if path and path != "-"}
     try:
