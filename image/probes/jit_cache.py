@@ -9,7 +9,9 @@ architecture stands in for the device's.
 
 The kernels are those of the attention geometry the canary keeps (Qwen3's: head dim 128, 8 KV heads, bf16), which
 slime's Qwen3 and Qwen2.5 jobs share on one GPU per engine; another geometry compiles its own on first use.
-A kernel this SGLang does not have is named and skipped: it belongs to another release. Of each kernel's build folder
+A kernel this SGLang does not have is named and skipped: it belongs to another release; so is one this toolchain does
+not compile (SGLang 0.5.12's activation with Debian 12's gcc 12, the verification build's stand-in base), which an
+engine then compiles on first use, as without this step. Of each kernel's build folder
 only its shared object stays, without its symbol table and build id: nvcc names its intermediate files after its
 process id, which those record, and the layer would differ every build (its exported symbols stay).
 """
@@ -59,7 +61,12 @@ def build(arch: str) -> int:
             except (ImportError, AttributeError):
                 print(f"jit-cache: {arch}: this SGLang has no {module}.{builder}; skipped", flush=True)
                 continue
-            function(*arguments(names))
+            try:
+                function(*arguments(names))
+            except RuntimeError as exc:  # the compiler's refusal, which tvm-ffi raises with its output
+                errors = [line for line in str(exc).splitlines() if "error" in line] or ["no error line"]
+                print(f"jit-cache: {arch}: {builder} did not compile, the engine compiles it on first use: {errors[0]}")
+                continue
             built += 1
             print(f"jit-cache: {arch}: {builder}({', '.join(names)})", flush=True)
     return built
@@ -93,6 +100,9 @@ def keep_shared_objects(cache: Path) -> None:
             subprocess.run(
                 ["objcopy", "--strip-unneeded", "--remove-section=.note.gnu.build-id", str(path)], check=True
             )
+    for folder in sorted(cache.iterdir()):
+        if folder.is_dir() and not any(folder.iterdir()):  # a kernel that did not compile
+            folder.rmdir()
 
 
 if __name__ == "__main__":

@@ -56,9 +56,13 @@ def test_of_each_build_folder_only_the_object_stays_the_same_bytes_whichever_bui
     one = built(tmp_path / "a" / "k__arch_9.0", "0000053c")
     two = built(tmp_path / "b" / "k__arch_9.0", "00000780")
     assert one.read_bytes() != two.read_bytes()
+    failed = tmp_path / "a" / "k2__arch_10.0"  # a kernel the compiler refused: its sources and no object
+    failed.mkdir()
+    (failed / "cuda.cu").write_text("")
     for side in ("a", "b"):
         jit_cache.keep_shared_objects(tmp_path / side)
     assert sorted(p.name for p in (tmp_path / "a").rglob("*") if p.is_file()) == ["kernel.so"]
+    assert not failed.exists()
     assert one.read_bytes() == two.read_bytes()
     symbols = subprocess.run(["nm", "-D", str(one)], capture_output=True, text=True, check=True).stdout
     assert " T scale" in symbols  # what a caller binds stays
