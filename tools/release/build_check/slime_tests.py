@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -55,9 +56,15 @@ def runner(work: Path) -> Path:
 def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
     """slime-upstream-tests in a working container of `image` (removed after, through `buildah`, run.py's, whose
     storage options are `storage`); its per-file result."""
-    out = work / "slime-tests"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
+    work.mkdir(parents=True, exist_ok=True)
+    out = Path(tempfile.mkdtemp(prefix="slime-tests-", dir=work))  # one a run: two pairings' checks may run at once
+    try:
+        return _run(buildah, storage, image, work, out)
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+def _run(buildah, storage: tuple[str, ...], image: str, work: Path, out: Path) -> dict:
     folder = runner(work)
     container = buildah("from", "--pull=never", image).stdout.strip()
     try:
