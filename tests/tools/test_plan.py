@@ -5,6 +5,7 @@ does; the full plan of slime.Dockerfile runs too (slow, still run by CI), and th
 what planning the same inputs gives.
 """
 
+import fcntl
 import json
 import os
 import re
@@ -17,6 +18,7 @@ from packaging.version import Version
 
 from tools.inputs import pairings
 from tools.inputs.lock import lock_cutoff, lock_gaps, lock_pins
+from tools.planner import platforms
 
 pytestmark = pytest.mark.slow
 PLAN = [sys.executable, "-m", "tools.planner.plan"]
@@ -317,6 +319,19 @@ def test_a_manifest_without_distributions_is_named(layered, tmp_path):
         f"plan: the base manifest {tmp_path / 'base.json'} has no `distributions` list of name/version entries",
         "fix: pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)",
     ]
+
+
+def test_a_bad_manifest_is_refused_while_another_plan_holds_the_environment(layered, tmp_path):
+    """Two plans sharing a cache: the second waited for the first's environment before it read its manifest, so its
+    refusal came late and after a waiting line (a CI run failed so)."""
+    args = layered()
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch"}))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    with open(cache / f"env-py312-{platforms.arch('linux/amd64')}.lock", "w") as held:  # the default platform's
+        fcntl.flock(held, fcntl.LOCK_EX)
+        proc, _ = run_plan(*args, env={"PLAN_CACHE": str(cache)}, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.splitlines()[0].startswith("plan: the base manifest"), proc.stderr
 
 
 def test_a_missing_dockerfile_is_named_as_missing(layered, tmp_path):

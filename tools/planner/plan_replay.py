@@ -252,11 +252,13 @@ class Replay:
             return found
         return None
 
-    def start(self) -> dict:
+    def read_manifest(self) -> tuple[dict, list]:
+        """The base manifest, read before the plan waits for its environment: a bad one is refused at once."""
         if self.manifest_path is None:
-            data, dists = {"image": self.recipe.base_image, "environment": "ASSUMED EMPTY", "partial": True}, []
-        else:
-            data, dists = load_manifest(self.manifest_path)
+            return {"image": self.recipe.base_image, "environment": "ASSUMED EMPTY", "partial": True}, []
+        return load_manifest(self.manifest_path)
+
+    def start(self, data: dict, dists: list) -> dict:
         try:
             with ticking("preparing the planner's Python 3.12 venv"):
                 self.env.create()
@@ -466,11 +468,12 @@ class Replay:
             s for s in self.recipe.installs if s.constrained_here and any(not p.startswith("/") for p in s.packages)
         ]
         self._pins, self._hints = ({}, {**self._hints, **pins}) if aside else (pins, self._hints)
+        data, dists = self.read_manifest()
         with self._open:
             self._open.enter_context(plan_env.exclusive(self.env.folder.with_suffix(".lock"), self.log))
             if not self.env.ready():
                 self.index  # noqa: B018 -- starts fetching the lock's pages while the planner's venv is made
-            manifest = self.start()
+            manifest = self.start(data, dists)
             replayed = Replayed(manifest, *self._replay())
         self._index = None
         return replayed
