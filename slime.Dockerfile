@@ -154,8 +154,8 @@ RUN --mount=type=cache,target=/root/.cache/pip,sharing=locked pip install --repo
 # SGLang's JIT kernels that an engine compiles on its first start (nvcc, one after the other: 33 s of the canary's
 # first start on an H100, docs/start.md), compiled here for the attention geometry the canary keeps, for each GPU the
 # smoke gate targets (its ARCH_TARGETS), into the folder SGLang looks in first; another geometry compiles its own
-# there on first use. 1.4 MB; no GPU needed (probes/jit_cache.py).
-COPY image/probes/jit_cache.py /opt/slime-image/probes/jit_cache.py
+# there on first use. 1.4 MB; no GPU needed (slime_image/probes/jit_cache.py).
+COPY image/slime_image/probes/jit_cache.py /opt/slime-image/probes/jit_cache.py
 ENV TVM_FFI_CACHE_DIR=/opt/slime-image/jit-cache
 RUN LD_LIBRARY_PATH="/opt/driver-stub:${LD_LIBRARY_PATH}" python /opt/slime-image/probes/jit_cache.py 9.0 10.0 10.3
 

@@ -1,7 +1,7 @@
-"""The build step that compiles SGLang's JIT kernels into the image (probes/jit_cache.py): it compiles for every GPU
-the image targets, refuses bad input with a clear error, and keeps of each build folder a shared object that is the
-same bytes whichever process compiled it. The compile itself needs the image's SGLang and nvcc: it is shown by the
-verification build (docs/build/) and on the GPU (docs/h200/start/)."""
+"""The build step that compiles SGLang's JIT kernels into the image (slime_image/probes/jit_cache.py): it compiles
+for every GPU the image targets, refuses bad input with a clear error, and keeps of each build folder a shared object
+that is the same bytes whichever process compiled it. The compile itself needs the image's SGLang and nvcc: it is
+shown by the verification build (docs/build/) and on the GPU (docs/h200/start/)."""
 
 import re
 import subprocess
@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from slime_image.gpus import ARCH_TARGETS
+from slime_image.probes import jit_cache
 
 ROOT = Path(__file__).resolve().parents[2]
-PROBE = ROOT / "image" / "probes" / "jit_cache.py"
-sys.path.insert(0, str(PROBE.parent))
-import jit_cache  # noqa: E402
+PROBE = ROOT / "image" / "slime_image" / "probes" / "jit_cache.py"
 
 
 def test_the_recipe_compiles_for_every_gpu_the_image_targets():

@@ -48,18 +48,19 @@ def steps(lines: list[str]) -> tuple[list[tuple[str, float | None]], float | Non
         return [(name, None) for name, _, _ in STEPS], None, None
     (begin, first), (end, last) = marks["start"], marks["end"]
     window = lines[first:last]
+    stamped = [(i, stamp, line) for i, line in enumerate(window) if (stamp := _stamp(line)) is not None]
     found, at, previous = [], 0, begin
     for name, _, pattern in STEPS:
         if pattern is None:
             found.append((name, max(0.0, end - previous)))
             break
-        hit = next((i for i in range(at, len(window)) if re.search(pattern, window[i]) and _stamp(window[i])), None)
-        stamp = _stamp(window[hit]) if hit is not None else None
-        if stamp is None:
+        hit = next(((i, stamp) for i, stamp, line in stamped if i >= at and re.search(pattern, line)), None)
+        if hit is None:
             found.append((name, None))
             continue
+        at, stamp = hit
         found.append((name, max(0.0, stamp - previous)))
-        at, previous = hit, max(previous, stamp)
+        previous = max(previous, stamp)
     sizes = next((m[1] for line in window if (m := GRAPH_SIZES.search(line))), None)
     graphs = len([s for s in sizes.split(",") if s.strip()]) if sizes is not None else None
     return found, end - begin, graphs

@@ -23,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -262,13 +263,10 @@ def layers_of(image: str) -> list[dict]:
 def compressed_layers(image: str, compression: str, work: Path) -> list[int]:
     """Each layer of the built image as a registry would store it with this compression (buildah push into an OCI
     layout), in bytes, bottom first: the first is the base's."""
-    layout = work / f"oci-{compression}"
-    shutil.rmtree(layout, ignore_errors=True)
-    try:
+    with tempfile.TemporaryDirectory(prefix=f"oci-{compression}-", dir=work) as folder:  # one a run, as scan's
+        layout = Path(folder) / "layout"
         buildah("push", "--compression-format", compression, image, f"oci:{layout}")
         return image_weight.oci_layer_sizes(layout)
-    finally:
-        shutil.rmtree(layout, ignore_errors=True)
 
 
 def compressed(image: str, work: Path) -> dict:

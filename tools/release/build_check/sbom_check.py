@@ -6,7 +6,7 @@ distribution the scanner finds must be in the SBOM at the same version."""
 from __future__ import annotations
 
 import json
-import shutil
+import tempfile
 from pathlib import Path
 
 from cyclonedx.schema import SchemaVersion
@@ -35,10 +35,12 @@ ALONE = (
 
 def scan(buildah, image: str, work: Path) -> dict:
     """The scanner's CycloneDX document of the image's /opt/venv."""
-    out = work / "scan"
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
     folder = slime_tests.for_the_image(work, scanner_pin(), "cyclonedx_py")
+    with tempfile.TemporaryDirectory(prefix="scan-", dir=work) as out:  # one a run: two checks may share `work`
+        return _scan(buildah, image, folder, Path(out))
+
+
+def _scan(buildah, image: str, folder: Path, out: Path) -> dict:
     container = buildah("from", "--pull=never", image).stdout.strip()
     try:
         command = ["run", "--isolation", "chroot", "--volume", f"{folder}:/opt/scanner:ro", "--volume", f"{out}:/out"]

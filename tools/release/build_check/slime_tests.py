@@ -6,9 +6,9 @@ a listed test that no longer fails is named too, so that the list cannot outlive
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,13 +38,16 @@ def for_the_image(work: Path, pin: str, package: str) -> Path:
     folder = work / "tools-for-the-image" / pin
     if (folder / package).is_dir():
         return folder
-    partial = folder.with_name(folder.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", str(partial)]
-    command += ["--python-version", "3.12", "--only-binary=:all:", pin]
-    if subprocess.run(command).returncode:
-        raise UserError(f"pip could not install {pin} for the image's Python", "check that PyPI is reachable")
-    partial.rename(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Installed into a folder of this run's own and renamed in whole: another check installing the same pin at once
+    # neither sees a half-made folder nor removes this one's.
+    with tempfile.TemporaryDirectory(prefix=f"{pin}.partial-", dir=folder.parent) as partial:
+        command = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--target", partial]
+        command += ["--python-version", "3.12", "--only-binary=:all:", pin]
+        if subprocess.run(command).returncode:
+            raise UserError(f"pip could not install {pin} for the image's Python", "check that PyPI is reachable")
+        with contextlib.suppress(OSError):  # the other check's came first: the same pin; this one's is removed
+            Path(partial).rename(folder)
     return folder
 
 
@@ -57,11 +60,8 @@ def run(buildah, storage: tuple[str, ...], image: str, work: Path) -> dict:
     """slime-upstream-tests in a working container of `image` (removed after, through `buildah`, run.py's, whose
     storage options are `storage`); its per-file result."""
     work.mkdir(parents=True, exist_ok=True)
-    out = Path(tempfile.mkdtemp(prefix="slime-tests-", dir=work))  # one a run: two pairings' checks may run at once
-    try:
-        return _run(buildah, storage, image, work, out)
-    finally:
-        shutil.rmtree(out, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="slime-tests-", dir=work) as out:  # one a run: two checks may share `work`
+        return _run(buildah, storage, image, work, Path(out))
 
 
 def _run(buildah, storage: tuple[str, ...], image: str, work: Path, out: Path) -> dict:
