@@ -49,7 +49,7 @@ def interrupts_held():
         raise KeyboardInterrupt
 
 
-INTERRUPTED, PIPE_CLOSED = 130, 141  # the shell's codes for SIGINT and SIGPIPE
+INTERRUPTED, PIPE_CLOSED, TERMINATED = 130, 141, 143  # the shell's codes for SIGINT, SIGPIPE and SIGTERM
 
 
 def _written() -> list:
@@ -57,10 +57,25 @@ def _written() -> list:
     return getattr(sys.modules.get("slime_image.atomic_write"), "WRITTEN", [])
 
 
-def interrupted(kept: list) -> UserError:
-    """What Ctrl-C leaves: the files in `kept` whole (atomic_write), nothing else it was writing."""
+def interrupted(kept: list, how: str = "interrupted") -> UserError:
+    """What Ctrl-C (or SIGTERM) leaves: the files in `kept` whole (atomic_write), nothing else it was writing."""
     shown = f" after it wrote {', '.join(map(str, kept))}, each whole;" if kept else ":"
-    return UserError(f"interrupted{shown} nothing it was writing was kept", "run it again")
+    return UserError(f"{how}{shown} nothing it was writing was kept", "run it again")
+
+
+class Terminated(BaseException):
+    """SIGTERM, which `timeout`, Kubernetes and CI runners send, raised where the command is, so that its cleanups run
+    as they do for Ctrl-C (a build check's local registry, a half-written file, a working container); Python's own
+    handling ends the process at once, and they did not."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
+
+
+def _raise_on_sigterm() -> None:
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _terminate)
 
 
 def pipe_closed() -> UserError:
@@ -88,6 +103,7 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     """Run a command's body; a UserError becomes two lines on stderr and `code` (or the error's own), and so do the
     failures no command foresees one by one."""
     before = len(_written())
+    _raise_on_sigterm()
     try:
         return main()
     except UserError as error:
@@ -96,6 +112,9 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     except KeyboardInterrupt:
         report(prog, interrupted(_written()[before:]))
         return INTERRUPTED
+    except Terminated:
+        report(prog, interrupted(_written()[before:], "stopped by SIGTERM"))
+        return TERMINATED
     except BrokenPipeError:
         report(prog, pipe_closed())
         return PIPE_CLOSED

@@ -171,12 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         parser, "--timeout", above=0, default=TIMEOUT, help=f"seconds one test file may take (default {TIMEOUT:g})"
     )
 
-    def stopped(signum, frame):
-        raise KeyboardInterrupt  # a SIGTERM ends the run as Ctrl-C does, the running file's processes with it
-
     def run() -> int:
         args = parser.parse_args(argv)
-        signal.signal(signal.SIGTERM, stopped)
         if not (args.runner / "pytest").is_dir():
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():

@@ -158,8 +158,12 @@ def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
     assert sorted(p.name for p in work.iterdir()) == [cli.MARK]
 
 
-def test_ctrl_c_stops_the_job_and_everything_it_started(tmp_path):
-    """A real SIGINT to a process running a job whose grandchild left the process group."""
+@pytest.mark.parametrize(
+    "sent, code, how", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "stopped by SIGTERM")], ids=["ctrl-c", "term"]
+)
+def test_ctrl_c_or_sigterm_stops_the_job_and_everything_it_started(tmp_path, sent, code, how):
+    """A real SIGINT (Ctrl-C) or SIGTERM (`timeout`, Kubernetes) to a process running a job whose grandchild left the
+    process group."""
     import signal
 
     script = tmp_path / "run.py"
@@ -175,8 +179,8 @@ def test_ctrl_c_stops_the_job_and_everything_it_started(tmp_path):
     while not (tmp_path / "log").exists() or "started" not in (tmp_path / "log").read_text():
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sent))
     _, stderr = proc.communicate(timeout=60)
     lines = stderr.strip().splitlines()
-    assert proc.returncode == 130, stderr
-    assert lines[0].startswith("slime-canary: interrupted: the job and 1 process(es)") and lines[1].startswith("fix:")
+    assert proc.returncode == code, stderr
+    assert lines[0].startswith(f"slime-canary: {how}: the job and 1 process(es)") and lines[1].startswith("fix:")

@@ -60,3 +60,25 @@ def test_an_output_pipe_closed_early_ends_in_cause_and_fix():
         "prog: its output was closed before all of it was read",
         "fix: read the whole output",
     ]
+
+
+def test_sigterm_runs_the_command_s_cleanups_and_ends_in_cause_and_fix(tmp_path):
+    """`timeout`, Kubernetes and CI runners stop a command with SIGTERM, which Python's default ends at once: a build
+    check so stopped left its local registry listening, and the next run refused the port."""
+    cleaned = tmp_path / "cleaned"
+    body = (
+        "import time\n"
+        "    try:\n"
+        "        print('ready', flush=True); time.sleep(60)\n"
+        "    finally:\n"
+        f"        open({str(cleaned)!r}, 'w').close()"
+    )
+    child = subprocess.Popen(command(body), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "ready\n"
+    child.terminate()
+    stderr = child.stderr.read()
+    assert child.wait(timeout=30) == 143 and cleaned.exists()
+    assert stderr.splitlines() == [
+        "prog: stopped by SIGTERM: nothing it was writing was kept",
+        "fix: run it again",
+    ]

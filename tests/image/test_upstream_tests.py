@@ -160,7 +160,8 @@ def test_a_stopped_run_ends_the_processes_of_the_file_it_was_running(slime_tree,
         time.sleep(0.2)
     proc.terminate()
     _, stderr = proc.communicate(timeout=30)
-    assert proc.returncode != 0 and "Traceback" not in stderr and not (out / "junit.xml").exists()
+    assert proc.returncode == 143 and "Traceback" not in stderr and not (out / "junit.xml").exists()
+    assert "slime-upstream-tests: stopped by SIGTERM" in stderr
     assert not rank_running("time.sleep\\(123\\)")
 
 

@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.errors import UserError
+from slime_image.errors import INTERRUPTED, TERMINATED, Terminated, UserError
 
 RUN_MARK = "SLIME_CANARY_RUN"
 GRACE = 10.0  # seconds between SIGTERM and SIGKILL
@@ -90,13 +90,18 @@ def run(argv: list[str], env: dict[str, str], log: Path, timeout: float, cwd: Pa
         except subprocess.TimeoutExpired:
             returncode = None
             stop(child)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Terminated) as stopped:
             stop(child)
             killed = kill_marked(mark)
+            how, code = (
+                ("interrupted", INTERRUPTED)
+                if isinstance(stopped, KeyboardInterrupt)
+                else ("stopped by SIGTERM", TERMINATED)
+            )
             raise UserError(
-                f"interrupted: the job and {killed} process(es) it had started were stopped; its log is {log}",
+                f"{how}: the job and {killed} process(es) it had started were stopped; its log is {log}",
                 "run slime-canary again",
-                code=130,
+                code=code,
             ) from None
         reader.join(timeout=GRACE)
     left = kill_marked(mark)
