@@ -12,7 +12,9 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import shlex
 import signal
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -118,6 +120,17 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     except BrokenPipeError:
         report(prog, pipe_closed())
         return PIPE_CLOSED
+    except subprocess.CalledProcessError as exc:  # a tool a command runs with check=True, wherever it runs it
+        said = (exc.stderr or "").strip().splitlines() if isinstance(exc.stderr, str) else []
+        why = f": {said[-1]}" if said else ""
+        command = shlex.join(map(str, exc.cmd)) if isinstance(exc.cmd, list | tuple) else str(exc.cmd)
+        report(
+            prog,
+            UserError(
+                f"`{command[:300]}` failed (exit {exc.returncode}){why}", "mend what its error names, then run again"
+            ),
+        )
+        return code
     except UnicodeError as exc:
         cause = f"cannot read text that is not UTF-8 ({getattr(exc, 'reason', exc)})"
         report(prog, UserError(cause, "give it a UTF-8 text file"))

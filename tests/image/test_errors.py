@@ -11,6 +11,8 @@ RAISE = {
     "not-utf8": "b'\\xff'.decode()",
     "oserror": "open('/nonexistent/folder/file', 'w')",
     "interrupt": "(_ for _ in ()).throw(KeyboardInterrupt)",
+    "tool-failed": "import subprocess; subprocess.run(['sh', '-c', 'echo no space left >&2; exit 125'], "
+    "capture_output=True, text=True, check=True)",
 }
 
 
@@ -41,6 +43,14 @@ def command(body: str) -> list[str]:
             ],
         ),
         ("interrupt", 130, ["prog: interrupted: nothing it was writing was kept", "fix: run it again"]),
+        (
+            "tool-failed",
+            1,
+            [
+                "prog: `sh -c 'echo no space left >&2; exit 125'` failed (exit 125): no space left",
+                "fix: mend what its error names, then run again",
+            ],
+        ),
     ],
 )
 def test_what_no_command_foresees_ends_in_cause_and_fix(case, code, lines):
