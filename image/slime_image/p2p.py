@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from slime_image import gpus, walls, where
+from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_number, add_output
 from slime_image.smoke import report
@@ -131,15 +132,14 @@ def run_ranks(
 ) -> tuple[list[tuple[int | None, str, str]], float]:
     """Start `command` once per local GPU, wait for all (killing them at the timeout), and return what each said."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="slime-p2p-") as folder:
+    with tempfile.TemporaryDirectory(prefix="slime-p2p-") as folder, Children() as children:
         logs = [(Path(folder) / f"{local}.out", Path(folder) / f"{local}.err") for local in range(count)]
-        children = []
         for local, (out, err) in enumerate(logs):
             env = rank_env(args.node, local, count, args.master, port)
             with out.open("w") as stdout, err.open("w") as stderr:
-                children.append(subprocess.Popen(command, stdout=stdout, stderr=stderr, env=env))
+                children.start(command, stdout=stdout, stderr=stderr, env=env)
         outcomes = []
-        for child, (out, err) in zip(children, logs, strict=True):
+        for child, (out, err) in zip(children.started, logs, strict=True):
             try:
                 code = child.wait(timeout=max(1.0, timeout - (time.monotonic() - start)))
             except subprocess.TimeoutExpired:

@@ -11,6 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from slime_image.children import Children
 from slime_image.smoke import lookups
 from slime_image.smoke.core import FAIL, GPU, PASS, PROBES, SKIP, Child, Context, Result, check
 
@@ -29,34 +30,35 @@ def launch(
     """Start `world` ranks of `script` (argv: rank, world, port) together; kill them all at the deadline.
     Returns each rank's JSON and a note ('' or what went wrong)."""
     port = str(free_port())
-    procs = [
-        subprocess.Popen(
-            [ctx.python, str(script), str(rank), str(world), port],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd="/",
-        )
-        for rank in range(world)
-    ]
-    deadline = time.monotonic() + timeout
-    outputs, note = [], ""
-    for rank, proc in enumerate(procs):
-        try:
-            out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            for other in procs:
-                other.kill()
-            for other in procs:
-                other.communicate()
-            return [None] * world, f"timed out after {timeout:.0f} s (a hang: rank {rank} never finished)"
-        child = Child(proc.returncode, out, err, 0.0)
-        report = child.json()
-        if report is None and not note:
-            note = f"rank {rank} exit code {proc.returncode}: {child.tail(1) or 'no output'}"
-        outputs.append(report)
-    return outputs, note
+    with Children() as children:
+        procs = [
+            children.start(
+                [ctx.python, str(script), str(rank), str(world), port],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=env,
+                cwd="/",
+            )
+            for rank in range(world)
+        ]
+        deadline = time.monotonic() + timeout
+        outputs, note = [], ""
+        for rank, proc in enumerate(procs):
+            try:
+                out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                for other in procs:
+                    other.communicate()
+                return [None] * world, f"timed out after {timeout:.0f} s (a hang: rank {rank} never finished)"
+            child = Child(proc.returncode, out, err, 0.0)
+            report = child.json()
+            if report is None and not note:
+                note = f"rank {rank} exit code {proc.returncode}: {child.tail(1) or 'no output'}"
+            outputs.append(report)
+        return outputs, note
 
 
 def verdict(reports: list[dict | None], note: str, library: str) -> Result:

@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from slime_image.children import Children
 from slime_image.errors import UserError
 
 PROGRAM = "docker-registry"
@@ -41,8 +42,8 @@ def serving(folder: Path, port: int = PORT) -> Iterator[str]:
         f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {folder / 'storage'}\n"
         f"http:\n  addr: 127.0.0.1:{port}\n"
     )
-    server = subprocess.Popen([PROGRAM, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    with Children(grace=30) as children:
+        children.start([PROGRAM, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             with contextlib.suppress(urllib.error.URLError, ConnectionError):
                 urllib.request.urlopen(f"http://{host}/v2/", timeout=1).close()
@@ -51,9 +52,6 @@ def serving(folder: Path, port: int = PORT) -> Iterator[str]:
         else:
             raise UserError(f"{PROGRAM} did not answer on {host}", f"run '{PROGRAM} serve {config}' and read its error")
         yield host
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def push(buildah: Callable[..., subprocess.CompletedProcess], image: str, host: str, name: str, work: Path) -> str:

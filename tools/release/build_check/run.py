@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from slime_image.atomic_write import check_writable
+from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_number
 
@@ -180,10 +181,8 @@ def build(
     ]
     steps: list[dict] = []
     start = time.monotonic()
-    with (
-        log.open("w") as out,
-        subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1) as proc,
-    ):
+    with log.open("w") as out, Children() as children:
+        proc = children.start(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
         out.write(" ".join(command) + "\n")
         for line in proc.stdout:
             now = time.monotonic() - start
