@@ -12,8 +12,8 @@ python3 -c 'import torch; print("torch", torch.__version__, "nccl", torch.cuda.n
 ls /dev/nvidia* >> "$out/versions.txt"
 export PYTHONPATH=$PWD/image PYTHONUNBUFFERED=1 NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_IB_DISABLE=1
 
-node() {  # $1: the node's index, $2: the minor number of the GPU it holds
-  unshare -m bash -s "$1" "$2" <<'NODE'
+node() {  # $1: the node's index, $2: the minor number of the GPU it holds, $3: its JSON report
+  unshare -m bash -s "$1" "$2" "$3" <<'NODE'
 set -e
 private=$(mktemp -d)
 mount -t tmpfs tmpfs "$private"
@@ -24,15 +24,15 @@ mount --bind "$private" /dev
 echo "node $1 sees: $(ls /dev/nvidia[0-9]*)"
 export NCCL_HOSTID="slime-p2p-node-$1"
 exec python3 -c 'import sys; from slime_image.p2p import main; sys.exit(main(sys.argv[1:]))' \
-  --node "$1" --master 127.0.0.1 --port 29600 --json "$OUT_JSON"
+  --node "$1" --master 127.0.0.1 --port 29600 --json "$3"
 NODE
 }
 
 gpus=($(ls /dev/nvidia[0-9]* | sed 's|/dev/nvidia||' | sort -n))
 start=$(date +%s)
-OUT_JSON=$out/node0.json node 0 "${gpus[0]}" > "$out/node0.log" 2>&1 &
+node 0 "${gpus[0]}" "$out/node0.json" > "$out/node0.log" 2>&1 &
 zero=$!
-OUT_JSON=$out/node1.json node 1 "${gpus[1]}" > "$out/node1.log" 2>&1
+node 1 "${gpus[1]}" "$out/node1.json" > "$out/node1.log" 2>&1
 one=$?
 wait $zero
 zero=$?
