@@ -415,7 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_number(
         parser, "--registry-port", kind=int, low=1024, high=65535, default=registry.PORT,
-        help="the local registry's port (another build check may hold the default); the base's reference names it",
+        help="the local registry's port (another build check may hold the default); the base's reference names it, "
+        "so a port other than the last check's rebuilds every RUN step",
     )  # fmt: skip
 
     def run() -> int:
