@@ -17,6 +17,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 
 from tools import writers
 from tools.inputs import pairings
@@ -331,11 +332,11 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.docs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--check", action="store_true")
-    parser.add_argument("--docs", type=Path, default=ROOT / "docs", help="the folder of the pages (default: docs/)")
-    parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
-    args = parser.parse_args(argv)
+    add_path(parser, "--docs", default=ROOT / "docs", help="the folder of the pages (default: docs/)")
+    add_path(parser, "--dockerfile", default=DOCKERFILE)
 
     def run() -> int:
+        args = parser.parse_args(argv)
         if args.check:
             return sync(args.docs, args.dockerfile, check=True)
         with writers.held("docs"):

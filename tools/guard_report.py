@@ -65,12 +65,21 @@ def refusal_rows(guards: dict[str, tuple[str, ...]], error: UserError | None) ->
     return made
 
 
-def reporting(args: argparse.Namespace, guards: dict[str, tuple[str, ...]], tool: str, stage: str, body, outputs: dict):
+def reporting(
+    args: argparse.Namespace,
+    guards: dict[str, tuple[str, ...]],
+    tool: str,
+    stage: str,
+    body,
+    outputs: dict,
+    inputs: dict,
+):
     """Run a refusing command's body and write its guards' report (--report-json, --report-junit) whether it refuses
     or not; a refusal still ends the command as it would without the report. `outputs` are the body's own (option ->
-    file, - for stdout), checked with the reports' before the body runs (atomic_write.check_outputs). The body returns
+    file, - for stdout), checked with the reports' before the body runs against each other and the command's `inputs`
+    (atomic_write.check_outputs). The body returns
     its exit code and the files it made (path -> text), which are written with the reports, all or none."""
-    check_outputs({**outputs, **report_outputs(args)})
+    check_outputs({**outputs, **report_outputs(args)}, inputs)
     try:
         code, files = body()
     except UserError as error:

@@ -112,10 +112,11 @@ def check_writable(option: str, path: Path | str | None) -> None:
         raise UserError(f"{option} {path}: cannot write a file there", f"pass {option} a file in a writable folder")
 
 
-def check_outputs(outputs: dict[str, Path | str | None]) -> None:
+def check_outputs(outputs: dict[str, Path | str | None], inputs: dict[str, Path | str | None] | None = None) -> None:
     """Fail before the work starts on a command's outputs (option -> path; None: not asked, -: stdout) when they
-    collide: two written to stdout would be mixed there, and two options naming one file would leave only the later;
-    then check_writable on each file."""
+    collide: two written to stdout would be mixed there, two options naming one file would leave only the later, and
+    an output that is one of the command's `inputs` (what -> a file, or a folder it reads) or inside one would overwrite
+    what the command reads; then check_writable on each file."""
     on_stdout = [option for option, path in outputs.items() if path is not None and str(path) == "-"]
     if len(on_stdout) > 1:
         raise UserError(
@@ -126,10 +127,25 @@ def check_outputs(outputs: dict[str, Path | str | None]) -> None:
     for option, path in outputs.items():
         if path is None or str(path) == "-":
             continue
+        _not_an_input(option, path, inputs or {})
         check_writable(option, path)
         same = named.setdefault(os.path.realpath(path), option)
         if same != option:
             raise UserError(
                 f"{same} and {option} both name {path}: the later would overwrite the earlier",
                 f"give {option} a file of its own",
+            )
+
+
+def _not_an_input(option: str, path: Path | str, inputs: dict[str, Path | str | None]) -> None:
+    written = os.path.realpath(path)
+    for what, given in inputs.items():
+        if given is None or not str(given).strip() or str(given) == "-":
+            continue
+        read = os.path.realpath(given)
+        if written == read or (os.path.isdir(read) and written.startswith(read.rstrip("/") + "/")):
+            where = "is" if written == read else "is inside"
+            raise UserError(
+                f"{option} {path} {where} {what} {given}, which the command reads: writing it would overwrite it",
+                f"give {option} a path outside {given}",
             )

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 from slime_image.patches.base import check_root
 from slime_image.slime_source import grpo_modules
 
@@ -125,6 +126,5 @@ def run(slime_root: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-bytecode", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--slime-root", type=Path, default=Path("/opt/slime"))
-    args = parser.parse_args(argv)
-    return run_command("slime-bytecode", lambda: run(args.slime_root), code=2)
+    add_path(parser, "--slime-root", default=Path("/opt/slime"))
+    return run_command("slime-bytecode", lambda: run(parser.parse_args(argv).slime_root), code=2)

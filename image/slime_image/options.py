@@ -1,9 +1,11 @@
-"""The one type for a command-line option that names an output, and the one for a number (issue 46).
+"""The one type for a command-line option that names an output, the one for a number (issue 46), and the one for a
+path the command reads.
 
 Every command declares such options through `add_output` and `add_number`, so a value is checked when it is parsed,
 in one place, whatever the command: an output `-` is stdout and never a file named `-`, a folder (a path ending in
 `/`, or one that exists) is refused rather than written as a file, a device (/dev/null) is written in place; a number
-that is nan, inf or out of the option's declared bounds is refused. tests/tools/test_options.py walks every parser of
+that is nan, inf or out of the option's declared bounds is refused; a path that is empty or blank, which as a path is
+the current folder, is refused (`add_path`). tests/tools/test_options.py walks every parser of
 the project and fails on an output or a number option declared any other way.
 
 A refused value is a UserError naming the option; argparse lets it through (it catches only its own errors, TypeError
@@ -68,6 +70,21 @@ class Number:
         return number
 
 
+class InputPath:
+    """argparse type of an option naming a file or folder the command reads (or a folder it fills): never empty, which
+    pathlib would take for the current folder (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
+
+    def __init__(self, option: str):
+        self.option = option
+
+    def __call__(self, value: str) -> Path:
+        if not value.strip():
+            raise UserError(
+                f"{self.option} is empty: as a path it would be the current folder", f"pass {self.option} a path"
+            )
+        return Path(value)
+
+
 def _flag(flags: tuple[str, ...]) -> str:
     """The name an error gives the option: its long flag, else its first."""
     return next((flag for flag in flags if flag.startswith("--")), flags[0])
@@ -81,6 +98,11 @@ def add_output(parser, *flags: str, stdout: bool = True, **kwargs):
 def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high=None, **kwargs):
     """parser.add_argument for a numeric option, with its bounds."""
     return parser.add_argument(*flags, type=Number(_flag(flags), kind, low, above, high), **kwargs)
+
+
+def add_path(parser, *flags: str, **kwargs):
+    """parser.add_argument for an option naming a path the command reads (or a folder it fills)."""
+    return parser.add_argument(*flags, type=InputPath(_flag(flags)), **kwargs)
 
 
 def write_output(target: str, text: str) -> None:

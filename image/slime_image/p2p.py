@@ -114,6 +114,16 @@ def judge_broadcast(
     return rows
 
 
+def address(value: str) -> str:
+    """--master: a host name or an IP address, as every rank's MASTER_ADDR; anything else would reach NCCL's
+    rendezvous and fail there, after the pods started."""
+    if not re.fullmatch(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*", value):
+        raise UserError(
+            f"--master {value!r}: not a host name or an IP address", "pass node 0's address, e.g. the Job's pod name"
+        )
+    return value
+
+
 def rank_env(node: int, local: int, count: int, master: str, port: int) -> dict[str, str]:
     return {
         **os.environ,
@@ -167,7 +177,7 @@ def broadcast(args, count: int) -> list[report.Row]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-p2p", description=__doc__)
     add_number(parser, "--node", kind=int, low=0, high=1, required=True, help="this node's index (the Job's): 0 or 1")
-    parser.add_argument("--master", required=True, help="node 0's address, where the ranks meet")
+    parser.add_argument("--master", type=address, required=True, help="node 0's address, where the ranks meet")
     add_number(
         parser,
         "--port",

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
-from slime_image.options import add_output, write_output
+from slime_image.options import add_output, add_path, write_output
 
 SITE_PACKAGES = Path("/opt/venv/lib/python3.12/site-packages")
 VERSIONS = Path("/opt/slime-image/versions.json")
@@ -197,8 +197,8 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
-    parser.add_argument("--site-packages", type=Path, default=SITE_PACKAGES)
-    parser.add_argument("--versions", type=Path, default=VERSIONS, help="the image's versions.json (slime-record)")
+    add_path(parser, "--site-packages", default=SITE_PACKAGES)
+    add_path(parser, "--versions", default=VERSIONS, help="the image's versions.json (slime-record)")
 
     def run() -> int:
         args = parser.parse_args(argv)

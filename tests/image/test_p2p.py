@@ -175,3 +175,19 @@ def test_the_command_reports_the_exchange_and_the_broadcast_and_fails_on_the_han
         "transport": "pass",
         "broadcast-0.0": "fail",
     }
+
+
+@pytest.mark.parametrize("master", ["", " ", "a b;c", "node-0;reboot", "node-", "$(hostname)"])
+def test_a_master_that_is_no_address_is_refused_before_any_rank_starts(master, capsys):
+    """--master becomes every rank's MASTER_ADDR: anything else would fail in NCCL's rendezvous, after the pods
+    started, or reach the ranks' environment as it was given."""
+    assert p2p.main(["--node", "0", "--master", master]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"slime-p2p: --master {master!r}: not a host name or an IP address",
+        "fix: pass node 0's address, e.g. the Job's pod name",
+    ]
+
+
+@pytest.mark.parametrize("master", ["10.0.3.7", "slime-p2p-0.slime-p2p", "localhost", "fd00::1"])
+def test_a_host_name_or_address_is_taken(master):
+    assert p2p.address(master) == master

@@ -230,3 +230,21 @@ def test_a_report_path_it_cannot_write_stops_it_before_any_tree_is_written(tmp_p
     code, _, stderr = patch(slime, megatron, "--report-json", str(tmp_path / "a-file" / "r.json"))
     assert code == 2 and "Traceback" not in stderr and stderr.splitlines()[-1].startswith("fix: ")
     assert snapshot(slime, megatron) == before
+
+
+@pytest.mark.parametrize("only", ["", " "])
+def test_an_empty_only_selects_no_patch_and_is_refused_before_any_tree_is_touched(tmp_path, only):
+    """`--only ''` selected every patch, and would have patched the whole tree, where `--only ' , '` was refused."""
+    slime = shapes.slime_tree(tmp_path / "slime")
+    before = snapshot(slime)
+    code, report, stderr = patch(slime, None, "--only", only)
+    assert (
+        code == 2
+        and report is None
+        and stderr.splitlines()
+        == [
+            "slime-patch: --only is empty: it selects no patch",
+            "fix: pass --only patch ids separated by commas, or leave --only out for every patch",
+        ]
+    )
+    assert snapshot(slime) == before

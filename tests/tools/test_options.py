@@ -1,6 +1,7 @@
-"""One type for every output option and one for every number (issue 46): every parser of every command, found from the
-files that build one, declares its outputs through slime_image.options.add_output and its numbers through add_number;
-each refuses a bad value in two lines, whatever the command."""
+"""One type for every output option, one for every number (issue 46) and one for every path a command reads: every
+parser of every command, found from the files that build one, declares its outputs through slime_image.options.
+add_output, its numbers through add_number and its paths through add_path; each refuses a bad value in two lines,
+whatever the command."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from unittest import mock
 
 import pytest
 from slime_image.errors import UserError
-from slime_image.options import Number, Output, add_number, add_output
+from slime_image.options import InputPath, Number, Output, add_number, add_output, add_path
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the commands are: tools/ (python -m tools....) and image/slime_image (image/bin's entry points).
@@ -83,12 +84,14 @@ def misdeclared(parser: argparse.ArgumentParser) -> list[str]:
                     action.type(str(action.default))
                 except UserError as error:
                     problems.append(f"{parser.prog} {flag}: its default is out of its bounds ({error.cause})")
-        elif isinstance(action.default, bool) or isinstance(action.type, Output):
+        elif isinstance(action.default, bool) or isinstance(action.type, (Output, InputPath)):
             continue
         elif action.type in (int, float) or isinstance(action.default, (int, float)):
             problems.append(f"{parser.prog} {flag}: a number not declared through add_number")
         elif named_an_output(action) and (parser.prog, flag) not in FOLDERS:
             problems.append(f"{parser.prog} {flag}: an output not declared through add_output")
+        elif action.type is Path or isinstance(action.default, Path):
+            problems.append(f"{parser.prog} {flag}: a path not declared through add_path")
     return problems
 
 
@@ -111,6 +114,7 @@ def test_the_walk_flags_each_shape_of_a_misdeclared_option():
     broken.add_argument("--summary", metavar="PATH|-")
     broken.add_argument("--timeout", type=float)
     broken.add_argument("--iterations", default=20)
+    broken.add_argument("--slime-root", type=Path)
     add_number(broken, "--port", kind=int, low=1, high=65535, default=0)
     assert misdeclared(broken) == [
         "broken --out: an output not declared through add_output",
@@ -118,6 +122,7 @@ def test_the_walk_flags_each_shape_of_a_misdeclared_option():
         "broken --summary: an output not declared through add_output",
         "broken --timeout: a number not declared through add_number",
         "broken --iterations: a number not declared through add_number",
+        "broken --slime-root: a path not declared through add_path",
         "broken --port: its default is out of its bounds (--port 0: not a whole number at least 1 and at most 65535)",
     ]
     fixed = argparse.ArgumentParser(prog="fixed")
@@ -126,6 +131,7 @@ def test_the_walk_flags_each_shape_of_a_misdeclared_option():
     add_number(fixed, "--timeout", above=0)
     add_number(fixed, "--iterations", kind=int, low=1, default=20)
     add_number(fixed, "--port", kind=int, low=1, high=65535, default=29500)
+    add_path(fixed, "--slime-root")
     fixed.add_argument("--check", action="store_true")
     assert misdeclared(fixed) == []
 
@@ -141,7 +147,7 @@ def typed_options() -> list[tuple[str, str, argparse.Action]]:
         for module in command_modules()
         for parser in parsers(module)
         for flag, action in valued(parser)
-        if isinstance(action.type, (Output, Number)) and action.option_strings
+        if isinstance(action.type, (Output, Number, InputPath)) and action.option_strings
     ]
 
 
@@ -149,11 +155,12 @@ def typed_options() -> list[tuple[str, str, argparse.Action]]:
 def test_every_command_refuses_a_bad_value_in_two_lines(module, flag, action, tmp_path, capsys):
     """In the command itself, not only in its type: the value is parsed where run_command turns the refusal into two
     lines and an exit code, never a traceback."""
-    bad = "nan" if isinstance(action.type, Number) else f"{tmp_path}/"
+    bad = {Number: "nan", Output: f"{tmp_path}/", InputPath: " "}[type(action.type)]
     code = importlib.import_module(module).main([action.option_strings[-1], bad])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
-    assert f"{flag} {bad}: " in lines[0] and lines[1].startswith("fix: "), lines
+    said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
+    assert said in lines[0] and lines[1].startswith("fix: "), lines
     assert not list(tmp_path.iterdir())
 
 

@@ -9,6 +9,7 @@ import http.server
 import os
 import re
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -220,3 +221,25 @@ def test_pin_downloads_writes_every_pin_or_none(tmp_path, monkeypatch, recipe_co
     }
     assert re.search(rf"^ARG EFA_INSTALLER_SHA256={found['EFA_INSTALLER_SHA256']}$", dockerfile.read_text(), re.M)
     assert f'SGL_ROUTER_SHA256 = "{found["SGL_ROUTER_SHA256"]}"' in (tmp_path / "pairings" / "v0.3.1.toml").read_text()
+
+
+@pytest.mark.parametrize(
+    "lock, stack",
+    [
+        ("# a readme\nSee the docs.\n", None),
+        ("x\n", None),
+        ("six==1.17.0\n", "six==1.17.0\n"),  # a stack lock without the header naming its whole lock
+    ],
+    ids=["prose", "a-word", "stack-without-header"],
+)
+def test_re_hashing_a_file_that_is_no_lock_is_refused_before_anything_is_asked_or_written(tmp_path, lock, stack):
+    (tmp_path / "p.lock").write_text(lock)
+    if stack is not None:
+        (tmp_path / "p.stack.lock").write_text(stack)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.planner.lock_hashes", str(tmp_path / "p.lock")],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    lines = proc.stderr.splitlines()
+    assert proc.returncode != 0 and len(lines) == 2 and lines[1].startswith("fix: "), proc.stderr
+    assert (tmp_path / "p.lock").read_text() == lock

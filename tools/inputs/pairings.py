@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output
+from slime_image.options import add_output, add_path
 
 from tools.inputs import pairing_schema, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
@@ -346,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series"])
     parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
-    parser.add_argument("--slime-tree", type=Path, help="draft, series: a slime checkout at a release tag")
+    add_path(parser, "--slime-tree", help="draft, series: a slime checkout at a release tag")
     add_output(parser, "--out", stdout=False, help="draft: where to write it (default pairings/<tag>.toml)")
 
     def run() -> int:

@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
@@ -442,7 +443,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
-    parser.add_argument("dockerfile", nargs="?", type=Path, default=DOCKERFILE, help="default: slime.Dockerfile")
+    add_path(parser, "dockerfile", nargs="?", default=DOCKERFILE, help="default: slime.Dockerfile")
     guard_report.add_options(parser)
 
     def run() -> int:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number
+from slime_image.options import add_number, add_path
 
 from tools import guard_report
 from tools.inputs import fingerprint
@@ -101,13 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.k8s.grpo_submit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--recipe", type=Path, required=True)
+    add_path(parser, "--recipe", required=True)
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     parser.add_argument("--overlay", default="h200", help="the instance type's overlay: its GPU decides FP8 rules")
     parser.add_argument("--launcher", default=LAUNCHER, help="the image's launch command")
-    parser.add_argument(
+    add_path(
+        parser,
         "--image-versions",
-        type=Path,
         help="the cluster's image's versions.json (make submit reads it in the head pod): its fingerprint is compared "
         "with the tree's",
     )
@@ -126,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         # The command it prints (--dry-run), or ray's own output, goes to stdout: a report there would be mixed in.
         printed = {"--dry-run" if args.dry_run else "ray job submit": "-"}
-        return guard_report.reporting(args, GUARDS, "submit", args.overlay, lambda: (submit(args), {}), printed)
+        return guard_report.reporting(
+            args, GUARDS, "submit", args.overlay, lambda: (submit(args), {}), printed, {"--recipe": args.recipe}
+        )
 
     return run_command("submit", run)
 

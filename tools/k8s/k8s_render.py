@@ -24,7 +24,7 @@ import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output
+from slime_image.options import add_output, add_path
 
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
@@ -252,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.k8s.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--overlay", required=True)
-    parser.add_argument("--env-file", type=Path, help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
+    add_path(parser, "--env-file", help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
     add_output(output, "--out", help="the file to write (default, or -: stdout)")
@@ -267,7 +267,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.env_file is None and DEFAULT_ENV_FILE.exists():
             args.env_file = DEFAULT_ENV_FILE
         outputs = {"--get": "-"} if args.get else {"--out": args.out or "-"}
-        return guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs)
+        inputs = {"--env-file": args.env_file, "the templates": K8S / "templates", "the overlays": K8S / "overlays"}
+        return guard_report.reporting(args, REPORTED, "render", args.overlay, lambda: run(args, only), outputs, inputs)
 
     return run_command("render", rendered)
 

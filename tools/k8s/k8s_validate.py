@@ -24,6 +24,7 @@ import kubernetes_validate
 import yaml
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
 from yamllint import linter
@@ -358,7 +359,9 @@ def validate(
 
 
 def report(args) -> int:
-    check_outputs({"--report-json": args.report_json, "--report-junit": args.report_junit})
+    check_outputs(
+        {"--report-json": args.report_json, "--report-junit": args.report_junit}, {"manifests": args.manifests}
+    )
     overlay = load_overlay(args.overlay)
     try:
         text = args.manifests.read_text()
@@ -385,7 +388,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.k8s.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("manifests", type=Path)
+    add_path(parser, "manifests")
     parser.add_argument("--overlay", required=True)
     parser.add_argument("--image", required=True)
     guard_report.add_options(parser)

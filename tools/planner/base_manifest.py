@@ -22,7 +22,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output
+from slime_image.options import add_output, add_path
 
 from tools.planner import platforms
 from tools.planner.plan_env import is_distribution, load_manifest
@@ -126,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.planner.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--image", required=True)
-    parser.add_argument("--inspect", type=Path, help="what `python3 -m pip inspect --local` printed in the image")
-    parser.add_argument("--constraint", type=Path)
-    parser.add_argument("--registry-manifest", type=Path, help="what `docker manifest inspect -v IMAGE` printed")
+    add_path(parser, "--inspect", help="what `python3 -m pip inspect --local` printed in the image")
+    add_path(parser, "--constraint")
+    add_path(parser, "--registry-manifest", help="what `docker manifest inspect -v IMAGE` printed")
     parser.add_argument(
         "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
     )

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output
+from slime_image.options import add_output, add_path
 
 from tools import guard_report
 from tools.inputs import pairings
@@ -79,7 +79,7 @@ def check_cache(cache: Path) -> None:
 
 def run(args, arch: str) -> int:
     outputs = {"--json": args.json, **guard_report.report_outputs(args), "--lock": args.lock}
-    check_outputs(outputs)
+    check_outputs(outputs, {"--dockerfile": args.dockerfile, "--base-manifest": args.base_manifest})
     # What goes to stdout is alone there: with the plan's JSON or a report sent there, the plan's text goes to stderr.
     on_stdout = any(path is not None and str(path) == "-" for path in outputs.values())
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if on_stdout else print
@@ -142,13 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.planner.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
-    parser.add_argument(
-        "--context", type=Path, help="the build context COPY reads from (default: the Dockerfile's folder)"
-    )
+    add_path(parser, "--dockerfile", default=DOCKERFILE)
+    add_path(parser, "--context", help="the build context COPY reads from (default: the Dockerfile's folder)")
     parser.add_argument("--target", help="the stage to plan (default: the last, as docker build)")
     parser.add_argument("--pairing", help="plan this slime release's pairing (pairings/NAME.toml) under its own lock")
-    parser.add_argument("--base-manifest", type=Path, help="default: base-manifests/<the FROM image>.json")
+    add_path(parser, "--base-manifest", help="default: base-manifests/<the FROM image>.json")
     parser.add_argument(
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )

@@ -20,9 +20,9 @@ import re
 import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 
 ARTIFACT = "application/vnd.cyclonedx+json"
 EMPTY = "application/vnd.oci.empty.v1+json"
@@ -116,7 +116,7 @@ def referrers(registry: Registry, subject_digest: str) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="tools.release.referrer", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--image", required=True, help="REGISTRY/REPO@sha256:<digest> (what make push prints)")
-    parser.add_argument("--sbom", type=Path, required=True, help="the image's /opt/slime-image/sbom.cdx.json")
+    add_path(parser, "--sbom", required=True, help="the image's /opt/slime-image/sbom.cdx.json")
     parser.add_argument("--insecure", action="store_true", help="plain HTTP (a registry on localhost)")
     parser.add_argument("--user", help="the registry user; its password is read from stdin")
 

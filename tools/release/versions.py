@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 from slime_image.record import image_tag
 
 from tools.inputs import pairings
@@ -45,14 +45,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="tools.release.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--dockerfile", type=Path, default=DOCKERFILE)
+    add_path(parser, "--dockerfile", default=DOCKERFILE)
     parser.add_argument("--pairing", help="the versions of this pairing (pairings/NAME.toml), not the defaults")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("get").add_argument("name")
     sub.add_parser("tag")
     sub.add_parser("json")
-    args = parser.parse_args(argv)
-    return run_command("versions", lambda: run(args))
+    return run_command("versions", lambda: run(parser.parse_args(argv)))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from slime_image import gpus, where
 from slime_image.atomic_write import check_outputs
 from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output
+from slime_image.options import add_number, add_output, add_path
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="slime-canary", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--work", type=Path, default=Path("/tmp/slime-canary"), help="where its inputs and log go")
+    add_path(parser, "--work", default=Path("/tmp/slime-canary"), help="where its inputs and log go")
     parser.add_argument("--slime-root", default="/opt/slime")
     parser.add_argument("--megatron-root", default="/opt/Megatron-LM")
     parser.add_argument(
@@ -163,7 +163,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not (Path(args.slime_root) / "train.py").is_file():
             raise UserError(f"no slime checkout at {args.slime_root} (its train.py)", "pass --slime-root")
-        check_outputs({"--json": args.json, "--junit": args.junit})
+        check_outputs(
+            {"--json": args.json, "--junit": args.junit},
+            {"--slime-root": args.slime_root, "--megatron-root": args.megatron_root},
+        )
         # A report on stdout is alone there: the progress and the table go to stderr.
         out = sys.stderr if "-" in (args.json, args.junit) else sys.stdout
         fresh_work_folder(args.work.resolve())

@@ -22,8 +22,8 @@ import sys
 from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
-from slime_image.errors import run_command
-from slime_image.options import add_output
+from slime_image.errors import UserError, run_command
+from slime_image.options import add_output, add_path
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -181,9 +181,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--slime-root", type=Path, required=True, help="the slime checkout (holds slime/ray)")
-    parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
-    parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
+    add_path(parser, "--slime-root", required=True, help="the slime checkout (holds slime/ray)")
+    add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
+    add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
@@ -200,7 +200,12 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[arg
     """The options, and the patches they select."""
     args = parser.parse_args(argv)
     known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
-    selected = args.only.split(",") if args.only else known
+    if args.only is not None and not args.only.strip():
+        raise UserError(
+            "--only is empty: it selects no patch",
+            "pass --only patch ids separated by commas, or leave --only out for every patch",
+        )
+    selected = args.only.split(",") if args.only is not None else known
     unknown = [i for i in selected if i not in known]
     if unknown:
         parser.error(f"unknown patch id {', '.join(unknown)} (known: {', '.join(known)})")
@@ -215,7 +220,8 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[arg
 def run(args, selected: list[str]) -> int:
     # Before any tree is written, not after; --json prints to stdout, where at most one output may go.
     check_outputs(
-        {"--json": "-" if args.json else None, "--report-json": args.report_json, "--report-junit": args.report_junit}
+        {"--json": "-" if args.json else None, "--report-json": args.report_json, "--report-junit": args.report_junit},
+        {"--slime-root": args.slime_root, "--megatron-root": args.megatron_root, "--sglang-root": args.sglang_root},
     )
     check_root("--slime-root", args.slime_root, "slime")
     check_root("--megatron-root", args.megatron_root, "megatron")

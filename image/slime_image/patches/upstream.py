@@ -72,7 +72,9 @@ def choose(slime_root: Path, version: str | None) -> Choice:
             "own Dockerfile applies by default",
             order,
         )
-    return Choice(None, f"{slime_root} has no {PATCH_ROOT}/ folder for SGLang {version} and no {FALLBACK}/")
+    return Choice(
+        None, f"{slime_root} has no {PATCH_ROOT}/ folder for SGLang {version or '(not installed)'} and no {FALLBACK}/"
+    )
 
 
 def touched(series: tuple[Path, ...], strip: int) -> set[str]:

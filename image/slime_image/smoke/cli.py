@@ -6,12 +6,11 @@ import argparse
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from slime_image import pip_conflicts, standins, where
 from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output
+from slime_image.options import add_number, add_output, add_path
 from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
@@ -68,21 +67,19 @@ def parse_args(argv):
         help="leave out of the JSON report what differs from one run to the next (each check's seconds, the machine's "
         "name), so that the same results write the same file (the build's gate: its layer is the same every build)",
     )
-    parser.add_argument("--slime-root", type=Path, help="the slime checkout to check (default: the installed slime)")
-    parser.add_argument("--megatron-root", type=Path, help="the Megatron-LM checkout (default: the importable one)")
-    parser.add_argument("--sglang-root", type=Path, help="the folder holding the sglang package (default: importable)")
+    add_path(parser, "--slime-root", help="the slime checkout to check (default: the installed slime)")
+    add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
+    add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")
     add_number(
         parser, "--cuda-major", kind=int, low=11, high=13, help="the CUDA major of the train workers (default: torch's)"
     )
-    parser.add_argument(
-        "--versions-file", type=Path, help=f"what slime-record wrote (default: {Context.versions_file}, where present)"
+    add_path(
+        parser, "--versions-file", help=f"what slime-record wrote (default: {Context.versions_file}, where present)"
     )
-    parser.add_argument(
-        "--pip-allowlist", type=Path, help=f"reviewed pip check conflicts (default: {pip_conflicts.ALLOWLIST})"
-    )
-    parser.add_argument(
+    add_path(parser, "--pip-allowlist", help=f"reviewed pip check conflicts (default: {pip_conflicts.ALLOWLIST})")
+    add_path(
+        parser,
         "--standins",
-        type=Path,
         default=Context.standins,
         help="where stand-ins that pip did not install declare themselves",
     )
@@ -149,7 +146,10 @@ def run_suite(args) -> int:
         arch_targets=args.arch_targets,
     )
     given_inputs(args)
-    check_outputs({"--json": args.json, "--junit": args.junit})
+    check_outputs(
+        {"--json": args.json, "--junit": args.junit},
+        {"--slime-root": args.slime_root, "--megatron-root": args.megatron_root, "--sglang-root": args.sglang_root},
+    )
     lookups.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
     rows = run(checks, ctx, STAGES[args.stage])
     if "-" not in (args.json, args.junit):  # a report on stdout replaces the table there

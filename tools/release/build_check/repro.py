@@ -25,6 +25,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
+from slime_image.options import add_path
 
 from tools.inputs import pairings
 from tools.inputs.recipe import Recipe
@@ -185,10 +186,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{name}-repo", default=defaults[arg], help=f"path or URL (default {defaults[arg]})")
     parser.add_argument("--pairing", default=pairings.DEFAULT)
     parser.add_argument("--against", help="an image built by make build-check: build once more and compare with it")
-    parser.add_argument("--work", type=Path, default=Path("/var/tmp/slime-build-check"))
-    args = parser.parse_args(argv)
+    add_path(parser, "--work", default=Path("/var/tmp/slime-build-check"))
 
     def run() -> int:
+        args = parser.parse_args(argv)
         pairing = pairings.load(args.pairing)
         out = record.folder_for(pairing)
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")

@@ -30,7 +30,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number
+from slime_image.options import add_number, add_path
 
 from tools.inputs import fingerprint, pairings
 from tools.inputs.lock import lock_pins
@@ -400,16 +400,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(
             f"--{name}-repo", default=recipe_args[arg], help=f"path or URL (default {recipe_args[arg]})"
         )
-    parser.add_argument(
+    add_path(
+        parser,
         "--work",
-        type=Path,
         default=Path("/var/tmp/slime-build-check"),
         help="working folder: the stand-in base's parts, the mirrors, build-<pairing>.log",
     )
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="the slime release to build (default: the default)")
-    parser.add_argument(
-        "--out", type=Path, help="where the record goes (default docs/build/, or docs/build/<pairing>/)"
-    )
+    add_path(parser, "--out", help="where the record goes (default docs/build/, or docs/build/<pairing>/)")
     parser.add_argument(
         "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
     )

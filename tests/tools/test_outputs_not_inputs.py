@@ -1,0 +1,116 @@
+"""No command writes an output over what it reads: every command whose outputs atomic_write.check_outputs checks
+gives it its inputs too, and each refuses, before any work and with cause and fix, an output that is an input file
+or inside an input folder. Found by a new user: the plan wrote its JSON over its own Dockerfile, the renderer over its
+template in the tree, slime-patch --check over the source it checks, each with exit 0."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+IMAGE_BIN = ROOT / "image" / "bin"
+RENDER_ENV = {"IMAGE": "example.com/slime:1", "NAMESPACE": "slime", "NUM_NODES": "2", "FSX_CLAIM": "fsx"}
+
+
+def test_every_command_that_checks_its_outputs_names_its_inputs():
+    calls = {
+        f"{path.relative_to(ROOT)}:{text[: m.start()].count(chr(10)) + 1}": text[m.end() : m.end() + 400]
+        for folder in ("image", "tools")
+        for path in (ROOT / folder).rglob("*.py")
+        for text in [path.read_text()]
+        for m in re.finditer(r"\bcheck_outputs\(", text)
+        if not text[: m.start()].endswith("def ")
+    }
+    one_argument = [where for where, rest in calls.items() if _arguments(rest) < 2]
+    # smoke/report.py checks the reports the suite's own runner asks for: its inputs were checked by smoke/cli.py.
+    assert one_argument == ["image/slime_image/smoke/report.py:169"], one_argument
+
+
+def _arguments(rest: str) -> int:
+    """How many top-level arguments a call's text (after its opening parenthesis) passes."""
+    depth, count = 0, 1
+    for char in rest:
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            if depth == 0:
+                return count
+            depth -= 1
+        elif char == "," and depth == 0:
+            count += 1
+    return count
+
+
+def slime_tree(root):
+    (root / "slime" / "backends").mkdir(parents=True)
+    (root / "slime" / "__init__.py").write_text("")
+    (root / "tests").mkdir()
+    return root
+
+
+def cases(tmp):
+    dockerfile = tmp / "Dockerfile"
+    dockerfile.write_text("FROM scratch\nRUN pip install six\n")
+    settings = tmp / "settings.env"
+    settings.write_text("PREFLIGHT_CANARY=1\n")
+    recipe = tmp / "recipe.yaml"
+    recipe.write_text("entrypoint: x\n")
+    manifests = tmp / "rendered.yaml"
+    manifests.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: slime\n")
+    slime = slime_tree(tmp / "slime")
+    runner = tmp / "runner"
+    (runner / "pytest").mkdir(parents=True)
+    template = ROOT / "kubernetes" / "templates" / "written-by-a-test.yaml"
+    py, image = [sys.executable, "-m"], [sys.executable]
+    return {
+        "plan --json its --dockerfile": ([*py, "tools.planner.plan", "--dockerfile", dockerfile, "--assume-empty-base",
+                                          "--json", dockerfile], dockerfile),
+        "render --out its --env-file": ([*py, "tools.k8s.k8s_render", "--overlay", "h200", "--env-file", settings,
+                                         "--out", settings], settings),
+        "render --out into its templates": ([*py, "tools.k8s.k8s_render", "--overlay", "h200", "--out", template],
+                                            template),
+        "submit --report-json its --recipe": ([*py, "tools.k8s.grpo_submit", "--recipe", recipe, "--dry-run",
+                                               "--report-json", recipe], recipe),
+        "validate --report-json its manifests": ([*py, "tools.k8s.k8s_validate", manifests, "--overlay", "h200",
+                                                  "--image", "x", "--report-json", manifests], manifests),
+        "slime-patch --report-json into --slime-root": ([*image, IMAGE_BIN / "slime-patch", "--slime-root", slime,
+                                                         "--check", "--report-json", slime / "slime" / "__init__.py"],
+                                                        slime / "slime" / "__init__.py"),
+        "slime-smoke --json into --slime-root": ([*image, IMAGE_BIN / "slime-smoke", "--slime-root", slime, "--json",
+                                                  slime / "report.json"], slime / "report.json"),
+        "slime-upstream-tests --junit into --runner": ([*image, IMAGE_BIN / "slime-upstream-tests", "--runner", runner,
+                                                        "--slime-root", slime, "--junit", runner / "j.xml"],
+                                                       runner / "j.xml"),
+    }  # fmt: skip
+
+
+NAMES = [  # the commands are made per test, in its own folder
+    "plan --json its --dockerfile",
+    "render --out its --env-file",
+    "render --out into its templates",
+    "submit --report-json its --recipe",
+    "validate --report-json its manifests",
+    "slime-patch --report-json into --slime-root",
+    "slime-smoke --json into --slime-root",
+    "slime-upstream-tests --junit into --runner",
+]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_output_that_is_an_input_is_refused_before_any_work(tmp_path, name):
+    command, target = cases(tmp_path)[name]
+    before = target.read_bytes() if target.exists() else None
+    env = {**os.environ, **RENDER_ENV}
+    try:
+        proc = subprocess.run(list(map(str, command)), capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+        after = target.read_bytes() if target.exists() else None
+    finally:
+        if before is None and target.exists():
+            target.unlink()
+    lines = proc.stderr.splitlines()
+    assert proc.returncode != 0 and len(lines) == 2, proc.stderr
+    assert "which the command reads: writing it would overwrite it" in lines[0] and lines[1].startswith("fix: give")
+    assert after == before
