@@ -89,6 +89,29 @@ BLIND = [
     ),
     ("add-into-site-packages", "FROM scratch\nADD six.tar /usr/lib/python3/dist-packages/\n", 2),
     ("non-posix-shell", 'FROM scratch\nSHELL ["pwsh", "-Command"]\nRUN pip install six==1.16.0\n', 3),
+    # A new user's sweep found each of these `plan: OK` after issue 46: pip behind an expansion or an alias, a pip
+    # configuration file, another environment by PATH or with none declared.
+    ("variable-program", "FROM scratch\nRUN p=pip; $p install six==1.16.0\n", 2),
+    ("substituted-program", "FROM scratch\nRUN $(echo pip) install six==1.16.0\n", 2),
+    ("backquoted-program", "FROM scratch\nRUN `which pip` install six==1.16.0\n", 2),
+    ("default-program", "FROM scratch\nRUN ${PIP:-pip} install six==1.16.0\n", 2),
+    ("exec-form-variable", 'FROM scratch\nRUN ["/bin/sh", "-c", "p=pip; $p install six==1.16.0"]\n', 2),
+    ("copy-pip-conf", "FROM scratch\nCOPY pip.conf /etc/pip.conf\nRUN pip install six==1.16.0\n", 2),
+    ("copy-pip-conf-folder", "FROM scratch\nCOPY pip.conf /etc/xdg/pip/\nRUN pip install six==1.16.0\n", 2),
+    ("write-pip-conf", "FROM scratch\nRUN printf '[global]\\nno-deps=true\\n' > /etc/pip.conf && pip install six\n", 2),
+    (
+        "path-prefix",
+        "FROM scratch\nENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH\nRUN PATH=/other/bin:$PATH pip install six\n",
+        3,
+    ),
+    (
+        "path-export",
+        "FROM scratch\nENV VIRTUAL_ENV=/opt/venv PATH=/opt/venv/bin:$PATH\n"
+        "RUN export PATH=/o/bin:$PATH && pip install x\n",
+        3,
+    ),
+    ("venv-by-path-no-venv-declared", "FROM scratch\nRUN python3 -m venv /x && /x/bin/pip install six==1.16.0\n", 2),
+    ("activate-no-venv-declared", "FROM scratch\nRUN . /venv/bin/activate && pip install six==1.16.0\n", 2),
 ]
 
 
@@ -106,6 +129,7 @@ FOLLOWED = [
     ("bash-c", 'FROM scratch\nRUN bash -ec "cd /tmp && pip install six==1.16.0"\n', {"six": "1.16.0"}),
     ("subshell", "FROM scratch\nRUN (cd /tmp && pip install six==1.16.0) && true\n", {"six": "1.16.0"}),
     ("command-substitution", "FROM scratch\nRUN echo $(pip install six==1.16.0)\n", {"six": "1.16.0"}),
+    ("alias", "FROM scratch\nRUN alias p='pip install'; p six==1.16.0\n", {"six": "1.16.0"}),
     ("pip3.12", "FROM scratch\nRUN pip3.12 install six==1.16.0\n", {"six": "1.16.0"}),
     ("python-flags-m-pip", "FROM scratch\nRUN python3 -I -m pip install six==1.16.0\n", {"six": "1.16.0"}),
     ("pip-general-option-first", "FROM scratch\nRUN pip -q install six==1.16.0\n", {"six": "1.16.0"}),

@@ -41,6 +41,7 @@ SCOPE_BRANCHES = (
     "RUN exec form",
     "RUN under another shell",
     "COPY into the environment",
+    "COPY of pip's configuration",
 )
 
 
@@ -271,6 +272,12 @@ def _copy(recipe, scope: _Scope, ins, steps, unsimulated) -> None:
     source = next((f.partition("=")[2] for f in ins.flags if f.startswith("--from=")), None)
     destination = posixpath.normpath(posixpath.join(scope.cwd, substitute(ins.value[-1], scope.variables)))
     paths = [destination, *(substitute(v, scope.variables) for v in ins.value[:-1] if source)]
+    named = [destination, *(substitute(v, scope.variables) for v in ins.value[:-1])]
+    if any(run_shell.PIP_CONFIG.search(posixpath.basename(p.rstrip("/"))) for p in named):
+        why = f"{ins.cmd} puts a pip configuration file (pip.conf) in the image, which every later pip step reads and "
+        why += "the plan does not: give the option on the pip command line instead"
+        unsimulated.append(Unsimulated(ins.line, ins.original, why, via=(*scope.via, "COPY of pip's configuration")))
+        return
     hit = next((p for p in paths if _in_environment(p, scope.roots)), None)
     if hit is not None:
         what = f"{ins.cmd} --from={source}" if source else ins.cmd

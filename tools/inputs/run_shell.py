@@ -52,7 +52,16 @@ BRANCHES = (
     "other installer",
     "another environment",
     "pip named",
+    "alias",
+    "expansion",
+    "pip configuration file",
+    "PATH",
 )
+# The folders of the system's own programs: the environment the plan simulates where the recipe declares no other.
+SYSTEM_BINS = frozenset(["/usr/local/bin", "/usr/bin", "/bin", "/usr/local/sbin", "/usr/sbin", "/sbin"])
+# pip's configuration files, wherever one is written: every later pip reads it, and the plan does not.
+PIP_CONFIG = re.compile(r"(?<![\w.-])pip\.(conf|ini)(?![\w-])")
+INSTALLING = frozenset(["install", "uninstall"])
 
 _PIP = re.compile(r"pip(\d+(\.\d+)*)?")
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?")
@@ -87,12 +96,16 @@ class _Shell:
     cwd: str
     own_bins: frozenset[str] | None  # the folders whose pip is the simulated environment's; None: not declared
     activated: str | None = None  # the bin folder of a venv `. bin/activate` put first
+    aliases: dict[str, str] = field(default_factory=dict)
+    path: str = ""  # PATH as the RUN starts: a bare name is found where the recipe says
     history: tuple[str, ...] = ()  # the constructs that changed this shell's state (export, cd ...), in order
     found: list[Found] = field(default_factory=list)
 
     def sub(self) -> _Shell:
         """A child shell: it starts with this one's variables and folder, and changes neither."""
-        return _Shell(dict(self.env), self.cwd, self.own_bins, self.activated, self.history)
+        return _Shell(
+            dict(self.env), self.cwd, self.own_bins, self.activated, dict(self.aliases), self.path, self.history
+        )
 
     def add(self, words: list[str], via: tuple[str, ...], env: dict[str, str], **kind: str | tuple[str, ...]) -> None:
         self.found.append(Found(tuple(words), tuple(sorted(env.items())), self.cwd, (*self.history, *via), **kind))
@@ -104,10 +117,14 @@ def split(script: str) -> list[list[str]]:
     lexer.whitespace_split = True
     commands: list[list[str]] = [[]]
     redirected = False
+    outer: list[list[str]] = []  # the commands a substitution stands in, innermost last
     for token in lexer:
         if token == "(" and commands[-1] and commands[-1][-1].endswith("$"):
             commands[-1][-1] += "(...)"  # a command substitution: its value is the shell's, its commands run too
+            outer.append(commands.pop())
             commands.append([])
+        elif token == ")" and outer:
+            commands.append(outer.pop())  # the command goes on after its substitution, which ran first
         elif token in _OPERATORS:
             commands.append([])
         elif set(token) <= set(";&|()<>") and set(token) & set("<>"):
@@ -123,14 +140,19 @@ def split(script: str) -> list[list[str]]:
 
 def installs(script: str, env: dict[str, str], cwd: str, own_bins: frozenset[str] | None) -> list[Found]:
     """Each command of a RUN's shell string that installs Python packages, in the order the shell runs them."""
-    shell = _Shell(dict(env), cwd, own_bins)
+    shell = _Shell(dict(env), cwd, own_bins, path=env.get("PATH", ""))
+    if PIP_CONFIG.search(script):
+        why = "the RUN names a pip configuration file (pip.conf), which every later pip step reads and the plan does "
+        why += "not: give the option on the pip command line instead"
+        via: tuple[str, ...] = ()
+        _blind(shell, [script], (*via, "pip configuration file"), why, env)
     _script(shell, script, ())
     return shell.found
 
 
 def installs_exec(words: list[str], env: dict[str, str], cwd: str, own_bins: frozenset[str] | None) -> list[Found]:
     """The same for a RUN in exec form (a JSON list): one command, no shell around it."""
-    shell = _Shell(dict(env), cwd, own_bins)
+    shell = _Shell(dict(env), cwd, own_bins, path=env.get("PATH", ""))
     _command(shell, list(words), ())
     return shell.found
 
@@ -154,9 +176,18 @@ def _command(shell: _Shell, words: list[str], via: tuple[str, ...]) -> None:
     if not words:  # NAME=VALUE alone sets a shell variable, which reaches a command only when it is exported already
         shell.env.update({k: v for k, v in assigned.items() if k in shell.env})
         return
+    if words[0] in shell.aliases:
+        words, via = [*split(shell.aliases[words[0]])[0], *words[1:]], (*via, "alias")
     program, name = words[0], posixpath.basename(words[0])
     env = {**shell.env, **assigned}
-    if name == "export":
+    if program[:1] in ("$", "`"):
+        if INSTALLING & set(words[1:]) or _PIP_NAMED.search(" ".join(words)):
+            why = f"the program {program} is a shell expansion the plan cannot evaluate: name pip itself in the RUN"
+            _blind(shell, words, (*via, "expansion"), why, env)
+    elif name == "alias":
+        shell.aliases.update(w.split("=", 1) for w in words[1:] if _ASSIGNMENT.match(w))
+        shell.history += ("alias",)
+    elif name == "export":
         shell.env.update(dict(w.split("=", 1) for w in words[1:] if _ASSIGNMENT.match(w)))
         shell.history += ("export",)
     elif name == "unset":
@@ -244,9 +275,12 @@ def _pip(shell: _Shell, program: str, words: list[str], env: dict[str, str], via
         if option in _GENERAL_WITH_VALUE and words:
             lead.append(words.pop(0))
     command, args = (words[0], words[1:]) if words else (None, [])
-    own = _own_environment(shell, program)
-    if command in ("install", "uninstall") and own is not None:
-        _blind(shell, [program, *lead, *words], (*via, "another environment"), own, env)
+    own = _own_environment(shell, program, env)
+    if command in INSTALLING and own is not None:
+        if "/" not in program and shell.activated is None and env.get("PATH", "") != shell.path:
+            _blind(shell, [program, *lead, *words], (*via, "PATH"), own, env)
+        else:
+            _blind(shell, [program, *lead, *words], (*via, "another environment"), own, env)
     elif command in ("install", "uninstall"):
         shell.add([program, *lead, *words], via, env, action=command, args=(*lead, *args))
     elif command == "config" and args[:1] in (["set"], ["unset"], ["edit"]):
@@ -255,13 +289,27 @@ def _pip(shell: _Shell, program: str, words: list[str], env: dict[str, str], via
         _blind(shell, [program, *lead, *words], (*via, "pip config"), why, env)
 
 
-def _own_environment(shell: _Shell, program: str) -> str | None:
+def _own_environment(shell: _Shell, program: str, env: dict[str, str]) -> str | None:
     """Why a pip (or Python) runs in another environment than the one the plan simulates, or None: the simulated one
-    is the recipe's VIRTUAL_ENV (or first PATH folder), and a bare name is the activated venv's or that one's."""
-    folder = posixpath.dirname(program) if "/" in program else shell.activated
-    if folder is None or shell.own_bins is None or posixpath.normpath(folder) in shell.own_bins:
+    is the recipe's VIRTUAL_ENV (or first PATH folder), else the system's; a bare name is the activated venv's, or the
+    first folder of a PATH the RUN set, or the simulated one's."""
+    own = shell.own_bins or SYSTEM_BINS
+    if "/" in program:
+        folder = posixpath.dirname(program)
+    elif shell.activated is not None:
+        folder = shell.activated
+    elif env.get("PATH", "") != shell.path:
+        folder = env.get("PATH", "").split(":")[0]
+        if "$" in folder or not folder.startswith("/"):
+            return (
+                f"the RUN sets PATH={env.get('PATH', '')}, and the plan cannot tell whose {program} that finds: run "
+                "pip by its environment's path, or without changing PATH"
+            )
+    else:
         return None
-    simulated = ", ".join(sorted(shell.own_bins))
+    if posixpath.normpath(folder) in own:
+        return None
+    simulated = ", ".join(sorted(own))
     return (
         f"{program} is another environment's ({folder}), and the plan simulates the one of {simulated}: install "
         "into the one environment, or plan that one"
