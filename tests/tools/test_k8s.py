@@ -88,8 +88,9 @@ def test_ray_version_comes_from_requirements():
 
 
 @pytest.mark.guard_fails("render:unset-or-placeholder-setting")
-@pytest.mark.parametrize("name", ["IMAGE", "NAMESPACE", "NUM_NODES", "FSX_CLAIM"])
+@pytest.mark.parametrize("name", [*k8s_render.USER_REQUIRED, *k8s_render.USER_DEFAULTS])
 def test_render_fails_naming_an_unset_or_empty_variable(name):
+    """Every setting, those with a default too: HF_TOKEN_SECRET='' once rendered the default secret's name."""
     with pytest.raises(UserError) as caught:
         rendered(**{name: ""})
     assert caught.value.cause == f"{name} is unset or empty"
@@ -393,3 +394,16 @@ def test_the_render_command_refuses_a_one_sided_nccl_proto_in_two_lines(tmp_path
     assert proc.returncode == 1 and proc.stdout == ""
     lines = proc.stderr.splitlines()
     assert len(lines) == 2 and lines[0].startswith("render: NCCL_PROTO is unset") and lines[1].startswith("fix: ")
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [("PREFLIGHT_CANRY=0", "PREFLIGHT_CANRY (did you mean PREFLIGHT_CANARY?)"), ("AWS_REGION=us-east-1", "AWS_REGION")],
+)
+def test_a_setting_the_render_does_not_read_is_refused_naming_the_one_it_may_mean(tmp_path, line, said):
+    """PREFLIGHT_CANRY=0 in the settings file left the canary on, silently."""
+    (tmp_path / "settings.env").write_text(line + "\n")
+    with pytest.raises(UserError) as caught:
+        k8s_render.render("b300", USER, tmp_path / "settings.env")
+    assert caught.value.cause == f"{tmp_path / 'settings.env'} sets what the render does not read: {said}"
+    assert caught.value.fix.startswith("use the names IMAGE, NAMESPACE")

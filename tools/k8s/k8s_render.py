@@ -14,6 +14,7 @@ IMAGE that way). Host side (PyYAML).
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import re
@@ -124,9 +125,15 @@ def placeholder_image() -> str:
 def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict[str, str]:
     fixed = {k: str(v) for k, v in load_overlay(overlay).items()}
     from_file = read_env_file(env_file) if env_file else {}
+    known = (*USER_REQUIRED, *USER_DEFAULTS)
+    unknown = [name for name in from_file if name not in known]
+    if unknown:  # a misspelt name would leave the setting it meant at its default, silently
+        near = {name: difflib.get_close_matches(name, known, n=1) for name in unknown}
+        meant = ", ".join(f"{name} (did you mean {near[name][0]}?)" if near[name] else name for name in unknown)
+        raise UserError(f"{env_file} sets what the render does not read: {meant}", f"use the names {', '.join(known)}")
+    # Given (in the environment, else the file) is given, even empty: an empty value is refused below, not replaced.
     user = {
-        name: (env.get(name) or from_file.get(name) or USER_DEFAULTS.get(name, "")).strip()
-        for name in (*USER_REQUIRED, *USER_DEFAULTS)
+        name: (env[name] if name in env else from_file.get(name, USER_DEFAULTS.get(name, ""))).strip() for name in known
     }
     unset = [name for name, value in user.items() if not value]
     if unset:
