@@ -41,9 +41,11 @@ CANARY_ARGS  ?=
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
 AWS_ACCOUNT_ID ?=
 
-# The reports' folder, made when missing; an empty REPORTS names itself rather than reaching mkdir.
+# The reports' folder, made when missing; an empty REPORTS, or one mkdir cannot make, is named in two lines.
 reports_dir = [ -n $(call q,$(strip $(REPORTS))) ] || { echo "make $@: REPORTS is empty: the reports have no folder" >&2; \
-	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; mkdir -p $(call q,$(REPORTS))
+	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; \
+	mkdir -p $(call q,$(REPORTS)) 2>/dev/null || { echo "make $@: REPORTS="$(call q,$(REPORTS))" is no folder that can be made" >&2; \
+	echo "fix: name a folder you may write, or leave REPORTS unset (reports/)" >&2; exit 1; }
 
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }

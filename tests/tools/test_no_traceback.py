@@ -25,6 +25,8 @@ def make(*args: str) -> subprocess.CompletedProcess:
     [
         (("render", "OVERLAY="), "render", "unknown OVERLAY ''", "use one of: b300, h100, h200"),
         (("validate-manifests", "REPORTS="), "make validate-manifests", "REPORTS is empty", "leave REPORTS unset"),
+        (("validate-manifests", "REPORTS=/proc/x"), "make validate-manifests", "no folder that can be made", "name a"),
+        (("validate-manifests", "REPORTS=README.md"), "make validate-manifests", "no folder that can be made", "name"),
         (("render", "OVERLAY=h200 b300"), "render", "unknown OVERLAY 'h200 b300'", "use one of"),
         (("tag", "PAIRING=v0.3.0 x"), "versions", "no pairing 'v0.3.0 x'", "use one of: v0.3.0, v0.3.1"),
         (("promote", "PAIRING=v0.3.0 x"), "promote", "no pairing 'v0.3.0 x'", "use one of"),
