@@ -324,3 +324,24 @@ def test_ctrl_c_at_any_moment_leaves_a_cache_the_next_plan_uses(recipe, tmp_path
     assert code == 0, err[-2000:]
     assert final(again) == {"six": "1.17.0", "packaging": "24.2"}
     assert not list(cache.rglob("*.partial")) and not list(cache.rglob("check-*"))
+
+
+@pytest.mark.parametrize(
+    "name, value, why",
+    [
+        ("PIP_DEFAULT_TIMEOUT", "abc", "not a number of seconds above 0"),
+        ("PIP_DEFAULT_TIMEOUT", "-5", "not a number of seconds above 0"),
+        ("PIP_DEFAULT_TIMEOUT", "nan", "not a number of seconds above 0"),
+        ("PIP_INDEX_URL", "pypi.org/simple", "not a URL pip reads an index from: pypi.org/simple"),
+        ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: ftp://b"),
+        ("PIP_CERT", "/nonexistent/ca.pem", "no such file"),
+        ("PIP_PROXY", "a b", "not a proxy address"),
+    ],
+)
+def test_a_pip_setting_the_plan_passes_on_is_checked_before_any_step(recipe, tmp_path, name, value, why):
+    """PIP_DEFAULT_TIMEOUT=abc ended in "pip check ... ended without an answer / run the plan again", and =-5 in a
+    blind step carrying pip's traceback: the value was never looked at."""
+    code, report, err = finish(start(recipe, tmp_path / "cache", **{name: value}))
+    lines = err.splitlines()
+    assert code == 2 and report is None and lines[0] == f"plan: {name}={value!r}: {why}", err
+    assert len(lines) == 2 and lines[1].startswith(f"fix: set {name} to ")

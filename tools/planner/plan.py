@@ -85,6 +85,7 @@ def run(args, arch: str) -> int:
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if on_stdout else print
     check_cache(cache_folder())
     plan_env.python312()  # a PLAN_PYTHON that is not a 3.12 is refused before any step
+    plan_env.pip_settings()  # and so is a pip setting the plan passes on that pip could not use
     check_cutoff(args.uploaded_prior_to)
     cutoff = args.uploaded_prior_to or ""
     if args.lock is not None and not cutoff:

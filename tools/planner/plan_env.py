@@ -14,11 +14,13 @@ import functools
 import hashlib
 import importlib.metadata
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,8 +181,42 @@ PASSED = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_TRUSTED_HOST", "PIP_CERT"
 
 
 def pip_settings() -> dict[str, str]:
-    """The PIP_ variables the planner passes on (PASSED), as they are set now."""
-    return {k: os.environ[k] for k in PASSED if os.environ.get(k)}
+    """The PIP_ variables the planner passes on (PASSED), as they are set now, each checked: pip would fail on a bad
+    one later, in a way that names something else (an index it cannot reach, a step it cannot see)."""
+    settings = {k: os.environ[k] for k in PASSED if os.environ.get(k)}
+    for name, value in settings.items():
+        why = _bad_setting(name, value)
+        if why:
+            raise UserError(f"{name}={value!r}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
+    return settings
+
+
+_GOOD = {
+    "PIP_INDEX_URL": "an http(s) or file URL",
+    "PIP_EXTRA_INDEX_URL": "http(s) or file URLs separated by spaces",
+    "PIP_TRUSTED_HOST": "host names separated by spaces",
+    "PIP_CERT": "a CA bundle file",
+    "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
+    "PIP_DEFAULT_TIMEOUT": "a number of seconds above 0",
+}
+
+
+def _bad_setting(name: str, value: str) -> str | None:
+    """Why a PASSED variable's value is none pip can use, or None."""
+    if name == "PIP_DEFAULT_TIMEOUT":
+        try:
+            ok = math.isfinite(float(value)) and float(value) > 0
+        except ValueError:
+            ok = False
+        return None if ok else "not a number of seconds above 0"
+    if name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
+        bad = [u for u in value.split() if urllib.parse.urlsplit(u).scheme not in ("http", "https", "file")]
+        return f"not a URL pip reads an index from: {' '.join(bad)}" if bad or not value.split() else None
+    if name == "PIP_CERT":
+        return None if os.path.isfile(value) else "no such file"
+    if name == "PIP_PROXY":
+        return None if value.strip() and " " not in value.strip() else "not a proxy address"
+    return None if value.split() else "names no host"
 
 
 def pip_environment(**extra: str) -> dict[str, str]:
