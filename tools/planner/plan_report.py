@@ -160,8 +160,10 @@ def summary(plan: Plan) -> str:
     base = plan.base
     exact = "PARTIAL: `make base-manifest` makes it exact" if base["partial"] else "exact"
     if base["manifest"] is None:
-        exact = "ASSUMED EMPTY (--assume-empty-base): no manifest of this image; the plan ignores what it holds"
-    lines.insert(1, f"base: {base['image']} ({base['environment']}; {base['manifest']}, {exact})")
+        said = "no manifest of this image (--assume-empty-base): the plan ignores what it holds"
+        lines.insert(1, f"base: {base['image']} (ASSUMED EMPTY; {said})")
+    else:
+        lines.insert(1, f"base: {base['image']} ({base['environment']}; {base['manifest']}, {exact})")
     lines[2:2] = [f"    unknown in the base: {item}" for item in base["unknown"]]
     lines += [f"built from source: {name} = {where}" for name, where in plan.built_from_source.items()]
     lines.append(
