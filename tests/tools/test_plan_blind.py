@@ -96,6 +96,7 @@ BLIND = [
     ("backquoted-program", "FROM scratch\nRUN `which pip` install six==1.16.0\n", 2),
     ("default-program", "FROM scratch\nRUN ${PIP:-pip} install six==1.16.0\n", 2),
     ("exec-form-variable", 'FROM scratch\nRUN ["/bin/sh", "-c", "p=pip; $p install six==1.16.0"]\n', 2),
+    ("exec-form-pip-conf", 'FROM scratch\nRUN ["cp", "/tmp/my.conf", "/etc/pip.conf"]\n', 2),
     ("copy-pip-conf", "FROM scratch\nCOPY pip.conf /etc/pip.conf\nRUN pip install six==1.16.0\n", 2),
     ("copy-pip-conf-folder", "FROM scratch\nCOPY pip.conf /etc/xdg/pip/\nRUN pip install six==1.16.0\n", 2),
     ("write-pip-conf", "FROM scratch\nRUN printf '[global]\\nno-deps=true\\n' > /etc/pip.conf && pip install six\n", 2),

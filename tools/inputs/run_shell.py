@@ -141,11 +141,7 @@ def split(script: str) -> list[list[str]]:
 def installs(script: str, env: dict[str, str], cwd: str, own_bins: frozenset[str] | None) -> list[Found]:
     """Each command of a RUN's shell string that installs Python packages, in the order the shell runs them."""
     shell = _Shell(dict(env), cwd, own_bins, path=env.get("PATH", ""))
-    if PIP_CONFIG.search(script):
-        why = "the RUN names a pip configuration file (pip.conf), which every later pip step reads and the plan does "
-        why += "not: give the option on the pip command line instead"
-        via: tuple[str, ...] = ()
-        _blind(shell, [script], (*via, "pip configuration file"), why, env)
+    _pip_configuration(shell, [script], ())
     _script(shell, script, ())
     return shell.found
 
@@ -153,8 +149,18 @@ def installs(script: str, env: dict[str, str], cwd: str, own_bins: frozenset[str
 def installs_exec(words: list[str], env: dict[str, str], cwd: str, own_bins: frozenset[str] | None) -> list[Found]:
     """The same for a RUN in exec form (a JSON list): one command, no shell around it."""
     shell = _Shell(dict(env), cwd, own_bins, path=env.get("PATH", ""))
+    _pip_configuration(shell, list(words), ())
     _command(shell, list(words), ())
     return shell.found
+
+
+def _pip_configuration(shell: _Shell, words: list[str], via: tuple[str, ...]) -> None:
+    """A RUN that names a pip configuration file writes one (a redirection, cp, tee, printf), as far as the plan can
+    tell: every later pip step reads it, and the plan does not."""
+    if any(PIP_CONFIG.search(word) for word in words):
+        why = "the RUN names a pip configuration file (pip.conf), which every later pip step reads and the plan does "
+        why += "not: give the option on the pip command line instead"
+        _blind(shell, words, (*via, "pip configuration file"), why, shell.env)
 
 
 def _script(shell: _Shell, script: str, via: tuple[str, ...]) -> None:
@@ -275,12 +281,10 @@ def _pip(shell: _Shell, program: str, words: list[str], env: dict[str, str], via
         if option in _GENERAL_WITH_VALUE and words:
             lead.append(words.pop(0))
     command, args = (words[0], words[1:]) if words else (None, [])
-    own = _own_environment(shell, program, env)
-    if command in INSTALLING and own is not None:
-        if "/" not in program and shell.activated is None and env.get("PATH", "") != shell.path:
-            _blind(shell, [program, *lead, *words], (*via, "PATH"), own, env)
-        else:
-            _blind(shell, [program, *lead, *words], (*via, "another environment"), own, env)
+    other = _other_environment(shell, program, env, via)
+    if command in INSTALLING and other is not None:
+        why, found_via = other
+        _blind(shell, [program, *lead, *words], found_via, why, env)
     elif command in ("install", "uninstall"):
         shell.add([program, *lead, *words], via, env, action=command, args=(*lead, *args))
     elif command == "config" and args[:1] in (["set"], ["unset"], ["edit"]):
@@ -289,22 +293,24 @@ def _pip(shell: _Shell, program: str, words: list[str], env: dict[str, str], via
         _blind(shell, [program, *lead, *words], (*via, "pip config"), why, env)
 
 
-def _own_environment(shell: _Shell, program: str, env: dict[str, str]) -> str | None:
-    """Why a pip (or Python) runs in another environment than the one the plan simulates, or None: the simulated one
-    is the recipe's VIRTUAL_ENV (or first PATH folder), else the system's; a bare name is the activated venv's, or the
-    first folder of a PATH the RUN set, or the simulated one's."""
-    own = shell.own_bins or SYSTEM_BINS
+def _other_environment(
+    shell: _Shell, program: str, env: dict[str, str], via: tuple[str, ...]
+) -> tuple[str, tuple[str, ...]] | None:
+    """Why a pip (or Python) runs in another environment than the one the plan simulates, and `via` with the construct
+    that put it there, or None: the simulated one is the recipe's VIRTUAL_ENV (or first PATH folder), else the system's;
+    a bare name is the activated venv's, or the first folder of a PATH the RUN set, or the simulated one's."""
+    own, found_via = shell.own_bins or SYSTEM_BINS, (*via, "another environment")
     if "/" in program:
         folder = posixpath.dirname(program)
     elif shell.activated is not None:
         folder = shell.activated
     elif env.get("PATH", "") != shell.path:
-        folder = env.get("PATH", "").split(":")[0]
+        folder, found_via = env.get("PATH", "").split(":")[0], (*via, "PATH")
         if "$" in folder or not folder.startswith("/"):
             return (
                 f"the RUN sets PATH={env.get('PATH', '')}, and the plan cannot tell whose {program} that finds: run "
                 "pip by its environment's path, or without changing PATH"
-            )
+            ), found_via
     else:
         return None
     if posixpath.normpath(folder) in own:
@@ -313,7 +319,7 @@ def _own_environment(shell: _Shell, program: str, env: dict[str, str]) -> str | 
     return (
         f"{program} is another environment's ({folder}), and the plan simulates the one of {simulated}: install "
         "into the one environment, or plan that one"
-    )
+    ), found_via
 
 
 def _python(shell: _Shell, words: list[str], env: dict[str, str], via: tuple[str, ...]) -> None:
