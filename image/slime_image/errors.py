@@ -71,6 +71,13 @@ class Terminated(BaseException):
     handling ends the process at once, and they did not."""
 
 
+def stopped(signal_raised: BaseException) -> tuple[str, int]:
+    """How a command was stopped (Ctrl-C or SIGTERM), as its message says it, and the shell's exit code for it."""
+    if isinstance(signal_raised, Terminated):
+        return "stopped by SIGTERM", TERMINATED
+    return "interrupted", INTERRUPTED
+
+
 def _terminate(signum, frame) -> None:
     raise Terminated
 
@@ -111,12 +118,10 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     except UserError as error:
         report(prog, error)
         return error.code if error.code is not None else code
-    except KeyboardInterrupt:
-        report(prog, interrupted(_written()[before:]))
-        return INTERRUPTED
-    except Terminated:
-        report(prog, interrupted(_written()[before:], "stopped by SIGTERM"))
-        return TERMINATED
+    except (KeyboardInterrupt, Terminated) as signal_raised:
+        how, exit_code = stopped(signal_raised)
+        report(prog, interrupted(_written()[before:], how))
+        return exit_code
     except BrokenPipeError:
         report(prog, pipe_closed())
         return PIPE_CLOSED

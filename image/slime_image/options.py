@@ -5,8 +5,8 @@ Every command declares such options through `add_output` and `add_number`, so a 
 in one place, whatever the command: an output `-` is stdout and never a file named `-`, a folder (a path ending in
 `/`, or one that exists) is refused rather than written as a file, a device (/dev/null) is written in place; a number
 that is nan, inf or out of the option's declared bounds is refused; a path that is empty or blank, which as a path is
-the current folder, is refused (`add_path`). tests/tools/test_options.py walks every parser of
-the project and fails on an output or a number option declared any other way.
+the current folder, is refused (`add_path`). tests/tools/test_options.py walks every parser of the project and fails
+on an output, a number or a path option declared any other way.
 
 A refused value is a UserError naming the option; argparse lets it through (it catches only its own errors, TypeError
 and ValueError), so each command parses its arguments inside run_command, which ends it in two lines (the test runs

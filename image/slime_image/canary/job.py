@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.errors import INTERRUPTED, TERMINATED, Terminated, UserError
+from slime_image.errors import Terminated, UserError, stopped
 
 RUN_MARK = "SLIME_CANARY_RUN"
 GRACE = 10.0  # seconds between SIGTERM and SIGKILL
@@ -90,14 +90,10 @@ def run(argv: list[str], env: dict[str, str], log: Path, timeout: float, cwd: Pa
         except subprocess.TimeoutExpired:
             returncode = None
             stop(child)
-        except (KeyboardInterrupt, Terminated) as stopped:
+        except (KeyboardInterrupt, Terminated) as signal_raised:
             stop(child)
             killed = kill_marked(mark)
-            how, code = (
-                ("interrupted", INTERRUPTED)
-                if isinstance(stopped, KeyboardInterrupt)
-                else ("stopped by SIGTERM", TERMINATED)
-            )
+            how, code = stopped(signal_raised)
             raise UserError(
                 f"{how}: the job and {killed} process(es) it had started were stopped; its log is {log}",
                 "run slime-canary again",
