@@ -259,7 +259,8 @@ ENV PATH=/opt/slime-image/bin:${PATH}
 
 # slime's own patches from its tree (docker/patch/<sglang version>/: megatron.patch into Megatron-LM, sglang.patch
 # into the installed sglang), without which slime's arguments reach a Megatron that ignores them (W20); then the
-# image's self-neutralizing ones on top: CUDA-aware preload selection (W3, W4) and a GPU-less Ray head (W12).
+# image's self-neutralizing ones on top: CUDA-aware preload selection (W3, W4), a GPU-less Ray head (W12) and
+# SGLang's CUDA-graph pool kept across the memory saver's pause (W52).
 # A patch that does not apply fails the build here and leaves every tree as it was, and so does a patch folder whose
 # files are not the series the pairing declares (file and sha256 prefix, in slime's order): a new upstream patch file
 # fails loudly. Declared here, not above, so that a new series reruns only the steps from here on.

@@ -173,3 +173,70 @@ def megatron_tree(root: Path, shape: str = "pinned") -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(VALIDATE_ARGS.format(**MEGATRON_SHAPES[shape]))
     return root
+
+
+# SGLang's CUDA-graph capture under the memory saver (W52), written here in the shapes the released files have: the
+# one-line partial inside a conditional (0.5.12.post1's cuda_graph_runner.py), the multi-line partial on the backend
+# object (0.5.15.post1's runner_backend/full_cuda_graph_backend.py), the same with the backup (0.5.23).
+CAPTURE = """\
+from functools import partial
+
+GPU_MEMORY_TYPE_CUDA_GRAPH = "cuda_graph"
+
+
+class Runner:
+    def capture(self, graph, pool, stream, forward):
+{site}
+        with graph_ctx(cuda_graph=graph, pool=pool, stream=stream):
+            return forward()
+"""
+SGLANG_SHAPES = {
+    "v0.5.12": (
+        "model_executor/cuda_graph_runner.py",
+        "        graph_ctx = (\n"
+        "            partial(memory_saver_adapter.cuda_graph, tag=GPU_MEMORY_TYPE_CUDA_GRAPH)\n"
+        "            if memory_saver_adapter.enabled\n"
+        "            else self.device_module.graph\n"
+        "        )",
+    ),
+    "v0.5.15": (
+        "model_executor/runner_backend/full_cuda_graph_backend.py",
+        "        if self._memory_saver_adapter.enabled:\n"
+        "            graph_ctx = partial(\n"
+        "                self._memory_saver_adapter.cuda_graph,\n"
+        "                tag=GPU_MEMORY_TYPE_CUDA_GRAPH,\n"
+        "            )\n"
+        "        else:\n"
+        "            graph_ctx = self._device_module.graph",
+    ),
+    "v0.5.23": (
+        "model_executor/runner_backend/full_cuda_graph_backend.py",
+        "        graph_ctx = partial(\n"
+        "            self._memory_saver_adapter.cuda_graph,\n"
+        "            tag=GPU_MEMORY_TYPE_CUDA_GRAPH,\n"
+        "            enable_cpu_backup=True,\n"
+        "        )",
+    ),
+    # A direct call with a backup decided elsewhere: not a shape the patch may rewrite.
+    "variable-backup": (
+        "model_executor/cuda_graph_runner.py",
+        "        graph_ctx = partial(\n"
+        "            self._memory_saver_adapter.cuda_graph, tag=GPU_MEMORY_TYPE_CUDA_GRAPH, enable_cpu_backup=backup\n"
+        "        )",
+    ),
+    # Graphs captured without the memory saver at all: no site the patch knows.
+    "no-saver": ("model_executor/cuda_graph_runner.py", "        graph_ctx = self.device_module.graph"),
+}
+
+
+def sglang_tree(root: Path, shape: str = "v0.5.15") -> Path:
+    """A folder holding an `sglang` package whose capture site has `shape`; Ascend's backend beside it, unpatchable
+    by design (the patch leaves it)."""
+    relative, site = SGLANG_SHAPES[shape]
+    path = root / "sglang" / "srt" / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(CAPTURE.format(site=site))
+    npu = root / "sglang" / "srt" / "hardware_backend" / "npu" / "npu_graph.py"
+    npu.parent.mkdir(parents=True, exist_ok=True)
+    npu.write_text(CAPTURE.format(site=SGLANG_SHAPES["v0.5.15"][1]))
+    return root

@@ -49,6 +49,7 @@ LOG_SIGNS = {
     "W49": r"Weight version mismatch",
     "W50": r"DO NOT MATCH THE HASHES|the recipe pins [0-9a-f]{64}",
     "W51": r"Watchdog caught collective operation timeout.*OpType=BROADCAST",
+    "W52": r"CUDA error: misaligned address",
 }
 
 
@@ -401,6 +402,18 @@ WALLS = (
         "the build's gate fails on an aws-ofi-nccl below 1.20, naming its version, so the recipe must install EFA "
         "1.49.0 or newer; slime-p2p broadcasts 1 GiB across two nodes with a timeout; the renderer and the submitter "
         "refuse an NCCL_PROTO set on one side only",
+    ),
+    Wall(
+        "W52",
+        "a few RL steps in, after the first sleep/wake of the rollout engines, `CUDA error: misaligned address` or "
+        "wrong tokens at a CUDA-graph replay (reported with trtllm_mla on GB300)",
+        "slime runs its engines with SGLANG_MEMORY_SAVER_CUDA_GRAPH=true under --offload-rollout, so SGLang captures "
+        "its CUDA-graph pool inside a torch_memory_saver region; SGLang before 0.5.23 captures it without "
+        "enable_cpu_backup, so a pause drops the pool's contents and kernels that keep state there between launches "
+        "replay garbage",
+        "the `sglang-graph-cpu-backup` patch captures the pool with enable_cpu_backup=True at every capture site of "
+        "the installed SGLang (it retires itself on SGLang 0.5.23, which does so); the cost is pinned host memory "
+        "the size of the graph pool, per engine rank, while the engine sleeps",
     ),
 )
 

@@ -137,3 +137,42 @@ def test_what_the_h200_printed_passes_pause_resume(tmp_path):
 def test_a_train_actor_that_dies_or_pauses_nothing_fails_pause_resume(tmp_path, code, summary):
     result = stand_in_pause_resume(tmp_path, code)
     assert (result.status, result.summary) == (FAIL, summary)
+
+
+# sglang-graph-pool (W52) without a GPU: STAND-IN probe programs (CPU only, named so) print what the graph_pool probe
+# prints, in the two states it tells apart: the pool kept across a pause (patched SGLang) or lost (unpatched).
+GRAPH_POOL = {
+    "site": "FullCudaGraphBackend.capture_one",
+    "bytes": 256 << 20,
+    "written": True,
+    "freed": 256 << 20,
+    "host_while_paused": 256 << 20,
+    "kept": True,
+    "replay_after_resume": True,
+}
+
+
+def stand_in_graph_pool(tmp_path, report):
+    script = tmp_path / "stand_in_graph_pool.py"
+    script.write_text(f"print({json.dumps(report)!r})")
+    return checks_gpu.graph_pool_verdict(run_python(Context(python=sys.executable), [str(script)]))
+
+
+def test_a_pool_kept_across_the_pause_passes(tmp_path):
+    result = stand_in_graph_pool(tmp_path, GRAPH_POOL)
+    assert result.status == PASS and "FullCudaGraphBackend.capture_one" in result.summary
+    assert "held 256 MiB more host memory" in result.detail
+
+
+@pytest.mark.guard_fails("check:sglang-graph-pool")
+@pytest.mark.parametrize(
+    "change, summary",
+    [
+        ({"kept": False, "host_while_paused": 0}, "the CUDA-graph pool lost its contents across a pause"),
+        ({"written": False}, "the captured graph's replay did not write its output"),
+        ({"error": "RuntimeError: x", "where": ["y"]}, "capturing through SGLang's code raised RuntimeError: x"),
+    ],
+)
+def test_a_pool_lost_across_the_pause_fails_naming_why(tmp_path, change, summary):
+    result = stand_in_graph_pool(tmp_path, {**GRAPH_POOL, **change} if "error" not in change else change)
+    assert result.status == FAIL and result.summary.startswith(summary), result

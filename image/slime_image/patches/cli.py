@@ -69,7 +69,8 @@ class Transaction:
 
 def own_outcome(patch, root: Path | None) -> Outcome:
     if root is None:
-        return Outcome(ERROR, "Megatron-LM is not importable here: pass --megatron-root DIR")
+        option = "--" + patch.TARGET.replace("_", "-")
+        return Outcome(ERROR, f"no {patch.TARGET.split('_')[0]} is importable here: pass {option} DIR")
     outcome = patch.plan(root)
     for path, text in outcome.edits.items():
         problem = compile_check(path, text)

@@ -1,4 +1,5 @@
-"""GPU-stage checks: the device against torch's architectures (W19), and pause/resume under the preload (W3, W6)."""
+"""GPU-stage checks: the device against torch's architectures (W19), pause/resume under the preload (W3, W6), and
+SGLang's CUDA-graph pool across a pause (W52)."""
 
 from __future__ import annotations
 
@@ -96,6 +97,50 @@ def pause_resume_verdict(child: Child, path: str) -> Result:
     if not (report["kept"] and report["written"]):
         return Result(FAIL, "the tensor lost its data or is not writable after resume", detail)
     return Result(PASS, f"{name}: pause freed {freed:.2f} GiB, resume kept the data", detail)
+
+
+@check(
+    "sglang-graph-pool",
+    ("W52",),
+    GPU,
+    "`CUDA error: misaligned address` or wrong tokens at a CUDA-graph replay after the first sleep/wake of the engines",
+    "apply the image's patch: slime-patch --slime-root <slime> --only sglang-graph-cpu-backup (the image does)",
+    exclusive=True,
+)
+def sglang_graph_pool(ctx: Context) -> Result:
+    """a child started as a rollout engine under --offload-rollout (the preload, SGLANG_MEMORY_SAVER_CUDA_GRAPH=true)
+    captures a CUDA graph through the installed SGLang's own capture code, replays it, pauses and resumes the graph
+    pool's tag as slime's sleep/wake does: the graph's output must keep what the replay wrote"""
+    path = lookups.chosen_preload(ctx)
+    if isinstance(path, Result):
+        return path
+    env = {**ctx.env, "LD_PRELOAD": path, "SGLANG_MEMORY_SAVER_CUDA_GRAPH": "true"}
+    return graph_pool_verdict(run_probe(ctx, "graph_pool", env=env, timeout=min(ctx.timeout, 180)))
+
+
+def graph_pool_verdict(child: Child) -> Result:
+    """What the graph_pool probe's run says: pass, or how the graph pool breaks across a pause."""
+    report = child.json()
+    if report is None:
+        why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
+        return Result(FAIL, f"an engine-like process capturing a CUDA graph dies ({why})", child.tail(4))
+    if "error" in report:
+        return Result(FAIL, f"capturing through SGLang's code raised {report['error']}", "\n".join(report["where"]))
+    mib = 1 << 20
+    detail = (
+        f"captured by {report['site']}: {report['bytes'] / mib:.0f} MiB written by a replay\n"
+        f"pause freed {report['freed'] / mib:.0f} MiB of GPU memory and held {report['host_while_paused'] / mib:.0f} "
+        f"MiB more host memory; kept: {report['kept']}; replay after resume right: {report['replay_after_resume']}"
+    )
+    if not report["written"]:
+        return Result(FAIL, "the captured graph's replay did not write its output", detail)
+    if not report["kept"]:
+        return Result(
+            FAIL,
+            "the CUDA-graph pool lost its contents across a pause: SGLang captures it without a CPU backup",
+            detail,
+        )
+    return Result(PASS, f"the graph pool kept its contents across a pause ({report['site']})", detail)
 
 
 def colocate_verdict(child: Child) -> Result:

@@ -1,4 +1,5 @@
-"""The torch_memory_saver preload library slime's train workers get, and whether slime is patched."""
+"""The torch_memory_saver preload library slime's train workers get, whether slime is patched, and what the memory
+saver keeps of SGLang's CUDA graphs across a pause."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import ast
 import os
 
 from slime_image import tms_preload
-from slime_image.patches import PATCHES
+from slime_image.patches import PATCHES, sglang_graph_cpu_backup
+from slime_image.patches.base import ALREADY_APPLIED, NOT_NEEDED, WOULD_APPLY
 from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
 
@@ -91,7 +93,9 @@ def slime_patched(ctx: Context) -> Result:
     root = lookups.slime_root(ctx)
     if root is None:
         return lookups.no_slime(ctx)
-    report, child = lookups.patcher_report(ctx, root, [p.ID for p in PATCHES])
+    # SGLang's own patch has a check of its own, naming its wall (sglang-graph-backup).
+    ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET]
+    report, child = lookups.patcher_report(ctx, root, ids)
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
     lines = [f"{p['id']}: {p['status']}: {p['message']}" for p in report["patches"]]
@@ -99,6 +103,30 @@ def slime_patched(ctx: Context) -> Result:
         bad = [p["id"] for p in report["patches"] if p["status"] not in ("already-applied", "not-needed")]
         return Result(FAIL, f"not patched: {', '.join(bad)}", "\n".join(lines))
     return Result(PASS, ", ".join(f"{p['id']} {p['status']}" for p in report["patches"]), "\n".join(lines))
+
+
+@check(
+    "sglang-graph-backup",
+    ("W52",),
+    BUILD,
+    "`CUDA error: misaligned address` or wrong tokens at a CUDA-graph replay a few RL steps in, after the first "
+    "sleep/wake of the engines (--offload-rollout)",
+    "apply the image's patch: slime-patch --slime-root <slime> --only sglang-graph-cpu-backup (the image does), or "
+    "install an SGLang that captures with enable_cpu_backup=True (0.5.23 or later)",
+)
+def sglang_graph_backup(ctx: Context) -> Result:
+    """every place the installed SGLang captures a CUDA graph under the memory saver passes
+    `enable_cpu_backup=True`, so a pause keeps the graph pool's contents: read from SGLang's source (the same reading
+    as the patch's; the canary and the graph-pool probe pause a real pool on a GPU)"""
+    folder = ctx.sglang_root / "sglang" if ctx.sglang_root else lookups.package_dir("sglang")
+    if folder is None or not folder.is_dir():
+        return Result(FAIL, "sglang is not installed")
+    outcome = sglang_graph_cpu_backup.plan(folder.parent)
+    if outcome.status == WOULD_APPLY:
+        return Result(FAIL, f"SGLang captures its CUDA-graph pool without a CPU backup: {outcome.message}")
+    if outcome.status in (ALREADY_APPLIED, NOT_NEEDED):
+        return Result(PASS, outcome.message)
+    return Result(FAIL, f"SGLang's capture site is not one the image knows: {outcome.message}")
 
 
 def nested_region_refusals(source: str) -> list[int]:
