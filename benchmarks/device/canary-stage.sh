@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Here, as root, after `make build-check`: export the built image's Python stack for the H200 in 57 MiB parts with
+# Here, as root, after `make build-check`: export the built image's Python stack for the H200 in 52 MiB parts with
 # benchmarks/device/stage/export.py; what the calls carry goes in ignored folders (echo /.stage/ >> .git/info/exclude;
 # echo /.parts/ >> .git/info/exclude). What the device holds at the image's own versions stays out, named in
 # device-pip.json (stage/device_held.py: torch, triton and the CUDA wheels torch pins). SKIP names distributions left
