@@ -3,15 +3,19 @@ last), refused by the plan before any build: W33 read from the real wheels' libr
 pins, W55 from the forced NCCL. The fixture (fixtures/slime-next) is a Dockerfile of this project's own in the shape of
 upstream's newer one; the same fixture at torch's cuBLAS-compatible TransformerEngine and torch's NCCL plans clean.
 
-Real wheels from the real index: a cold cache reads about 2.2 GB of TransformerEngine and cuBLAS libraries once (the
-planned core, cuBLAS, and each older core the fix is searched through), kept in .cache/plan-tests/symbols as a few
-hundred KB of symbol lists; a warm plan takes about a second."""
+Real wheels from the real index: a cold cache reads the planned cores' and cuBLAS's libraries once (the plan reads no
+other release: its fix names the command that searches them, run here below 2.13.0, which reads only 2.12.0, the
+clean plan's core), kept in .cache/plan-tests/symbols as symbol lists of 30 to 40 KB a wheel; a warm plan takes about
+a second."""
 
 import json
+import os
 
 import artifacts
 import pytest
 from conftest import ROOT
+from packaging.version import Version
+from test_host_bad_input import assert_refused, tool
 from test_plan import CUTOFF, run_plan
 
 from tools.planner import plan_findings, plan_symbols
@@ -40,10 +44,14 @@ def test_the_next_upstream_pins_are_refused_naming_w33_and_w55_before_any_build(
     assert w33 == [
         "W33: transformer-engine-cu13 2.18.0's libtransformer_engine.so needs cublasLtGroupedMatrixLayoutInit_internal "
         "from libcublasLt.so.13, which nvidia-cublas 13.1.0.3 (the plan's) does not export: importing "
-        "TransformerEngine fails with `undefined symbol: cublasLtGroupedMatrixLayoutInit_internal`; fix: install "
-        "transformer-engine-cu13 2.12.0, the newest release whose libraries nvidia-cublas 13.1.0.3 satisfies, or a "
-        "nvidia-cublas that exports it (with the torch that pins it)"
+        "TransformerEngine fails with `undefined symbol: cublasLtGroupedMatrixLayoutInit_internal`; fix: install a "
+        "transformer-engine-cu13 release whose libraries nvidia-cublas 13.1.0.3 exports every symbol of, or a "
+        "nvidia-cublas that exports it with the torch that pins it; the newest such release: `.venv/bin/python -m "
+        "tools.planner.plan_symbols newest transformer-engine-cu13 --cublas 13.1.0.3 --below 2.18.0 "
+        f"--uploaded-prior-to {CUTOFF}`"
     ]
+    read = [line for line in proc.stderr.splitlines() if line.startswith("W33: reading")]
+    assert read == ["W33: reading nvidia-cublas 13.1.0.3's and transformer-engine-cu13 2.18.0's libraries"]  # no other
     w55 = [f for f in report["final_findings"] if f.startswith("W55:")]
     assert len(w55) == 1 and w55[0].startswith(
         "W55: nvidia-nccl-cu13 2.30.7 (line 17) is forced past torch 2.11.0's exact pin nvidia-nccl-cu13==2.28.9"
@@ -57,6 +65,59 @@ def test_the_same_fixture_at_the_te_that_loads_and_torch_s_nccl_plans_clean(tmp_
     assert report["final"]["transformer-engine-cu13"] == "2.12.0" and report["final"]["nvidia-nccl-cu13"] == "2.28.9"
     assert report["findings"] == [] and report["broken"] == []
     assert proc.returncode == 0 and report["ok"]
+
+
+def newest(*args):
+    """The fix's search command, over the same cache as the plans above (a cold one reads 2.12.0 once, for both)."""
+    env = {**os.environ, "PLAN_CACHE": str(ROOT / ".cache" / "plan-tests")}
+    return tool("tools.planner.plan_symbols", "newest", *args, "--uploaded-prior-to", CUTOFF, env=env)
+
+
+def test_the_fix_s_search_answers_the_newest_release_that_loads_reading_only_what_it_must():
+    proc = newest("transformer-engine-cu13", "--cublas", "13.1.0.3", "--below", "2.13.0")
+    assert (proc.returncode, proc.stdout) == (0, "2.12.0\n"), proc.stderr[-2000:]
+    read = [line for line in proc.stderr.splitlines() if line.startswith("W33: reading")]
+    assert read == [
+        "W33: reading nvidia-cublas 13.1.0.3's libraries",
+        "W33: reading transformer-engine-cu13 2.12.0's libraries",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, cause, fix",
+    [
+        (["torch", "--cublas", "13.1.0.3", "--below", "2.13.0"], "torch is not a TransformerEngine core", "name one"),
+        (["transformer-engine-cu13", "--cublas", "13.1.0.3", "--below", "2.x"], "--below '2.x' is not a version", ""),
+        (["transformer-engine-cu13", "--cublas", "thirteen", "--below", "2.13.0"], "--cublas 'thirteen' is not", ""),
+    ],
+)
+def test_the_fix_s_search_refuses_bad_input_in_two_lines(args, cause, fix):
+    proc = newest(*args)
+    assert_refused(proc, "plan_symbols", cause, fix)
+    assert proc.returncode == 2 and proc.stdout == "" and "W33: reading" not in proc.stderr
+
+
+def searched(count: int, answer: int):
+    """newest_loading over `count` releases, those up to position `answer` loading: its answer, and what it read."""
+    releases, probed = [Version(f"2.{minor}.0") for minor in range(count)], []
+
+    def loads(release):
+        probed.append(release)
+        return releases.index(release) <= answer
+
+    return releases, plan_symbols.newest_loading(releases, loads), probed
+
+
+def test_the_search_reads_the_newest_first_then_bisects_and_reads_the_answer_and_the_one_after_it():
+    """Every answer's position over every count of releases up to 12 (the index lists 11 cu13 releases below 2.18.0)."""
+    for count in range(13):
+        for answer in range(-1, count):
+            releases, found, probed = searched(count, answer)
+            assert found == (releases[answer] if answer >= 0 else None)
+            assert len(probed) <= 1 + max(count - 1, 0).bit_length(), (count, answer, probed)
+            assert answer < 0 or releases[answer] in probed
+            assert answer + 1 >= count or releases[answer + 1] in probed
+            assert answer != count - 1 or probed == releases[-1:]
 
 
 def test_an_exact_nccl_pin_broken_is_w55_and_a_range_or_another_package_is_not():

@@ -6,6 +6,7 @@ says right after it (run while the next step resolves)."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import functools
 import hashlib
@@ -125,6 +126,18 @@ def index_url() -> str:
     """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
     pip configuration is not read: the image's build does not see it (plan_env.PASSED)."""
     return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+
+
+def check_cutoff(value: str | None) -> None:
+    """pip takes --uploaded-prior-to as an ISO-8601 time; anything else would fail every step as unsimulable."""
+    if value is None:
+        return
+    try:
+        datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--uploaded-prior-to {value!r} is not an ISO-8601 time", "write it as 2026-12-02T23:01:00Z"
+        ) from None
 
 
 def index_settings() -> str:

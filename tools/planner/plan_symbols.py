@@ -10,18 +10,27 @@ which an index never reuses for other bytes: a wheel is fetched once per cache (
 is 279 MB, nvidia-cublas 13.1.0.3's two libraries 423 MB; docs/transformer-engine.md).
 
 Judged: the cuBLAS of the core's CUDA major (PROVIDERS). Its other CUDA libraries (cudart, cuDNN, NVRTC) are judged
-by the gate's `cuda-symbols` in the built image. Where a symbol is missing, the fix is searched for on the index: the
-newest older release of the core whose libraries the same cuBLAS satisfies.
+by the gate's `cuda-symbols` in the built image. Where a symbol is missing, the plan names the fix's condition and the
+command that finds the newest release meeting it; the plan reads no other release (each is another 190 to 280 MB):
+
+    python -m tools.planner.plan_symbols newest NAME --cublas VERSION --below VERSION [--uploaded-prior-to ISO-8601]
+
+prints the newest release of the TransformerEngine core NAME below --below whose libraries that cuBLAS exports every
+symbol of (exit 0), or says that none does (exit 1).
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import hashlib
 import io
 import json
 import os
 import re
+import shlex
 import struct
+import sys
 import tempfile
 import urllib.parse
 import urllib.request
@@ -35,13 +44,14 @@ from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import write_atomically
-from slime_image.errors import UserError
+from slime_image.errors import UserError, run_command
 from slime_image.smoke import elf_symbols
 
-from tools.planner import index_http
+from tools.planner import index_http, platforms
 from tools.planner.lock_hashes import PYTHON, image_platforms
 from tools.planner.plan_env import cached_json
 from tools.planner.plan_index import JSON_PAGE
+from tools.planner.plan_replay import cache_folder, check_cutoff, index_url
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile
 
 # The TransformerEngine core wheels, by the CUDA major their name carries.
@@ -51,6 +61,7 @@ PROVIDERS = {
     13: ("nvidia-cublas", ("libcublasLt.so.13", "libcublas.so.13")),
     12: ("nvidia-cublas-cu12", ("libcublasLt.so.12", "libcublas.so.12")),
 }
+PROG = "tools.planner.plan_symbols"
 SHARED_OBJECT = re.compile(r"\.so(\.\d+)*$")
 CHUNK = 1 << 20
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")
@@ -252,48 +263,112 @@ def findings(final: dict[str, str], urls: dict[str, str], index: Index, cache: P
         log(f"W33: reading {provider_name} {provider_version}'s and {name} {version}'s libraries", flush=True)
         provider = libraries(located(provider_name, provider_version), cache)
         missing = unbound(libraries(located(name, version), cache), sonames, provider)
-        if not missing:
-            continue
-        fix = newest_loading(name, version, sonames, provider, index, cache, log)
+        search = ["newest", name, "--cublas", provider_version, "--below", version]
+        search += ["--uploaded-prior-to", index.cutoff] if index.cutoff else []
         for gap in missing:
             shown = ", ".join(gap.symbols[:3]) + (f" and {len(gap.symbols) - 3} more" if len(gap.symbols) > 3 else "")
             found.append(
                 f"W33: {name} {version}'s {gap.library} needs {shown} from {gap.soname}, which {provider_name} "
                 f"{provider_version} (the plan's) does not export: importing TransformerEngine fails with `undefined "
-                f"symbol: {gap.symbols[0]}`; fix: "
-                + (
-                    f"install {name} {fix}, the newest release whose libraries {provider_name} {provider_version} "
-                    f"satisfies,"
-                    if fix
-                    else f"no older release of {name} on the index loads with {provider_name} {provider_version}:"
-                )
-                + f" or a {provider_name} that exports {'it' if len(gap.symbols) == 1 else 'them'} (with the torch "
-                "that pins it)"
+                f"symbol: {gap.symbols[0]}`; fix: install a {name} release whose libraries {provider_name} "
+                f"{provider_version} exports every symbol of, or a {provider_name} that exports "
+                f"{'it' if len(gap.symbols) == 1 else 'them'} with the torch that pins it; the newest such release: "
+                f"`.venv/bin/python -m {PROG} {shlex.join(search)}`"
             )
     return found
 
 
-def newest_loading(
-    name: str,
-    version: str,
-    sonames: tuple[str, ...],
-    provider: dict[str, Library],
-    index: Index,
-    cache: Path,
-    log=print,
-) -> str | None:
-    """The newest release of `name` older than `version` whose libraries `provider` satisfies, or None: each read from
-    the newest down (kept in the cache, so a later plan reads none of them again)."""
-    for older, url in index.wheels(name).items():
-        if older >= Version(version):
-            continue
-        log(f"W33: reading {name} {older}'s libraries for the fix", flush=True)
-        if not unbound(libraries(url, cache), sonames, provider):
-            return str(older)
-    return None
+def newest_loading(releases: list[Version], loads: Callable[[Version], bool]) -> Version | None:
+    """The newest of `releases` (oldest first) that `loads`, assuming that a release needs at least what the one
+    before it needs (a newer TransformerEngine binds newer cuBLAS symbols, never fewer). The newest is read first, the
+    fix being most often the release just below the bound; the others are then bisected: at most 1 + log2 of them are
+    read. The answer is one read and found to load, and the release after it was read and found not to (or is the
+    bound)."""
+    good, bad = -1, len(releases)  # releases[good] loads (-1: none found yet); releases[bad] does not (len: the bound)
+    middle = bad - 1
+    while bad - good > 1:
+        if loads(releases[middle]):
+            good = middle
+        else:
+            bad = middle
+        middle = (good + bad) // 2
+    return releases[good] if good >= 0 else None
+
+
+def newest(name: str, cublas: str, below: str, index: Index, cache: Path, log=print) -> str:
+    """The newest release of the TransformerEngine core `name` older than `below` (no pre-release, which pip would not
+    take) whose libraries `cublas` of its CUDA major exports every symbol of; each wheel read once per cache."""
+    consumer = CONSUMER.match(canonicalize_name(name))
+    if not consumer or int(consumer["major"]) not in PROVIDERS:
+        known = ", ".join(f"transformer-engine-cu{major}" for major in PROVIDERS)
+        raise UserError(f"{name} is not a TransformerEngine core wheel W33 judges", f"name one of {known}", code=2)
+    provider_name, sonames = PROVIDERS[int(consumer["major"])]
+    url = index.wheel(provider_name, cublas)
+    if url is None:
+        raise UserError(
+            f"the index lists no wheel of {provider_name}=={cublas} the image can install",
+            f"give --cublas the {provider_name} version the plan installs (its W33 finding names it)",
+            code=2,
+        )
+    log(f"W33: reading {provider_name} {cublas}'s libraries", flush=True)
+    provider = libraries(url, cache)
+    wheels = index.wheels(name)
+    releases = sorted(v for v in wheels if v < Version(below) and not v.is_prerelease)
+
+    def loads(release: Version) -> bool:
+        log(f"W33: reading {consumer[0]} {release}'s libraries", flush=True)
+        return not unbound(libraries(wheels[release], cache), sonames, provider)
+
+    answer = newest_loading(releases, loads)
+    if answer is None:
+        raise UserError(
+            f"no release of {consumer[0]} below {below} on the index loads with {provider_name} {cublas}"
+            if releases
+            else f"the index lists no release of {consumer[0]} below {below}",
+            f"install a {provider_name} that exports what its W33 finding names, with the torch that pins it",
+            code=1,
+        )
+    return str(answer)
+
+
+def version_option(option: str) -> Callable[[str], str]:
+    """argparse type of an option naming a release: a version as pip reads one, else refused naming the option."""
+
+    def parsed(value: str) -> str:
+        try:
+            return str(Version(value))
+        except InvalidVersion:
+            raise UserError(f"{option} {value!r} is not a version", f"write it as pip does: {option} 2.18.0") from None
+
+    return parsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    search = sub.add_parser("newest", help="the newest TransformerEngine core release a cuBLAS loads (W33's fix)")
+    search.add_argument("name", help="the core wheel's distribution: transformer-engine-cu13")
+    search.add_argument(
+        "--cublas", required=True, type=version_option("--cublas"), help="the cuBLAS version it must load with"
+    )
+    search.add_argument(
+        "--below", required=True, type=version_option("--below"), help="only releases older than this one"
+    )
+    search.add_argument("--uploaded-prior-to", metavar="ISO-8601", help="search the index as it stood then")
+
+    def run() -> int:
+        args = parser.parse_args(argv)
+        check_cutoff(args.uploaded_prior_to)
+        # The one platform the image is built for, the plan's default.
+        index = Index(index_url(), platforms.arch("linux/amd64"), args.uploaded_prior_to or "")
+        progress = functools.partial(print, file=sys.stderr)  # stdout carries the answer alone
+        print(newest(args.name, args.cublas, args.below, index, cache_folder(), progress))
+        return 0
+
+    return run_command("plan_symbols", run, code=2)
 
 
 if __name__ == "__main__":
-    from tools import library_module
-
-    raise SystemExit(library_module(__spec__.name))
+    sys.exit(main())
