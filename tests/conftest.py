@@ -116,6 +116,7 @@ PLAN_TESTS = {
     "test_plan_any.py",
     "test_plan_blind.py",
     "test_plan_index.py",
+    "test_plan_next_pins.py",
     "test_pip_cli.py",
     "test_sdist_metadata.py",
 }

@@ -46,6 +46,7 @@ COMMANDS = (
     "tools.release.pin_downloads",
     "tools.release.referrer",
     "tools.release.build_check.repro",
+    "tools.planner.plan_symbols",
 )
 
 

@@ -415,6 +415,19 @@ WALLS = (
         "the installed SGLang (it retires itself on SGLang 0.5.23, which does so); the cost is pinned host memory "
         "the size of the graph pool, per engine rank, while the engine sleeps",
     ),
+    Wall(
+        "W55",
+        "`pip check`: `torch ... has requirement nvidia-nccl-cu13==2.28.9, but you have nvidia-nccl-cu13 2.30.7`; or "
+        "the train actors and the rollout engines run different NCCLs, two libnccl.so.2 on the library path, and "
+        "collectives between them hang or fail",
+        "an NCCL forced in after resolution (`pip install --no-deps nvidia-nccl-cu13==X` as upstream's newer images "
+        "do) past the exact pin torch carries: torch was built and tested with its pin, and a copy of another release "
+        "beside it (the base's, the wheel's) is what some processes load",
+        "the plan refuses a final environment whose NCCL breaks torch's exact pin, or that holds two NCCL "
+        "distributions, before any build; the gate loads NCCL as each process type slime starts does (a train "
+        "actor: torch's; an SGLang scheduler: torch's, then SGLang's pynccl) and fails unless all load one file, at "
+        "the version torch pins",
+    ),
 )
 
 BY_ID = {wall.id: wall for wall in WALLS}

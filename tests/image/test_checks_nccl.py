@@ -88,3 +88,60 @@ def test_wrong_sum_memory_kept_and_errors_fail():
     assert "did not release" in checks_nccl.verdict([report(0, freed=GIB // 10), report(1)], "", "x").summary
     failed = checks_nccl.verdict([report(0, error="DistBackendError: NCCL error"), report(1)], "", "x")
     assert failed.status == FAIL and "DistBackendError" in failed.detail
+
+
+# nccl-versions (W55): what each process type's nccl_loaded.py reports, judged. The reports are written here: loading
+# NCCL through torch needs torch's CUDA build, which the image has and this machine cannot (the gate runs the probe).
+WHEEL_NCCL = "/opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2"
+TORCH_PIN = ("nvidia-nccl-cu13", "2.28.9")
+
+
+def loaded(version, *mapped, pynccl=None):
+    return {"torch": version, "mapped": list(mapped or [WHEEL_NCCL])} | ({"pynccl": pynccl} if pynccl else {})
+
+
+def test_every_process_type_on_torch_s_nccl_passes():
+    reports = {"train actor": loaded("2.28.9"), "rollout engine": loaded("2.28.9", pynccl="2.28.9")}
+    result = checks_nccl.nccl_verdict(reports, TORCH_PIN)
+    assert result.status == PASS, result.summary
+    assert result.summary == (
+        "the train actor and rollout engine load NCCL 2.28.9 from one file, "
+        "torch's exact pin (nvidia-nccl-cu13==2.28.9)"
+    )
+    assert "rollout engine: torch's NCCL 2.28.9, SGLang's pynccl 2.28.9; maps " + WHEEL_NCCL in result.detail
+
+
+@pytest.mark.guard_fails("check:nccl-versions")
+def test_a_forced_nccl_or_two_libnccl_fail_naming_each_process_type_s_version():
+    forced = {"train actor": loaded("2.30.7"), "rollout engine": loaded("2.30.7", pynccl="2.30.7")}
+    result = checks_nccl.nccl_verdict(forced, TORCH_PIN)
+    assert (result.status, result.summary) == (
+        FAIL,
+        "slime's processes load NCCL 2.30.7, forced past torch's exact pin nvidia-nccl-cu13==2.28.9",
+    )
+    system = "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+    two = {"train actor": loaded("2.30.7"), "rollout engine": loaded("2.30.7", WHEEL_NCCL, system, pynccl="2.28.9")}
+    result = checks_nccl.nccl_verdict(two, TORCH_PIN)
+    assert result.status == FAIL and result.summary == f"two libnccl in one rollout engine: {WHEEL_NCCL} and {system}"
+    apart = {"train actor": loaded("2.30.7"), "rollout engine": loaded("2.28.9", system, pynccl="2.28.9")}
+    result = checks_nccl.nccl_verdict(apart, TORCH_PIN)
+    assert result.status == FAIL and result.summary == (
+        "slime's processes load different NCCLs: train actor (torch) 2.30.7, rollout engine (torch) 2.28.9, "
+        "rollout engine (pynccl) 2.28.9"
+    )
+    failed = checks_nccl.nccl_verdict({"train actor": {"error": "OSError: libnccl.so.2: cannot open"}}, TORCH_PIN)
+    assert failed.status == FAIL and "train actor: OSError: libnccl.so.2" in failed.summary
+
+
+@pytest.mark.parametrize(
+    ("line", "pin"),
+    [
+        ('nvidia-nccl-cu13==2.28.9; platform_system == "Linux"', ("nvidia-nccl-cu13", "2.28.9")),
+        ("nvidia_nccl_cu12 == 2.27.5", ("nvidia_nccl_cu12", "2.27.5")),
+        ("nvidia-nccl-cu13>=2.28", None),
+        ("nvidia-cublas==13.1.0.3", None),
+    ],
+)
+def test_torch_s_exact_nccl_pin_is_read_from_its_requirement_lines(line, pin):
+    match = checks_nccl.EXACT_NCCL.match(line)
+    assert ((match["name"], match["version"]) if match else None) == pin

@@ -139,6 +139,7 @@ READ_NONE = {
     "tools.k8s.k8s_nodes": "imports the renderer for NODE_RESOURCES and load_overlay",
     "tools.k8s.k8s_validate": "imports the renderer for NODE_RESOURCES, load_overlay and yaml_problem",
     "tools.planner.lock_hashes": "imports the planner's index settings (plan_replay), which import the recipe's reader",
+    "tools.planner.plan_symbols": "imports the planner's index settings and cache (plan_replay), as lock_hashes does",
 }
 
 

@@ -208,3 +208,22 @@ def test_a_known_failure_without_its_test_id_or_its_reason_is_refused(tmp_path, 
     )
     with pytest.raises(UserError, match=r"\[known_test_failures\] must map test ids to reasons"):
         pairings.load("v0.3.0", tmp_path)
+
+
+def test_a_draft_from_a_tree_that_forces_nccl_reads_it_and_names_w55(tmp_path):
+    """The shape of upstream's newer images, from the plan's own fixture (fixtures/slime-next, written here): the
+    TransformerEngine wheel by any extra, and an NCCL installed by name after resolution."""
+    tree = tmp_path / "slime"
+    shutil.copytree(ROOT / "tests" / "tools" / "fixtures" / "slime-next", tree)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "x"], ["tag", "v0.3.2"]):
+        subprocess.run([*git, *command], check=True)
+    release = upstream_release.read(tree)
+    assert (release.te_wheel, release.nccl, release.sglang) == ("2.18.0", "2.30.7", "0.5.17")
+    out = tmp_path / "v0.3.2.toml"
+    assert pairings.main(["draft", "--slime-tree", str(tree), "--out", str(out)]) == 0
+    drafted = pairings.load("v0.3.2", tmp_path)
+    assert drafted.upstream["nccl"] == "2.30.7" and drafted.upstream["transformer_engine_wheel"] == "2.18.0"
+    assert any(
+        reason.startswith("upstream's image forces NCCL 2.30.7 in") and "(W55)" in reason for reason in drafted.draft
+    )

@@ -20,6 +20,7 @@ TABLES = {
     "upstream": {
         "numpy": str,
         "scipy": str,
+        "nccl": str,
         "transformer_engine_wheel": str,
         "transformer_engine_git": str,
         "mbridge_git": str,

@@ -272,6 +272,7 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
     found = {
         "numpy": release.numpy,
         "scipy": release.scipy,
+        "nccl": release.nccl,
         "transformer_engine_wheel": release.te_wheel,
         "transformer_engine_git": release.te_git,
         "mbridge_git": release.mbridge_git,
@@ -286,11 +287,20 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
     def value(v) -> str:
         return json.dumps(v) if isinstance(v, str) else "[" + ", ".join(json.dumps(i) for i in v) + "]"
 
+    why = [
+        f"drafted, not yet planned: make lock PAIRING={release.ref}, then make build-check PAIRING={release.ref}, "
+        "then drop this line"
+    ]
+    if release.nccl:
+        why.append(
+            f"upstream's image forces NCCL {release.nccl} in after resolution, past torch's exact pin (W55): this "
+            "recipe installs the NCCL torch pins, and the plan refuses a forced one; drop this line once that is "
+            "reviewed"
+        )
     lines = [
         f"# slime {release.ref}: drafted by `tools.inputs.pairings draft` from {tree}, commit {release.commit[:12]}.",
         "# [upstream] is what slime's own image at the tag installs; `carried` names each value not read from it.",
-        f'draft = ["drafted, not yet planned: make lock PAIRING={release.ref}, then make build-check '
-        f'PAIRING={release.ref}, then drop this line"]',
+        f"draft = {value(why)}",
         "",
         "[args]",
         *(f"{k} = {value(v)}" for k, v in args.items()),

@@ -18,7 +18,9 @@ from tools.inputs.recipe import Recipe, substitute
 
 SGLANG_TAG = re.compile(r"^v?(?P<version>\d[\w.]*?)(?:-cu\d+)?$")  # v0.5.15.post1-cu129: the image's CUDA 12.9 build
 ROUTER_URL = re.compile(r"/releases/download/(?P<release>[^/\s]+)/sglang_router-(?P<version>[^-\s]+)-\S+\.whl")
-TE_WHEEL = re.compile(r"transformer_engine\[pytorch\]==(?P<version>[\w.]+)")
+TE_WHEEL = re.compile(r"transformer_engine\[[\w,]+\]==(?P<version>[\w.]+)")
+# An NCCL pinned by name in upstream's RUN lines: its newer images force one in after everything resolved (W55).
+NCCL_PIN = re.compile(r"nvidia-nccl-cu\d+==(?P<version>[\w.]+)")
 TE_GIT = re.compile(r"TransformerEngine\.git@(?P<ref>\S+?)[;\"'\s]")
 MBRIDGE_GIT = re.compile(r"mbridge\.git@(?P<ref>[0-9a-f]{7,40})")
 APEX_GIT = re.compile(r"apex\.git@(?P<ref>[0-9a-f]{40})")
@@ -40,6 +42,7 @@ class Release:
     mbridge_git: str | None
     apex_commit: str | None  # the apex commit its image builds Megatron's fused extensions from
     numpy: str | None  # the specifier upstream's last numpy install writes: "==1.26.4", "<2"
+    nccl: str | None  # the NCCL its image installs by name, over the one torch pins (W55)
     scipy: str | None
     patch_series: str | None  # its docker/patch/v<sglang>/ as a SLIME_PATCHES declaration
     slime_requires: list[str] = field(default_factory=list)  # slime's requirements.txt: it is installed --no-deps
@@ -96,6 +99,7 @@ def read(tree: Path) -> Release:
         mbridge_git=_last(MBRIDGE_GIT, runs, "ref"),
         apex_commit=_last(APEX_GIT, runs, "ref"),
         numpy=_last(PIN.format(name="numpy"), runs, "spec"),
+        nccl=_last(NCCL_PIN, runs, "version"),
         scipy=_last(PIN.format(name="scipy"), runs, "spec"),
         patch_series=declaration_of(folder, slime_order(tree)) if has_folder else None,
         slime_requires=requirements(tree / "requirements.txt"),

@@ -37,14 +37,17 @@ GLIBC = (2, 39)  # Ubuntu 24.04's, the base's
 ARCHES = ("x86_64", "aarch64")
 
 
-def _platforms() -> list[str]:
-    found = []
-    for arch in ARCHES:
-        found += [f"manylinux_{GLIBC[0]}_{minor}_{arch}" for minor in range(GLIBC[1], 4, -1)]
-        found += [f"manylinux2014_{arch}", f"linux_{arch}"]
-        if arch == "x86_64":
-            found += ["manylinux2010_x86_64", "manylinux1_x86_64"]
+def image_platforms(arch: str) -> list[str]:
+    """The platform tags of the image's glibc on `arch`, most specific first (the order pip prefers them in)."""
+    found = [f"manylinux_{GLIBC[0]}_{minor}_{arch}" for minor in range(GLIBC[1], 4, -1)]
+    found += [f"manylinux2014_{arch}", f"linux_{arch}"]
+    if arch == "x86_64":
+        found += ["manylinux2010_x86_64", "manylinux1_x86_64"]
     return found
+
+
+def _platforms() -> list[str]:
+    return [tag for arch in ARCHES for tag in image_platforms(arch)]
 
 
 IMAGE_TAGS: frozenset[Tag] = frozenset(

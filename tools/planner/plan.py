@@ -21,7 +21,6 @@ with plan_replay and reads them with plan_steps), prints and reports the plan (p
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import sys
@@ -39,20 +38,8 @@ from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import lock_hashes, plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
-from tools.planner.plan_replay import cache_folder, disk_named
+from tools.planner.plan_replay import cache_folder, check_cutoff, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
-
-
-def check_cutoff(value: str | None) -> None:
-    """pip takes --uploaded-prior-to as an ISO-8601 time; anything else would fail every step as unsimulable."""
-    if value is None:
-        return
-    try:
-        datetime.datetime.fromisoformat(value)
-    except ValueError:
-        raise UserError(
-            f"--uploaded-prior-to {value!r} is not an ISO-8601 time", "write it as 2026-12-02T23:01:00Z"
-        ) from None
 
 
 def given_build_args(words: list[str]) -> dict[str, str]:

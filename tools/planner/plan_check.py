@@ -10,8 +10,8 @@ from pathlib import Path
 from slime_image import pip_conflicts
 
 from tools.inputs.lock import lock_gaps, lock_pins
-from tools.planner import plan_steps
-from tools.planner.plan_findings import EndState
+from tools.planner import plan_steps, plan_symbols
+from tools.planner.plan_findings import EndState, forced_nccl
 from tools.planner.plan_replay import Replay
 from tools.planner.plan_report import Plan
 from tools.planner.plan_steps import shown
@@ -32,6 +32,9 @@ class Planner(Replay):
         router_lines = plan_steps.router_wheel_lines(self.recipe)
         end = EndState.of(final, router_lines, self.setter)
         final_findings = replayed.findings.at_end(final, end, router_lines, self.setter)
+        final_findings += forced_nccl(checked, final, self.setter)
+        index = plan_symbols.Index(self.upstream, self.arch, self.cutoff)
+        final_findings += plan_symbols.findings(final, self.urls, index, self.cache, self.log)
         invariants = self.invariants(final, replayed.numpy_moved, end)
         invariants["every_step_installs"] = not replayed.failed_steps
         gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []

@@ -1,18 +1,24 @@
-"""What a user of any pip-layered recipe needs to hear besides pip check: W9 per layer, W1 and W8 at the end, and a
-step the plan cannot see into although the build would (blind; plan_steps.Blind says why)."""
+"""What a user of any pip-layered recipe needs to hear besides pip check: W9 per layer, W1, W8 and W55 at the end,
+and a step the plan cannot see into although the build would (blind; plan_steps.Blind says why). W33 at the end is
+plan_symbols.py's: it reads the wheels."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-# The findings this module reports, and the wall each one names (slime_image/walls.py).
+# The findings the plan reports, and the wall each one names (slime_image/walls.py).
 BLIND = "blind-step"
 GUARDS = {
     "torch-replaced-under-extensions": ("W9",),
     "numpy-2-at-the-end": ("W1",),
     "stock-router-at-the-end": ("W8",),
+    "cuda-symbols": ("W33",),
+    "forced-nccl": ("W55",),
     BLIND: (),
 }
 # A blind step names no wall: the plan's own sight fails there, and what it missed could be any wall.
@@ -80,6 +86,46 @@ class Findings:
                 "--no-deps"
             )
         return found
+
+
+# NCCL's distributions: each ships nvidia/nccl/lib/libnccl.so.2, whatever CUDA major its name carries.
+NCCL = re.compile(r"^nvidia-nccl(-cu\d+)?$")
+# A pip check line of a requirement met by another version.
+UNMET = re.compile(
+    r"^(?P<by>\S+) (?P<at>\S+) has requirement (?P<requirement>.+), but you have (?P<name>\S+) (?P<have>\S+?)\.?$"
+)
+
+
+def forced_nccl(checked: list[str], final: dict[str, str], setter: dict[str, int]) -> list[str]:
+    """W55 from the final environment's pip check (every line, those the reviewed list accepts too) and what it holds:
+    an NCCL other than the one a distribution pins exactly (torch pins its own), and two NCCL distributions."""
+    found = []
+    for line in checked:
+        unmet = UNMET.match(line)
+        if not unmet:
+            continue
+        try:
+            requirement = Requirement(unmet["requirement"])
+        except InvalidRequirement:
+            continue
+        name = canonicalize_name(requirement.name)
+        exact = [s for s in requirement.specifier if s.operator in ("==", "===") and not s.version.endswith("*")]
+        if NCCL.match(name) and exact:
+            found.append(
+                f"W55: {name} {unmet['have']} (line {setter.get(name, '?')}) is forced past {unmet['by']} "
+                f"{unmet['at']}'s exact pin {name}{exact[0]}: pip check fails on {unmet['by']}, and its collectives "
+                f"run an NCCL it was not built with; fix: leave {name} at {exact[0].version} (drop the forced "
+                f"install), or take the {unmet['by']} release that pins the NCCL you need"
+            )
+    held = sorted(n for n in final if NCCL.match(n))
+    if len(held) > 1:
+        shown = " and ".join(f"{n} {final[n]} (line {setter.get(n, '?')})" for n in held)
+        found.append(
+            f"W55: {shown} each install nvidia/nccl/lib/libnccl.so.2: two NCCLs over one file, which either's "
+            "uninstall removes, and a process loads whichever was written last; fix: keep the one NCCL distribution "
+            "torch pins"
+        )
+    return found
 
 
 if __name__ == "__main__":

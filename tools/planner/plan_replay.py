@@ -6,6 +6,7 @@ says right after it (run while the next step resolves)."""
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import functools
 import hashlib
@@ -127,6 +128,18 @@ def index_url() -> str:
     return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
 
 
+def check_cutoff(value: str | None) -> None:
+    """pip takes --uploaded-prior-to as an ISO-8601 time; anything else would fail every step as unsimulable."""
+    if value is None:
+        return
+    try:
+        datetime.datetime.fromisoformat(value)
+    except ValueError:
+        raise UserError(
+            f"--uploaded-prior-to {value!r} is not an ISO-8601 time", "write it as 2026-12-02T23:01:00Z"
+        ) from None
+
+
 def index_settings() -> str:
     """What the plan's resolutions depend on of pip's settings, as one string for cache keys."""
     return json.dumps(sorted(plan_env.pip_settings().items()))
@@ -201,6 +214,7 @@ class Replay:
         self.cache = cache_folder()
         self.env = FakeEnv(self.cache / f"env-py312-{arch}")
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
+        self.urls: dict[str, str] = {}  # distribution -> the file its last install took, where pip resolved it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
         self.lock = plan_steps.recipe_lock(recipe, lock_file) if use_lock else None
         # A lock given to plan under (make lock's second plan) constrains every step: its stack locks, which it
@@ -327,10 +341,12 @@ class Replay:
         write_atomically(cached, json.dumps({"install": data["install"]}))
         return data["install"], "resolved"
 
-    def install_dist(self, dist: Dist, line: int) -> None:
-        """Put a distribution into the simulated environment and remember which step's line installed it."""
+    def install_dist(self, dist: Dist, line: int, url: str = "") -> None:
+        """Put a distribution into the simulated environment and remember which step's line installed it, and from
+        which file where pip resolved it."""
         self.env.add(dist)
         self.setter[canonicalize_name(dist.name)] = line
+        self.urls[canonicalize_name(dist.name)] = url
         self.installed_at.setdefault(line, {})[canonicalize_name(dist.name)] = dist.version
 
     def install(self, step: PipStep) -> tuple[list[str], str]:
@@ -365,9 +381,8 @@ class Replay:
             return [*unseen, why], "; ".join([*notes, f"cannot simulate: {exc}", assumed])
         urls = [item.get("download_info", {}).get("url", "") for item in items]
         tags = wheel_tags(urls, self.cache / "wheel-tags", known=self._index.tags if self._index else None)
-        for item in items:
-            dist = dist_from_report(item, tags)
-            self.install_dist(dist, step.line)
+        for item, url in zip(items, urls, strict=True):
+            self.install_dist(dist_from_report(item, tags), step.line, url)
         recorded = self.recorded_metadata and [u.rsplit("/", 1)[-1] for u in urls if str(self.recorded_metadata) in u]
         if recorded:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")

@@ -179,10 +179,11 @@ CUDA_PROVIDER = re.compile(
 
 
 @functools.cache
-def exports_of(path: str) -> frozenset[str] | str:
-    """The symbols a provider exports, or why they cannot be read."""
+def symbols_of(path: str) -> elf_symbols.Symbols | str:
+    """A library's imports and exports, or why they cannot be read: read once, whether it binds symbols (a consumer),
+    exports them (a provider) or both (libcublas.so.13 binds cuBLASLt's)."""
     try:
-        return frozenset(elf_symbols.read(path).exports)
+        return elf_symbols.read(path)
     except (OSError, ValueError) as exc:
         return str(exc)
 
@@ -224,11 +225,11 @@ def cuda_symbols(ctx: Context) -> Result:
         wanted = [n for n in (dynamic.needed if dynamic else ()) if CUDA_PROVIDER.match(n)]
         if not wanted:
             continue
-        try:
-            imports = elf_symbols.read(path).imports
-        except (OSError, ValueError) as exc:
-            unreadable.append(str(exc))
+        symbols = symbols_of(os.path.realpath(path))  # the key provider_copies gives a provider too
+        if isinstance(symbols, str):
+            unreadable.append(symbols)
             continue
+        imports = symbols.imports
         consumers += 1
         for soname in wanted:
             needs = imports.get(soname)
@@ -236,10 +237,10 @@ def cuda_symbols(ctx: Context) -> Result:
                 continue
             bound += len(needs)
             for copy in provider_copies(soname, path, dynamic, ctx, by_name):
-                exports = exports_of(copy)
-                if isinstance(exports, str):
-                    unreadable.append(exports)
-                elif missing := sorted(needs - exports):
+                provider = symbols_of(copy)
+                if isinstance(provider, str):
+                    unreadable.append(provider)
+                elif missing := sorted(needs - provider.exports):
                     failing.append(
                         f"{path} needs {', '.join(missing[:3])}{' ...' if len(missing) > 3 else ''} "
                         f"from {soname}; {copy} does not export {'it' if len(missing) == 1 else 'them'}"
