@@ -2,13 +2,14 @@
 # SLIME (RL post-training: SGLang rollouts, Megatron-LM training, Ray) for EKS on H200 and B300, CUDA 13.
 # Every ARG below that names a version is the single source of truth for it: the Makefile's tag, the
 # version table of docs/pairings.md, /opt/slime-image/versions.json and the tests all read these lines
-# (tools/release/versions.py on the host, slime-record in the build). Pin the base by digest in production:
-# --build-arg BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04@sha256:...
+# (tools/release/versions.py on the host, slime-record in the build). Each download pin (the base's digest, every
+# *_SHA256) says where it came from on the line above it (tools/inputs/download_pins.py; docs/building.md).
 
 # Base: CUDA's own devel image (toolkit, nvcc, NCCL, the driver stub), Ubuntu 24.04, no Python packages. 13.0.2 is
 # the release of torch 2.11.0+cu130's CUDA wheels (its cuda-toolkit pin), so the torch step below keeps one copy of
 # each library (W46); no system cuDNN, so torch's wheel is the only one (W44).
-ARG BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
+# BASE_IMAGE from: AWS's sample recipes, which pin NGC's image by this digest (not pulled here)
+ARG BASE_IMAGE=nvcr.io/nvidia/cuda:13.0.2-devel-ubuntu24.04@sha256:5dc1bca23d05bd37b011be68ec470c03b403a5da07ec3a86e41af9470e9d0cc6
 FROM ${BASE_IMAGE}
 
 ARG BASE_IMAGE
@@ -20,10 +21,11 @@ ARG EFA_INSTALLER_VERSION=1.49.0
 # The sha256 of each file fetched by URL rather than from a package index (W50): image/slime_image/fetch.py keeps only
 # those bytes. Empty is a pin not yet made (python -m tools.release.pin_downloads writes it): the file is taken with a
 # warning, and versions.json and the SBOM say it was not checked.
-ARG EFA_INSTALLER_SHA256=
+# EFA_INSTALLER_SHA256 from: NVIDIA Dynamo's EFA-setup page, for installer 1.49.0 (not yet compared with the file)
+ARG EFA_INSTALLER_SHA256=cf2e9281a2328a243c76f911a490faed43ca0fecfe4733c25e34b2e92a32c309
 ARG PIP_VERSION=26.3
-# The sha256 of pip's wheel at PIP_VERSION: pip itself is hash-checked like every other (W50; a test holds it to the
-# index's).
+# The sha256 of pip's wheel at PIP_VERSION: pip itself is hash-checked like every other (W50).
+# PIP_SHA256 from: PyPI's digest of pip's wheel at PIP_VERSION (test_pinned_bytes.py holds it to the index's)
 ARG PIP_SHA256=f3b60b20ffaadd4415ed7957212a38ac63fa4c5fa375bd0f4a797777940fad13
 ARG SGLANG_VERSION=0.5.15.post1
 ARG TORCH_VERSION=2.11.0+cu130

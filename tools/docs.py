@@ -20,7 +20,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import add_path
 
 from tools import writers
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner.base_manifest import manifest_for
 from tools.planner.plan_env import load_manifest
@@ -45,7 +45,9 @@ COMPONENTS = {
 
 
 def versions_table(dockerfile: Path) -> list[str]:
-    versions = Recipe.load(dockerfile).version_args()
+    recipe = Recipe.load(dockerfile)
+    download_pins.check_recipe(recipe)  # the table publishes the base's pin: never a malformed one
+    versions = recipe.version_args()
     rows = ["| component | pinned | build arg |", "|---|---|---|"]
     return rows + [f"| {COMPONENTS.get(name, name)} | `{value}` | `{name}` |" for name, value in versions.items()]
 

@@ -58,12 +58,13 @@ def test_an_unknown_or_mistyped_table_or_key_is_refused_by_name(tmp_path, old, n
 
 def test_the_args_a_pairing_may_set_are_the_dockerfile_s_args(tmp_path, recipe_copy):
     """A new ARG of the Dockerfile is a pairing's to set with no change to the schema, and one it lacks is refused."""
-    text = V030.replace("[args]\n", '[args]\nNEW_TOOL_SHA256 = "ab12"\n')
+    pin = "ab12" * 16  # a download pin's form: 64 lower-case hex digits (test_download_pins.py)
+    text = V030.replace("[args]\n", f'[args]\nNEW_TOOL_SHA256 = "{pin}"\n')
     folder = folder_with(tmp_path, "v0.3.0", text)
     with pytest.raises(UserError, match=r"NEW_TOOL_SHA256 is no ARG slime\.Dockerfile declares"):
         pairings.load("v0.3.0", folder)
-    dockerfile = recipe_copy(lambda t: t.replace("ARG PIP_VERSION=", "ARG NEW_TOOL_SHA256=ab12\nARG PIP_VERSION="))
-    assert pairings.load("v0.3.0", folder, Recipe.load(dockerfile)).args["NEW_TOOL_SHA256"] == "ab12"
+    dockerfile = recipe_copy(lambda t: t.replace("ARG PIP_VERSION=", "ARG NEW_TOOL_SHA256=\nARG PIP_VERSION="))
+    assert pairings.load("v0.3.0", folder, Recipe.load(dockerfile)).args["NEW_TOOL_SHA256"] == pin
 
 
 @pytest.mark.parametrize(
@@ -120,6 +121,7 @@ VERSIONS_JSON = {"versions": {"IMAGE_INPUTS": "0" * 16, "PAIRING": "v0.3.1"}}
 READS = {
     "tools.inputs.pairings": [["list"], ["check"], ["args", "v0.3.0"], ["lock", "v0.3.1"]],
     "tools.docs": [["--check"]],
+    "tools.inputs.rules": [[]],  # download-pins-by-form: which pins the pairings set
     "tools.inputs.fingerprint": [[]],
     "tools.k8s.k8s_render": [["--overlay", "h200", "--out", "-"]],
     "tools.k8s.grpo_submit": [

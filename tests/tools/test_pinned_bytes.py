@@ -7,7 +7,6 @@ import functools
 import hashlib
 import http.server
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -25,7 +24,6 @@ from tools.inputs.recipe import Recipe
 from tools.planner import lock_hashes as hashing
 from tools.planner.plan_env import python312, unpacked_pip
 from tools.planner.plan_replay import cache_folder
-from tools.release import pin_downloads
 
 
 @pytest.fixture
@@ -190,37 +188,6 @@ def test_a_download_whose_bytes_are_not_the_pinned_ones_is_removed_and_fails_nam
     assert out.read_bytes() == b"other bytes"
     warned = fetch.fetch(source.as_uri(), "", str(tmp_path / "again"), str(records))
     assert warned[0].startswith("fetch: warning: again from") and served in warned[0]
-
-
-def test_pin_downloads_writes_every_pin_or_none(tmp_path, monkeypatch, recipe_copy):
-    dockerfile = recipe_copy()
-    mirror = tmp_path / "mirror"
-    args = Recipe.load(dockerfile).args
-    efa = mirror / f"aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz"
-    router = (
-        mirror
-        / args["SGL_ROUTER_RELEASE"]
-        / (f"sglang_router-{args['SGL_ROUTER_VERSION']}-cp38-abi3-manylinux_2_28_{pin_downloads.ARCH}.whl")
-    )
-    router.parent.mkdir(parents=True)
-    efa.write_bytes(b"installer")
-    monkeypatch.setattr(pairings, "FOLDER", tmp_path / "pairings")
-    (tmp_path / "pairings").mkdir()
-    for name in pairings.names(ROOT / "pairings"):
-        (tmp_path / "pairings" / f"{name}.toml").write_text((ROOT / "pairings" / f"{name}.toml").read_text())
-    given = {"EFA_INSTALLER_URL": mirror.as_uri(), "SGL_ROUTER_URL": mirror.as_uri()}
-    before = dockerfile.read_text()
-    with pytest.raises(UserError):  # the router wheel is missing: nothing is written
-        pin_downloads.pin(pairings.load("v0.3.1"), given, dockerfile)
-    assert dockerfile.read_text() == before
-    router.write_bytes(b"wheel")
-    found = pin_downloads.pin(pairings.load("v0.3.1"), given, dockerfile)
-    assert found == {
-        "EFA_INSTALLER_SHA256": hashlib.sha256(b"installer").hexdigest(),
-        "SGL_ROUTER_SHA256": hashlib.sha256(b"wheel").hexdigest(),
-    }
-    assert re.search(rf"^ARG EFA_INSTALLER_SHA256={found['EFA_INSTALLER_SHA256']}$", dockerfile.read_text(), re.M)
-    assert f'SGL_ROUTER_SHA256 = "{found["SGL_ROUTER_SHA256"]}"' in (tmp_path / "pairings" / "v0.3.1.toml").read_text()
 
 
 @pytest.mark.parametrize(

@@ -40,8 +40,8 @@ def _build_tools_after_sglang(text):
 
 
 BROKEN = {
-    "cuda-devel-base": lambda t: t.replace(
-        "ARG BASE_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04", "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3"
+    "cuda-devel-base": lambda t: re.sub(
+        r"^ARG BASE_IMAGE=.*$", "ARG BASE_IMAGE=nvcr.io/nvidia/pytorch:26.02-py3", t, count=1, flags=re.M
     ),
     "one-environment": lambda t: t.replace(
         "ENV VIRTUAL_ENV=/opt/venv \\\n    PATH=/opt/venv/bin:${PATH}", "ENV VIRTUAL_ENV=/opt/venv"
@@ -77,6 +77,7 @@ BROKEN = {
         'pip install --no-deps --report /tmp/report.json "mbridge',
         "PIP_CONSTRAINT='' pip install --no-deps --report /tmp/report.json \"mbridge",
     ),
+    "download-pins-by-form": lambda t: re.sub(r"^(ARG EFA_INSTALLER_SHA256=)", r"\1sha256:", t, flags=re.M),
     "per-commit-args-after-the-last-run": lambda t: t.replace("ARG IMAGE_REVISION=unknown\n", "").replace(
         "ARG MBRIDGE_VERSION=0.15.1\n", "ARG MBRIDGE_VERSION=0.15.1\nARG IMAGE_REVISION=unknown\n"
     ),

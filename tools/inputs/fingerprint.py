@@ -11,13 +11,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import ROOT, Recipe
 
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
@@ -42,7 +41,11 @@ def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:
 
 
 def same_base(base: str, default: str) -> bool:
-    return re.fullmatch(rf"{re.escape(default)}(@sha256:[0-9a-f]{{64}})?", base) is not None
+    """`base` is the Dockerfile's `default`, or, where that names a tag alone, the tag pinned by a digest."""
+    name, at, _ = base.partition("@")
+    return base == default or (
+        "@" not in default and name == default and bool(at) and not download_pins.problem(download_pins.BASE, base)
+    )
 
 
 def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 from slime_image.errors import UserError
 
+from tools.inputs import download_pins
+
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
 TABLES = {
     "megatron": {"name": str, "version": str, "requires": list},
@@ -79,6 +81,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             )
         if not isinstance(value, str):
             raise UserError(f"{path}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+        download_pins.check({name: value}, f"{path}: [args]")
     for table, keys in TABLES.items():
         held = data.get(table, {})
         if not isinstance(held, dict):

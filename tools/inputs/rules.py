@@ -20,12 +20,13 @@ from slime_image.options import add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import pip_cli, run_shell
+from tools.inputs import download_pins, pairings, pip_cli, run_shell
 from tools.inputs.lock import check_lock, lock_pins
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
-BASE = re.compile(r"^nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(@sha256:[0-9a-f]{64})?$")
+# CUDA's devel image on NGC's registry or Docker Hub; its digest's form is download-pins-by-form's to check.
+BASE = re.compile(r"^(?:(?:nvcr|docker)\.io/)?nvidia/cuda:(13\.0\.\d+)-devel-ubuntu24\.04(?:@\S+)?$")
 VENV = "/opt/venv"
 DRIVER_STUB = "/opt/driver-stub"
 
@@ -142,7 +143,7 @@ def cuda_devel_base(recipe: Recipe) -> list[str]:
     each library (W46)."""
     base = recipe.args.get("BASE_IMAGE", "")
     match = BASE.match(base)
-    problems = [] if match else [f"BASE_IMAGE={base!r} is not nvidia/cuda:13.0.x-devel-ubuntu24.04"]
+    problems = [] if match else [f"BASE_IMAGE={base!r} is not [nvcr.io/]nvidia/cuda:13.0.x-devel-ubuntu24.04"]
     lock, pins = pairing_lock(recipe)
     pinned = pins.get("cuda-toolkit")
     if match and pinned and match.group(1) != pinned:
@@ -355,6 +356,19 @@ def installs_by_content(recipe: Recipe) -> list[str]:
     return problems
 
 
+def download_pins_by_form(recipe: Recipe) -> list[str]:
+    """A download pin (a *_SHA256, the base's digest) is 64 lower-case hex digits, nothing else, and says where it came
+    from on the line above it (W50); the defaults the pairings set carry their notes in their own files."""
+    problems = [why for _, why in download_pins.in_recipe(recipe)]
+    set_by_pairings = {name for pairing in pairings.every(recipe=recipe).values() for name in pairing.build_arg_values}
+    own = {name: value for name, value in recipe.defaults.items() if name not in set_by_pairings}
+    return problems + [
+        f"line {recipe.arg_lines[name][-1]}: ARG {name} is pinned with no `{download_pins.note(name, 'SOURCE')}` "
+        "line above it, saying where the pin came from"
+        for name in download_pins.unnoted(recipe.path.read_text(), own, toml=False)
+    ]
+
+
 # Build arguments whose value changes with every commit of this repository.
 PER_COMMIT_ARGS = ("IMAGE_REVISION",)
 
@@ -386,9 +400,13 @@ def patches_then_smoke_gate(recipe: Recipe) -> list[str]:
     return problems
 
 
+GENERAL_FIX = "change slime.Dockerfile as the problem says (docs/image.md explains each layer)"
+
+
 class Rule(NamedTuple):
     walls: tuple[str, ...]  # the walls it guards (slime_image/walls.py); empty for hygiene with no wall of its own
     run: Callable[[Recipe], list[str]]
+    fix: str = GENERAL_FIX
 
 
 RULES = {
@@ -409,6 +427,12 @@ RULES = {
     "build-time-assertions": Rule(("W9", "W10", "W18"), build_time_assertions),
     "downloads-from-build-args": Rule(("W32",), downloads_from_build_args),
     "installs-by-content": Rule(("W50",), installs_by_content),
+    "download-pins-by-form": Rule(
+        ("W50",),
+        download_pins_by_form,
+        f"{download_pins.PIN_FIX}; the base: {download_pins.BASE_FIX}; and above each pin its "
+        f"`{download_pins.note('NAME', 'where the value came from')}` line",
+    ),
     "per-commit-args-after-the-last-run": Rule((), per_commit_args_after_the_last_run),
     "patches-then-smoke-gate": Rule(("W3", "W12", "W20"), patches_then_smoke_gate),
 }
@@ -425,7 +449,7 @@ def guards() -> dict[str, Guard]:
             name,
             rule.walls,
             guard_report.first_line(rule.run.__doc__, f"the walls {', '.join(rule.walls) or 'none'}"),
-            "change slime.Dockerfile as the problem says (docs/image.md explains each layer)",
+            rule.fix,
         )
         for name, rule in RULES.items()
     }
@@ -436,6 +460,8 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
     for name, problems in found.items():
         for problem in problems:
             print(f"{name}: {problem}", file=sys.stderr)
+        if problems:
+            print(f"fix: {RULES[name].fix}", file=sys.stderr)
     if args is not None:
         guard_report.write_reports(args, guard_report.rows(found, guards()), "rules", dockerfile.name)
     return 1 if any(found.values()) else 0

@@ -24,6 +24,7 @@ from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_output, add_path
 
+from tools.inputs import download_pins
 from tools.planner import platforms
 from tools.planner.plan_env import is_distribution, load_manifest
 
@@ -44,6 +45,7 @@ REFERENCE = re.compile(
 def manifest_for(image: str) -> Path:
     """Where the manifest of an image lives: base-manifests/ with the name's / : @ as _. Only an image reference has
     one: anything else could name a file outside base-manifests/ or a hidden one in it."""
+    download_pins.check({download_pins.BASE: image}, "the base")  # a digest in any other form names no image to build
     if not REFERENCE.fullmatch(image):
         raise UserError(
             f"{image!r} is not an image reference, so it names no file of base-manifests/",

@@ -32,7 +32,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import add_output, add_path
 
 from tools import guard_report
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.lock import lock_pins
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import lock_hashes, plan_env, platforms
@@ -80,6 +80,7 @@ def run(args, arch: str) -> int:
     pairing = pairings.load(args.pairing) if args.pairing else None
     build_args = {**(pairing.build_arg_values if pairing else {}), **given_build_args(args.build_arg)}
     recipe = Recipe.load(args.dockerfile, args.context, args.target, build_args or None)
+    download_pins.check_recipe(recipe)  # a malformed pin would fail the build at its download, after the whole plan
     lock_file = pairing.lock if pairing else None
     if lock_file is not None and args.lock is None and not lock_file.is_file():
         if pairing.draft:

@@ -24,7 +24,7 @@ import sys
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
-from tools.inputs import fingerprint, pairings
+from tools.inputs import download_pins, fingerprint, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 from tools.release import image_ref
@@ -71,6 +71,7 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
             )
         if name in given:
             raise UserError(f"build argument {name} is given twice", f"give {name} once")
+        download_pins.check({name: value}, "build argument")
         if name not in declared:
             raise UserError(
                 f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
@@ -107,6 +108,8 @@ def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
     refused where it would make the stamp lie (`overrides`)."""
     given = overrides(pairings.locked(pairing), list(extra))
+    # The Dockerfile's own pins too: a malformed one would fail the build at its download, and silence the warning.
+    download_pins.check_recipe(Recipe.load(build_args={**pairing.build_arg_values, **given}))
     own = pairing.build_args if pairing.name != pairings.default().name else []
     stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
     return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 
 from slime_image.errors import UserError
+from slime_image.fetch import HEX
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
@@ -46,7 +47,7 @@ def parse(text: str) -> Reference | None:
     if len(f"{domain}/{path}" if domain else path) > 255:
         return None
     digest = found["digest"]
-    if digest and digest.startswith("sha256:") and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+    if digest and digest.startswith("sha256:") and not HEX.fullmatch(digest.removeprefix("sha256:")):
         return None
     return Reference(domain, path, found["tag"], digest)
 

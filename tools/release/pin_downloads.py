@@ -1,95 +1,200 @@
-"""Pin each file the image fetches by URL to its sha256 (W50): the EFA installer (slime.Dockerfile's
-EFA_INSTALLER_SHA256, beside its version) and the pairing's SLIME router wheel (pairings/<name>.toml's
-SGL_ROUTER_SHA256, and the Dockerfile's default when the pairing is the default). Run it on a machine that reaches the
-URLs, after a version or release changes; it downloads each file once, and writes every pin or none.
+"""Pin each file the image fetches by URL to its sha256 (W50), once it is what its name says: the EFA installer
+(slime.Dockerfile's EFA_INSTALLER_SHA256, beside its version), a gzip tarball holding the installer's efa_installer.sh;
+and the pairing's SLIME router wheel (pairings/<name>.toml's SGL_ROUTER_SHA256, and the Dockerfile's default when the
+pairing is the default), a wheel whose dist-info names sglang-router at SGL_ROUTER_VERSION. Run it on a machine that
+reaches the URLs, after a version or release changes; it downloads each file once.
 
-    python -m tools.release.pin_downloads [--pairing NAME] [--build-arg NAME=URL ...]
+    python -m tools.release.pin_downloads [--pairing NAME] [--build-arg NAME=URL ...] [--update]
+
+Each pin it writes gets the note above it saying where it came from (tools/inputs/download_pins.py). A pin already set
+that the file no longer matches is the moment a changed upstream file must stop a maintainer: it is refused, naming
+both digests, and moved only with --update. It writes every pin or none.
 
 A --build-arg names a mirror for a *_URL the Dockerfile declares (the bytes pinned must be upstream's: use a mirror
-only when it serves them).
+only when it serves them; the note names the URL the file came from).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import re
+import hashlib
 import sys
+import tarfile
 import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from email.parser import BytesParser
 from pathlib import Path
 
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 from slime_image import fetch
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, Recipe
 
 ARCH = "x86_64"  # the image's platform, linux/amd64
+EFA = "EFA_INSTALLER_SHA256"
+ROUTER = "SGL_ROUTER_SHA256"
+INSTALLER = "aws-efa-installer/efa_installer.sh"  # what the Dockerfile runs from the unpacked tarball
+ROUTER_NAME = "sglang-router"
 
 
-def urls(args: dict[str, str]) -> dict[str, str]:
-    """The pin's ARG name -> the URL of the file it pins, as slime.Dockerfile's fetches name them."""
+@dataclass(frozen=True)
+class Download:
+    url: str
+    what: str  # what the file must be, in words
+    unlike: Callable[[Path], str | None]  # why the file is not that, or None
+
+
+def installer_unlike(path: Path) -> str | None:
+    """Why `path` is not the EFA installer's tarball: gzip, a tar, the installer's script inside."""
+    with path.open("rb") as file:
+        if file.read(2) != b"\x1f\x8b":
+            return "it is not gzip-compressed"
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            script = next((m for m in tar if m.name.removeprefix("./") == INSTALLER), None)
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        return f"it is no gzip tarball ({exc})"
+    return None if script is not None and script.isfile() else f"it holds no file {INSTALLER}"
+
+
+def wheel_unlike(name: str, version: str, path: Path) -> str | None:
+    """Why `path` is not a wheel of `name` at `version`: a zip whose one dist-info folder, and its METADATA, say so."""
+    try:
+        with zipfile.ZipFile(path) as wheel:
+            folders = {n.split("/")[0] for n in wheel.namelist() if n.split("/")[0].endswith(".dist-info")}
+            if len(folders) != 1:
+                return f"it holds {len(folders)} .dist-info folders, where a wheel holds one"
+            folder = folders.pop()
+            metadata = BytesParser().parsebytes(wheel.read(f"{folder}/METADATA"), headersonly=True)
+    except (zipfile.BadZipFile, OSError):
+        return "it is no zip archive, which a wheel is"
+    except KeyError:
+        return f"its {folder} holds no METADATA"
+    named, _, numbered = folder.removesuffix(".dist-info").rpartition("-")
+    says = f"{metadata['Name']} {metadata['Version']} (its {folder})"
+    try:
+        same = {Version(numbered), Version(metadata["Version"] or "")} == {Version(version)}
+    except InvalidVersion:
+        same = False
+    if not same or {canonicalize_name(named), canonicalize_name(metadata["Name"] or "")} != {canonicalize_name(name)}:
+        return f"it is a wheel of {says}"
+    return None
+
+
+def downloads(args: dict[str, str]) -> dict[str, Download]:
+    """The pin's ARG name -> the file it pins, as slime.Dockerfile's fetches name it, and what that file must be."""
+    router = args["SGL_ROUTER_VERSION"]
     return {
-        "EFA_INSTALLER_SHA256": f"{args['EFA_INSTALLER_URL']}/aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz",
-        "SGL_ROUTER_SHA256": f"{args['SGL_ROUTER_URL']}/{args['SGL_ROUTER_RELEASE']}/sglang_router-"
-        f"{args['SGL_ROUTER_VERSION']}-cp38-abi3-manylinux_2_28_{ARCH}.whl",
+        EFA: Download(
+            f"{args['EFA_INSTALLER_URL']}/aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz",
+            f"a gzip tarball holding {INSTALLER}",
+            installer_unlike,
+        ),
+        ROUTER: Download(
+            f"{args['SGL_ROUTER_URL']}/{args['SGL_ROUTER_RELEASE']}/sglang_router-{router}-cp38-abi3-manylinux_2_28_"
+            f"{ARCH}.whl",
+            f"a wheel of {ROUTER_NAME} {router}",
+            lambda path: wheel_unlike(ROUTER_NAME, router, path),
+        ),
     }
 
 
-def digests(targets: dict[str, str]) -> dict[str, str]:
-    """Each pin's sha256, from the file its URL serves."""
+def digests(wanted: dict[str, Download]) -> dict[str, str]:
+    """Each pin's sha256, from the file its URL serves, once that file is what the pin's name says."""
     found = {}
     with tempfile.TemporaryDirectory() as scratch:
-        for name, url in targets.items():
+        for name, download in wanted.items():
+            path = Path(scratch) / name
             try:
-                fetch.fetch(url, "", str(Path(scratch) / name), str(Path(scratch) / "records"))
-            except OSError as exc:
+                fetch.fetch(download.url, "", str(path), str(Path(scratch) / "records"))
+            except (OSError, ValueError) as exc:
                 raise UserError(
-                    f"{name}: {url} could not be fetched: {exc}", "run it where the URL is reachable"
+                    f"{name}: {download.url} could not be fetched: {exc}", "run it where the URL is reachable"
                 ) from None
-            found[name] = json.loads((Path(scratch) / "records" / f"{name}.json").read_text())["sha256"]
+            unlike = download.unlike(path)
+            if unlike:
+                raise UserError(
+                    f"{name}: {download.url} is not {download.what}: {unlike}; nothing was pinned",
+                    "point the URL at the real file (a mirror serving another file under its name is the usual cause)",
+                )
+            with path.open("rb") as file:
+                found[name] = hashlib.file_digest(file, "sha256").hexdigest()
+    download_pins.check(found, "pin_downloads")
     return found
 
 
-def pinned(text: str, assignment: str, name: str, value: str) -> str:
-    """`text` with the line assigning `name` (Dockerfile `ARG NAME=`, TOML `NAME = "..."`) given `value`."""
-    pattern, line = {
-        "arg": (rf"^ARG {name}=.*$", f"ARG {name}={value}"),
-        "toml": (rf"^{name} = \".*\"$", f'{name} = "{value}"'),
-    }[assignment]
-    changed, count = re.subn(pattern, line, text, flags=re.MULTILINE)
-    if count != 1:
-        raise UserError(f"no single line assigns {name}", f"declare {name} once (slime.Dockerfile, pairings/*.toml)")
-    return changed
-
-
-def pin(pairing: pairings.Pairing, given: dict[str, str], dockerfile: Path = DOCKERFILE) -> dict[str, str]:
+def pin(
+    pairing: pairings.Pairing, given: dict[str, str], dockerfile: Path = DOCKERFILE, update: bool = False
+) -> dict[str, tuple[str, str]]:
+    """Write each pin (name -> (the pin it had, the one written)) with its note, all or none; a pin set to other bytes
+    moves only with `update`."""
     recipe = Recipe.load(dockerfile, build_args={**pairing.build_arg_values, **given})
-    found = digests(urls(recipe.args))
+    wanted = downloads(recipe.args)
+    found = digests(wanted)
+    pins = {name: (recipe.args[name], digest) for name, digest in found.items()}
+    moved = {name: pair for name, pair in pins.items() if pair[0] and pair[0] != pair[1]}
+    if moved and not update:
+        raise UserError(
+            "; ".join(
+                f"{name} is pinned to {old}, but {wanted[name].url} serves {new}" for name, (old, new) in moved.items()
+            )
+            + ": an upstream file changed under its name, and nothing was written",
+            "compare the file with its publisher's checksum; if the new bytes are right, run again with --update",
+        )
+    source = {
+        name: f"{d.url}, fetched and found {d.what} by python -m tools.release.pin_downloads"
+        for name, d in wanted.items()
+    }
     toml = pairings.FOLDER / f"{pairing.name}.toml"
-    text = pinned(dockerfile.read_text(), "arg", "EFA_INSTALLER_SHA256", found["EFA_INSTALLER_SHA256"])
-    if pairing.name == pairings.default().name:
-        text = pinned(text, "arg", "SGL_ROUTER_SHA256", found["SGL_ROUTER_SHA256"])
-    write_all(
-        {dockerfile: text, toml: pinned(toml.read_text(), "toml", "SGL_ROUTER_SHA256", found["SGL_ROUTER_SHA256"])}
-    )
-    return found
+    text = download_pins.noted(dockerfile.read_text(), EFA, found[EFA], source[EFA], toml=False)
+    if pairings.matches(pairing, Recipe.load(dockerfile)):  # the default's values are copies in the Dockerfile
+        text = download_pins.noted(text, ROUTER, found[ROUTER], None, toml=False)
+    router = download_pins.noted(toml.read_text(), ROUTER, found[ROUTER], source[ROUTER], toml=True)
+    write_all({dockerfile: text, toml: router})
+    return pins
+
+
+def given_urls(words: list[str]) -> dict[str, str]:
+    """The --build-arg NAME=URL words, each a *_URL given once with a value."""
+    given: dict[str, str] = {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if not name.endswith("_URL") or not sep or not value:
+            raise UserError(
+                f"--build-arg {word!r}: only a *_URL=<mirror> may be given", "give NAME_URL=URL, or leave it out"
+            )
+        if name in given:
+            raise UserError(f"--build-arg {name} is given twice", f"give {name} once")
+        given[name] = value
+    return given
+
+
+def said(name: str, old: str, new: str) -> str:
+    if old == new:
+        return f"pin_downloads: {name}={new} (as pinned)"
+    return f"pin_downloads: {name}={new} (moved from {old}, --update)" if old else f"pin_downloads: {name}={new}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.release.pin_downloads", description=__doc__.strip().splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tools.release.pin_downloads", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pairing", default=pairings.DEFAULT)
     parser.add_argument("--build-arg", action="append", default=[], metavar="NAME=URL")
-    args = parser.parse_args(argv)
+    parser.add_argument("--update", action="store_true", help="move a pin the file no longer matches, naming both")
 
     def run() -> int:
-        given = dict(arg.partition("=")[::2] for arg in args.build_arg)
-        wrong = [name for name in given if not name.endswith("_URL")]
-        if wrong:
-            raise UserError(f"--build-arg {', '.join(wrong)}: only a *_URL (a mirror) may be given", "leave it out")
-        for name, digest in pin(pairings.load(args.pairing), given).items():
-            print(f"pin_downloads: {name}={digest}")
+        args = parser.parse_args(argv)
+        pairing = pairings.load(args.pairing, recipe=Recipe.load(DOCKERFILE))
+        pinned = pin(pairing, given_urls(args.build_arg), DOCKERFILE, args.update)
+        for name, (old, new) in pinned.items():
+            print(said(name, old, new))
         return 0
 
     return run_command("pin_downloads", run)

@@ -1,0 +1,284 @@
+"""pin_downloads pins what the name says, never moves a pin silently, says where each pin came from, and writes all or
+nothing (issue 52). Before, it pinned a 9-byte text file as the EFA installer and, run again, moved an existing pin to
+new bytes without a word.
+
+The files are this test's own minimal ones: a gzip tarball with the EFA installer's layout (its script does nothing)
+and a wheel of sglang-router written here, served from a folder by file:// URLs and by a real HTTP server, as a mirror
+given with --build-arg would serve them (stand-ins for AWS's and GitHub's files, which this machine cannot reach)."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import http.server
+import io
+import re
+import shutil
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from local_index import wheel
+from slime_image.errors import UserError
+
+from tools.inputs import download_pins, pairings, rules
+from tools.inputs.recipe import Recipe
+from tools.release import pin_downloads
+from tools.release.build_check import standins
+
+SCRIPT = b"#!/bin/sh\necho a minimal EFA installer layout, written by slime-image's tests\n"
+LAYOUT = {"aws-efa-installer/": None, pin_downloads.INSTALLER: SCRIPT}
+
+
+def tarball(path: Path, members: dict[str, bytes | None], compress: bool = True) -> Path:
+    """A tar of `members` (name -> content; None: a folder), gzip-compressed unless told."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz" if compress else "w") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name.rstrip("/"))
+            if data is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size, info.mode = len(data), 0o755
+                tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def wheel_as(path: Path, name: str, version: str) -> Path:
+    """A wheel of `name` at `version` (tests/local_index.py's), under the file name `path`."""
+    scratch = path.parent / "built"
+    scratch.mkdir(parents=True, exist_ok=True)
+    built = scratch / wheel(scratch, name, version)["filename"]
+    shutil.move(built, path)
+    return path
+
+
+def zipped(path: Path, members: dict[str, bytes]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    return path
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class Tree:
+    """A copy of slime.Dockerfile and pairings/ that pin_downloads writes, and the mirror it reads the files from."""
+
+    def __init__(self, tmp_path: Path, dockerfile: Path, monkeypatch):
+        self.dockerfile = dockerfile
+        self.folder = tmp_path / "pairings"
+        shutil.copytree(ROOT / "pairings", self.folder)
+        monkeypatch.setattr(pairings, "FOLDER", self.folder)
+        monkeypatch.setattr(pin_downloads, "DOCKERFILE", dockerfile)
+        args = Recipe.load(dockerfile).args
+        self.name = pairings.default(recipe=Recipe.load(dockerfile)).name
+        self.mirror = tmp_path / "mirror"
+        self.installer = self.mirror / "efa" / f"aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz"
+        self.router_version = args["SGL_ROUTER_VERSION"]
+        self.router = (
+            self.mirror
+            / "router"
+            / args["SGL_ROUTER_RELEASE"]
+            / f"sglang_router-{self.router_version}-cp38-abi3-manylinux_2_28_{pin_downloads.ARCH}.whl"
+        )
+        self.toml = self.folder / f"{self.name}.toml"
+
+    @property
+    def pairing(self) -> pairings.Pairing:
+        """The default pairing as its file holds it now."""
+        return pairings.load(self.name, recipe=Recipe.load(self.dockerfile))
+
+    def urls(self, base: str | None = None) -> dict[str, str]:
+        base = base or self.mirror.as_uri()
+        return {"EFA_INSTALLER_URL": f"{base}/efa", "SGL_ROUTER_URL": f"{base}/router"}
+
+    def real_files(self) -> None:
+        tarball(self.installer, LAYOUT)
+        wheel_as(self.router, "sglang-router", self.router_version)
+
+    def texts(self) -> dict[Path, str]:
+        return {path: path.read_text() for path in (self.dockerfile, *sorted(self.folder.iterdir()))}
+
+    def argv(self, *more: str) -> list[str]:
+        return [word for name, url in self.urls().items() for word in ("--build-arg", f"{name}={url}")] + list(more)
+
+
+@pytest.fixture
+def tree(tmp_path, monkeypatch, recipe_copy):
+    return Tree(tmp_path, recipe_copy(), monkeypatch)
+
+
+@pytest.fixture
+def unpinned(tmp_path, monkeypatch, recipe_copy):
+    """The tree before any pin of the EFA installer (its pin empty, no note), as a new installer version leaves it."""
+    dockerfile = recipe_copy(
+        lambda t: re.sub(
+            r"^# EFA_INSTALLER_SHA256 from: .*\nARG EFA_INSTALLER_SHA256=\w+$",
+            "ARG EFA_INSTALLER_SHA256=",
+            t,
+            flags=re.M,
+        )
+    )
+    return Tree(tmp_path, dockerfile, monkeypatch)
+
+
+@pytest.fixture
+def http_mirror(tree):
+    """The mirror folder served over HTTP on 127.0.0.1; yields its URL."""
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tree.mirror))
+    handler.log_message = lambda *a: None
+    tree.mirror.mkdir(parents=True, exist_ok=True)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+
+
+def test_each_pin_is_written_with_a_note_of_where_it_came_from_and_holds_every_check(unpinned):
+    unpinned.real_files()
+    found = pin_downloads.pin(unpinned.pairing, unpinned.urls(), unpinned.dockerfile)
+    efa, router = sha256(unpinned.installer), sha256(unpinned.router)
+    assert found == {"EFA_INSTALLER_SHA256": ("", efa), "SGL_ROUTER_SHA256": ("", router)}
+    text, toml = unpinned.dockerfile.read_text(), unpinned.toml.read_text()
+    url = unpinned.urls()["EFA_INSTALLER_URL"]
+    assert re.search(
+        rf"^# EFA_INSTALLER_SHA256 from: {re.escape(url)}/aws-efa-installer-[\d.]+\.tar\.gz, fetched and found a gzip "
+        rf"tarball holding aws-efa-installer/efa_installer\.sh by python -m tools\.release\.pin_downloads\n"
+        rf"ARG EFA_INSTALLER_SHA256={efa}$",
+        text,
+        re.M,
+    ), text
+    assert download_pins.notes(toml)["SGL_ROUTER_SHA256"].startswith(f"{unpinned.urls()['SGL_ROUTER_URL']}/")
+    assert f'\nSGL_ROUTER_SHA256 = "{router}"\n' in toml
+    # The default pairing's value is copied into the Dockerfile, where its note is not: the pairing file holds it.
+    assert f"\nARG SGL_ROUTER_SHA256={router}\n" in text and "# SGL_ROUTER_SHA256 from:" not in text
+    recipe = Recipe.load(unpinned.dockerfile)
+    assert rules.violations(recipe)["download-pins-by-form"] == [] and pairings.problems(recipe=recipe) == []
+    before = unpinned.texts()
+    assert pin_downloads.pin(unpinned.pairing, unpinned.urls(), unpinned.dockerfile) == {
+        "EFA_INSTALLER_SHA256": (efa, efa),
+        "SGL_ROUTER_SHA256": (router, router),
+    }
+    assert unpinned.texts() == before, "a second run that finds the same bytes changes nothing"
+
+
+def test_pins_are_taken_over_http_as_a_mirror_serves_them(tree, http_mirror, capsys):
+    tree.real_files()
+    argv = [w for n, u in tree.urls(http_mirror).items() for w in ("--build-arg", f"{n}={u}")]
+    assert pin_downloads.main([*argv, "--update"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert f"pin_downloads: SGL_ROUTER_SHA256={sha256(tree.router)}\n" in out
+    assert f"from: {http_mirror}/efa/aws-efa-installer-" in tree.dockerfile.read_text()
+
+
+def test_a_pin_is_never_moved_silently_only_with_update_naming_both(tree, capsys):
+    tree.real_files()
+    old_efa = Recipe.load(tree.dockerfile).args["EFA_INSTALLER_SHA256"]
+    old_router = "0" * 64  # as an earlier run pinned it: in the pairing with its note, and in the Dockerfile's copy
+    tree.toml.write_text(
+        download_pins.noted(tree.toml.read_text(), "SGL_ROUTER_SHA256", old_router, "an earlier run", toml=True)
+    )
+    text = download_pins.noted(tree.dockerfile.read_text(), "SGL_ROUTER_SHA256", old_router, None, toml=False)
+    tree.dockerfile.write_text(text)
+    assert old_efa, "the default pins the EFA installer from a public source"
+    before = tree.texts()
+    assert pin_downloads.main(tree.argv()) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("fix: ") and "--update" in lines[1], lines
+    efa, router = sha256(tree.installer), sha256(tree.router)
+    assert f"EFA_INSTALLER_SHA256 is pinned to {old_efa}, but {tree.urls()['EFA_INSTALLER_URL']}/" in lines[0]
+    assert f"serves {efa}" in lines[0] and f"SGL_ROUTER_SHA256 is pinned to {old_router}" in lines[0]
+    assert f"serves {router}" in lines[0]
+    assert tree.texts() == before, "nothing is written"
+    assert pin_downloads.main(tree.argv("--update")) == 0
+    out = capsys.readouterr().out
+    assert f"pin_downloads: EFA_INSTALLER_SHA256={efa} (moved from {old_efa}, --update)" in out
+    assert f"pin_downloads: SGL_ROUTER_SHA256={router} (moved from {old_router}, --update)" in out
+    assert f"ARG EFA_INSTALLER_SHA256={efa}\n" in tree.dockerfile.read_text()
+    assert "an earlier run" not in tree.toml.read_text(), "the note says where the new pin came from"
+
+
+# What a server may hand out under the installer's or the wheel's name that is not it; each refused, nothing pinned.
+NOT_THE_INSTALLER = {
+    "a 9-byte text file": lambda p: p.write_bytes(b"installer"),
+    "gzip of no tar": lambda p: p.write_bytes(gzip.compress(b"not a tar archive")),
+    "a tar not gzip-compressed": lambda p: tarball(p, LAYOUT, compress=False),
+    "no installer script": lambda p: tarball(p, {"aws-efa-installer/README": b"readme"}),
+    "the script a folder": lambda p: tarball(p, {"aws-efa-installer/": None, pin_downloads.INSTALLER: None}),
+    "another layout": lambda p: tarball(p, {"efa_installer.sh": SCRIPT}),
+}
+NOT_THE_WHEEL = {
+    "a 5-byte text file": lambda p, v: p.write_bytes(b"wheel"),
+    "a zip of no wheel": lambda p, v: zipped(p, {"sglang_router/__init__.py": b""}),
+    "a dist-info without METADATA": lambda p, v: zipped(p, {f"sglang_router-{v}.dist-info/WHEEL": b"x"}),
+    "two dist-info folders": lambda p, v: zipped(
+        p, {f"sglang_router-{v}.dist-info/METADATA": b"x", f"other-{v}.dist-info/METADATA": b"x"}
+    ),
+    "another project": lambda p, v: wheel_as(p, "sglang", v),
+    "another version": lambda p, v: wheel_as(p, "sglang-router", v + ".post1"),
+}
+
+
+@pytest.mark.parametrize("served", [*NOT_THE_INSTALLER, *NOT_THE_WHEEL])
+def test_a_file_that_is_not_what_its_name_says_is_refused_and_nothing_is_pinned(unpinned, capsys, served):
+    unpinned.real_files()
+    if served in NOT_THE_INSTALLER:
+        name, url, path = "EFA_INSTALLER_SHA256", unpinned.urls()["EFA_INSTALLER_URL"], unpinned.installer
+        path.unlink()
+        NOT_THE_INSTALLER[served](path)
+    else:
+        name, url, path = "SGL_ROUTER_SHA256", unpinned.urls()["SGL_ROUTER_URL"], unpinned.router
+        path.unlink()
+        NOT_THE_WHEEL[served](path, unpinned.router_version)
+    before = unpinned.texts()
+    assert pin_downloads.main(unpinned.argv()) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err, err
+    assert lines[0].startswith(f"pin_downloads: {name}: {url}/") and " is not a " in lines[0], lines
+    assert lines[0].endswith("; nothing was pinned") and lines[1].startswith("fix: point the URL at the real file")
+    assert unpinned.texts() == before
+
+
+def test_every_pin_or_none_is_written(unpinned):
+    unpinned.real_files()
+    unpinned.router.unlink()
+    before = unpinned.texts()
+    with pytest.raises(UserError) as caught:
+        pin_downloads.pin(unpinned.pairing, unpinned.urls(), unpinned.dockerfile)
+    assert caught.value.cause.startswith("SGL_ROUTER_SHA256: ") and "could not be fetched" in caught.value.cause
+    assert unpinned.texts() == before
+
+
+@pytest.mark.parametrize(
+    "words, cause",
+    [
+        (["EFA_INSTALLER_SHA256=" + "0" * 64], "only a *_URL=<mirror> may be given"),
+        (["EFA_INSTALLER_URL"], "only a *_URL=<mirror> may be given"),
+        (["EFA_INSTALLER_URL=file:///a", "EFA_INSTALLER_URL=file:///b"], "EFA_INSTALLER_URL is given twice"),
+    ],
+)
+def test_a_build_arg_other_than_one_mirror_each_is_refused(tree, capsys, words, cause):
+    before = tree.texts()
+    assert pin_downloads.main([w for word in words for w in ("--build-arg", word)]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+    assert tree.texts() == before
+
+
+def test_the_verification_build_s_stand_ins_are_what_their_names_say(tmp_path):
+    """make build-check serves its own installer and router wheel: pin_downloads would take both."""
+    version = "0.3.2"
+    assert pin_downloads.installer_unlike(standins.efa_installer(tmp_path / "efa", "1.49.0")) is None
+    source = wheel_as(tmp_path / "pypi" / f"sglang_router-{version}-py3-none-any.whl", "sglang-router", version)
+    router = standins.router_wheel(source, tmp_path / "router", version, "x86_64")
+    assert pin_downloads.wheel_unlike("sglang-router", version, router) is None
