@@ -24,7 +24,7 @@ import sys
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
-from tools.inputs import fingerprint, pairings
+from tools.inputs import fingerprint, lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 from tools.release import image_ref
@@ -106,7 +106,8 @@ def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
     the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
     refused where it would make the stamp lie (`overrides`)."""
-    given = overrides(pairings.locked(pairing), list(extra))
+    lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
+    given = overrides(pairing, list(extra))
     own = pairing.build_args if pairing.name != pairings.default().name else []
     stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
     return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]
