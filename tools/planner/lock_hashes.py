@@ -143,11 +143,9 @@ def kept_hashes(
     return found
 
 
-def rehash(paths: list[Path]) -> dict[Path, str]:
-    """Each lock of `paths` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions,
-    the comments and every hash they held as they are. Each is read, and so held to the one form, before the index is
-    asked anything."""
-    locks = [read_lock(path) for path in paths]
+def rehash(locks: list[Lock]) -> dict[Path, str]:
+    """Each of `locks` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions, the
+    comments and every hash they held as they are."""
     listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, lock_cutoff(locks[0]))
     return {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks}
 
@@ -168,14 +166,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.lock.is_file():
             raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
         stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
-        texts = rehash([args.lock, *stacks])
-        for path, text in texts.items():
-            parse_lock(text, path)  # what is written reads back in the one form
-        changed = {path: text for path, text in texts.items() if path.read_text() != text}
+        locks = {path: read_lock(path) for path in (args.lock, *stacks)}  # each in the one form, before the index
+        texts = rehash(list(locks.values()))
+        written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
+        changed = {path: text for path, text in texts.items() if locks[path].text != text}
         write_all(changed)
-        for path, text in texts.items():
+        for path, lock in written.items():
             how = "rewritten" if path in changed else "unchanged"
-            print(f"lock_hashes: {path}: {len(parse_lock(text, path).pins)} pins hashed, {how}")
+            print(f"lock_hashes: {path}: {len(lock.pins)} pins hashed, {how}")
         return 0
 
     return run_command("lock_hashes", run)
