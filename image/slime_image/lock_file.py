@@ -45,8 +45,17 @@ class LockError(UserError):
     """A lock that is not in the one form: the cause names the file and the line, the fix what to write there."""
 
     def __init__(self, path: Path | str, line: int | None, cause: str, fix: str):
+        path = as_typed(Path(path))
         where = f"{path}:{line}" if line else f"{path}"
         super().__init__(f"{where}: {cause}", f"{fix}, {_RESTORE.format(path=path)}")
+
+
+def as_typed(path: Path) -> Path:
+    """A path as its user typed it: relative to the current folder when inside it (make runs in the repository)."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 @dataclass(frozen=True)
@@ -234,4 +243,4 @@ def _hash_fix(word: str) -> str:
         return f"write the file's sha256 as {HASH_OPTION}<64 hex digits> (a lock holds sha256 digests alone)"
     if digest.lower() != digest:
         return f"write the digest in lower case: {HASH_OPTION}{digest.lower()[:12]}..."
-    return f"write the file's whole sha256 after {HASH_OPTION}: 64 hex digits (this one has {len(digest)})"
+    return f"write the file's whole sha256, 64 hex digits, after {HASH_OPTION} (this one has {len(digest)})"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.lock_file import Lock, Pin, canonical, pin_text, read_lock
+from slime_image.lock_file import Lock, Pin, as_typed, canonical, pin_text, read_lock
 
 from tools.inputs.recipe import DOCKERFILE, Recipe
 
@@ -103,8 +103,8 @@ def unlisted(lock: Lock, listed: dict[tuple[str, str], set[str]], index: str) ->
         stray = [digest for digest in pin.hashes if known is not None and digest not in known]
         if stray:
             raise UserError(
-                f"{lock.path}:{pin.line}: {pin.name}=={pin.version} holds --hash=sha256:{stray[0][:16]}..., which the "
-                f"index {index} lists for no file of that version",
+                f"{as_typed(lock.path)}:{pin.line}: {pin.name}=={pin.version} holds --hash=sha256:{stray[0][:16]}..., "
+                f"which the index {index} lists for no file of that version",
                 f"remove that hash from {lock.path.name} if the index rightly dropped its file, or set PIP_INDEX_URL "
                 "to an index that serves the files the lock was made from",
                 code=2,
