@@ -30,7 +30,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from tools.inputs import pairings
-from tools.inputs.lock import lock_cutoff
+from tools.inputs.lock import lock_cutoff, locked
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import plan, plan_steps
 from tools.planner.plan_env import Dist, FakeEnv, load_manifest
@@ -122,7 +122,7 @@ def main() -> int:
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "slime-plan-fidelity")
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
-    cutoff = lock_cutoff(pairings.default().lock)
+    cutoff = lock_cutoff(locked(pairings.default())[pairings.default().lock])
     dockerfile, manifest = variant(args.workdir)
     cache = args.workdir / "plan-cache"
     shutil.rmtree(cache, ignore_errors=True)

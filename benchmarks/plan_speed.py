@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from tools.inputs import pairings
-from tools.inputs.lock import lock_cutoff, lock_pins
+from tools.inputs.lock import lock_cutoff, locked
 from tools.inputs.recipe import ROOT, Recipe
 from tools.release.build_check import record
 
@@ -57,7 +57,7 @@ def against_the_build(plan: list[str], cache: Path, out: Path, pairing: pairings
     env = {**os.environ, "PLAN_CACHE": str(cache)}
     subprocess.run([*plan, "--json", str(out)], env=env, cwd=ROOT, check=True, capture_output=True)
     report = json.loads(out.read_text())
-    pins = lock_pins(pairing.lock.read_text())
+    pins = locked(pairing)[pairing.lock].versions()
     planned = {n: v for n, v in report["final"].items() if n not in report["built_from_source"]}
     planned = {n: v for n, v in planned.items() if n not in report["from_base"]}
     built = record.folder_for(pairing) / "record.json"
@@ -106,7 +106,12 @@ def main() -> int:
         uv = uv_binary(work)
         wanted = requirement_set(pairing, work)
         compile_ = [uv, "pip", "compile", str(wanted), "-c", str(pairing.lock), "--python-version", "3.12"]
-        compile_ += ["--python-platform", "x86_64-manylinux_2_35", "--exclude-newer", lock_cutoff(pairing.lock)]
+        compile_ += [
+            "--python-platform",
+            "x86_64-manylinux_2_35",
+            "--exclude-newer",
+            lock_cutoff(locked(pairing)[pairing.lock]),
+        ]
         compile_ += ["--index-strategy", "unsafe-best-match", "--quiet"]
         compiled = []
         for run in range(args.runs):

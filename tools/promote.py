@@ -15,7 +15,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 
 from tools import docs, writers
-from tools.inputs import pairings
+from tools.inputs import lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 
 
@@ -25,6 +25,7 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
     files written."""
     dockerfile = root / DOCKERFILE.name
     text, changed = pairings.promoted(name, dockerfile)
+    lock.locked(pairings.load(name), dockerfile)  # a default is built: its locks are there and in the one form
     with tempfile.TemporaryDirectory() as scratch:
         staged = Path(scratch) / dockerfile.name
         staged.write_text(text)

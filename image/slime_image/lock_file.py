@@ -1,26 +1,61 @@
-"""A lock's text, read and written in one place: each pin `name==version` with the sha256 of every file pip may
-install for it, in pip's own requirements syntax (the form pip-compile's --generate-hashes writes), so that pip,
-given the lock as its constraint file, installs those bytes and no others (pip's hash-checking mode, W50).
+"""A lock, read and written in one place: each pin `name==version` with the sha256 of every file pip may install for it,
+in pip's own requirements syntax (the form pip-compile's --generate-hashes writes), so that pip, given the lock as its
+constraint file, installs those bytes and no others (pip's hash-checking mode, W50).
 
+    # comment lines, blank lines between pins
     numpy==1.26.4 \\
-        --hash=sha256:<64 hex> \\
-        --hash=sha256:<64 hex>
+        --hash=sha256:<64 lower-case hex> \\
+        --hash=sha256:<64 lower-case hex>
 
-Standard library only: the image reads its lock too (slime-sbom), and the host's tools read it through this module.
+`read_lock` is the one reader of a lock file and holds it to that form and nothing else: what pip would refuse or read
+otherwise (an extra, a marker, a `\\` that joins a blank or the next pin, a byte-order mark), a pin without its hashes,
+a name pinned twice and a lock of no pin are refused, naming the file, the line and the fix. Every command that reads
+a lock reads it here (tests/tools/test_lock_readers.py walks the code for any other reader).
+
+Standard library only, as the rest of image/ (slime-sbom takes `canonical` from here); the host's tools read every
+lock through this module.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from slime_image.errors import UserError
 
 HASH_OPTION = "--hash=sha256:"
+CONTINUED = " \\"
 _HEX = re.compile(r"[0-9a-f]{64}")
-_PIN = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)")
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508's name
+# PEP 440's version, in any spelling it normalizes (case, separators, a leading v), a local label after `+`.
+_VERSION = re.compile(
+    r"v?(?:\d+!)?\d+(?:\.\d+)*"
+    r"(?:[-_.]?(?:a|b|c|rc|alpha|beta|pre|preview)[-_.]?\d*)?"
+    r"(?:-\d+|[-_.]?(?:post|rev|r)[-_.]?\d*)?"
+    r"(?:[-_.]?dev[-_.]?\d*)?"
+    r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?",
+    re.IGNORECASE,
+)
+_PIN = re.compile(rf"({_NAME.pattern})==(\S+)")
+_RESTORE = "or restore the committed lock: git checkout -- {path}"
 
 
-class LockSyntaxError(ValueError):
-    """A line of a lock that is no pin with hashes; the message names the line."""
+class LockError(UserError):
+    """A lock that is not in the one form: the cause names the file and the line, the fix what to write there."""
+
+    def __init__(self, path: Path | str, line: int | None, cause: str, fix: str):
+        path = as_typed(Path(path))
+        where = f"{path}:{line}" if line else f"{path}"
+        super().__init__(f"{where}: {cause}", f"{fix}, {_RESTORE.format(path=path)}")
+
+
+def as_typed(path: Path) -> Path:
+    """A path as its user typed it: relative to the current folder when inside it (make runs in the repository)."""
+    try:
+        return path.resolve().relative_to(Path.cwd())
+    except ValueError:
+        return path
 
 
 @dataclass(frozen=True)
@@ -28,6 +63,26 @@ class Pin:
     name: str  # as the lock spells it
     version: str
     hashes: tuple[str, ...]  # sha256 hex digests, sorted
+    line: int = field(default=0, compare=False)  # where the lock it was read from has it
+
+
+@dataclass(frozen=True)
+class Lock:
+    path: Path
+    pins: dict[str, Pin]  # canonical name -> its pin, in the file's order
+    comments: tuple[str, ...] = ()  # the comment lines, `#` and all
+    text: str = ""  # the file as read
+
+    def versions(self) -> dict[str, str]:
+        return {name: pin.version for name, pin in self.pins.items()}
+
+    def hashes(self) -> dict[str, tuple[str, ...]]:
+        return {name: pin.hashes for name, pin in self.pins.items()}
+
+    def versions_text(self) -> str:
+        """The pins without their hashes: what a resolver is given to pick versions by (pip in hash-checking mode
+        would download every file to hash it, where a plan needs only their metadata)."""
+        return "".join(f"{pin.name}=={pin.version}\n" for pin in self.pins.values())
 
 
 def canonical(name: str) -> str:
@@ -35,61 +90,157 @@ def canonical(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def logical_lines(text: str) -> list[tuple[int, str]]:
-    """(first line number, the line) with backslash continuations joined; comments and blank lines left out."""
-    found: list[tuple[int, str]] = []
-    pending: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not pending and (not line or line.startswith("#")):
-            continue
-        if not pending:
-            start = number
-        continued = line.endswith("\\")
-        pending.append(line.rstrip("\\").strip())
-        if not continued:
-            found.append((start, " ".join(part for part in pending if part)))
-            pending = []
-    if pending:
-        found.append((start, " ".join(part for part in pending if part)))
-    return found
-
-
-def parse_pin(line: str) -> Pin:
-    """One logical line: `name==version` and its `--hash=sha256:` options, or LockSyntaxError saying why not."""
-    words = line.split()
-    match = _PIN.fullmatch(words[0]) if words else None
-    if match is None:
-        raise LockSyntaxError(f"{line!r} is not a pin (NAME==VERSION)")
-    hashes = []
-    for word in words[1:]:
-        digest = word.removeprefix(HASH_OPTION)
-        if digest == word or not _HEX.fullmatch(digest):
-            raise LockSyntaxError(f"{line!r}: {word!r} is not {HASH_OPTION}<64 lower-case hex digits>")
-        hashes.append(digest)
-    return Pin(match[1], match[2], tuple(sorted(set(hashes))))
-
-
-def read_pins(text: str) -> dict[str, Pin]:
-    """canonical name -> Pin for every pin of a lock's text (a malformed line raises LockSyntaxError)."""
-    pins: dict[str, Pin] = {}
-    for number, line in logical_lines(text):
-        try:
-            pin = parse_pin(line)
-        except LockSyntaxError as exc:
-            raise LockSyntaxError(f"line {number}: {exc}") from None
-        pins[canonical(pin.name)] = pin
-    return pins
-
-
 def pin_text(pin: Pin) -> str:
     """A pin as the lock writes it: on one line without hashes, else one hash a line."""
-    return " \\\n".join([f"{pin.name}=={pin.version}", *(f"    {HASH_OPTION}{h}" for h in pin.hashes)])
+    return CONTINUED.join([f"{pin.name}=={pin.version}", *(f"\n    {HASH_OPTION}{h}" for h in pin.hashes)])
 
 
-def versions_only(text: str) -> str:
-    """The lock's text with its hashes left out: what a resolver is given to pick versions by (pip in hash-checking
-    mode would download every file to hash it, where a plan needs only their metadata)."""
-    kept = [line for _, line in logical_lines(text)]
-    return "".join(line.split()[0] + "\n" for line in kept)
+def read_lock(path: Path | str) -> Lock:
+    """The lock at `path`, or a LockError naming its first line that is not in the one form."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise LockError(path, line, "is not UTF-8 text", "write the lock as UTF-8") from None
+    return parse_lock(text, path)
+
+
+def parse_lock(text: str, path: Path | str) -> Lock:
+    """A lock's text read as `read_lock` reads a file (a lock a command is about to write is checked so)."""
+    path = Path(path)
+    if text.startswith("\ufeff"):
+        raise LockError(
+            path,
+            1,
+            "begins with a byte-order mark, which pip reads as part of the first name",
+            "save it as UTF-8 without a BOM",
+        )
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    pins: dict[str, Pin] = {}
+    comments: list[str] = []
+    number = 0
+    while number < len(lines):
+        number += 1
+        raw = lines[number - 1]
+        if "\r" in raw:
+            raise LockError(path, number, "ends in a carriage return (CRLF)", "write the lock with LF line ends")
+        stripped = raw.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            comments.append(raw)
+            continue
+        if stripped.startswith("--hash"):
+            raise LockError(
+                path,
+                number,
+                f"{stripped.split()[0]} follows no pin: the line above does not end in `{CONTINUED.strip()}`",
+                f"end the pin's line and each --hash line but its last with `{CONTINUED}`",
+            )
+        pin, number = _pin(path, lines, number)
+        key = canonical(pin.name)
+        if key in pins:
+            raise LockError(
+                path,
+                pin.line,
+                f"pins {key} a second time (first at line {pins[key].line})",
+                "keep one pin of each name",
+            )
+        pins[key] = pin
+    if not pins:
+        raise LockError(
+            path, None, "pins nothing: no line `name==version` with its hashes", "make lock writes the pins"
+        )
+    return Lock(path, pins, tuple(comments), text)
+
+
+def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:
+    """The pin starting at line `first` and the number of its last line."""
+    head, continued = _continued(path, lines[first - 1], first)
+    match = _PIN.fullmatch(head)
+    if match is None or not _VERSION.fullmatch(match[2]):
+        raise LockError(
+            path, first, _why_no_pin(head), "write each pin as name==version, its hashes on the lines after"
+        )
+    hashes: list[str] = []
+    number = first
+    while continued:
+        number += 1
+        if number > len(lines):
+            raise LockError(
+                path, number - 1, "ends in `\\` with no line after it", f"drop the `\\` of line {number - 1}"
+            )
+        if not lines[number - 1].strip():
+            raise LockError(
+                path,
+                number,
+                f"is blank after the `\\` of line {number - 1}: pip joins the two and reads the next "
+                "--hash as no pin's",
+                f"remove the blank line, or the `\\` of line {number - 1}",
+            )
+        word, continued = _continued(path, lines[number - 1], number)
+        if not word.startswith("-"):
+            raise LockError(
+                path,
+                number - 1,
+                f"ends in `\\`, which joins line {number} ({word[:60]}) to the pin above",
+                f"drop the `\\` at the end of line {number - 1}",
+            )
+        digest = word.removeprefix(HASH_OPTION)
+        if digest == word or not _HEX.fullmatch(digest):
+            raise LockError(
+                path, number, f"{word[:90]!r} is no {HASH_OPTION}<64 lower-case hex digits>", _hash_fix(word)
+            )
+        if digest in hashes:
+            raise LockError(path, number, f"gives the hash {digest[:12]}... of {head} twice", "keep each hash once")
+        hashes.append(digest)
+    if not hashes:
+        if first < len(lines) and lines[first].strip().startswith("--hash"):
+            raise LockError(
+                path,
+                first,
+                f"{head} does not end in `{CONTINUED}`, so the hash on line {first + 1} is no pin's",
+                f"end line {first} with `{CONTINUED}`",
+            )
+        raise LockError(
+            path,
+            first,
+            f"{head} carries no --hash: pip would install whatever bytes an index serves under that version",
+            "make lock writes every pin with the sha256 of its files",
+        )
+    return Pin(match[1], match[2], tuple(sorted(hashes)), first), number
+
+
+def _continued(path: Path, line: str, number: int) -> tuple[str, bool]:
+    """A pin's or a hash's line without its indent and its ` \\`, and whether it had one."""
+    stripped = line.strip()
+    continued = stripped.endswith("\\")
+    if continued and not stripped.endswith(CONTINUED):
+        raise LockError(path, number, "ends in a `\\` with no space before it", f"end the line with `{CONTINUED}`")
+    return stripped.removesuffix("\\").strip(), continued
+
+
+def _why_no_pin(text: str) -> str:
+    shown = repr(text[:90])
+    if "[" in text.partition("==")[0]:
+        return f"{shown} names an extra: a lock pins distributions, and pip takes no extra in a constraint"
+    if ";" in text:
+        return f"{shown} carries an environment marker: a lock pins the image's set, for its one environment"
+    if "--hash" in text:
+        return f"{shown} holds its hashes on the pin's line, where the lock holds each on a line of its own"
+    if len(text.split()) > 1:
+        return f"{shown} holds more than the pin name==version"
+    return f"{shown} is no pin: a distribution's name, ==, and a PEP 440 version"
+
+
+def _hash_fix(word: str) -> str:
+    digest = word.partition(":")[2]
+    if not word.startswith(HASH_OPTION):
+        return f"write the file's sha256 as {HASH_OPTION}<64 hex digits> (a lock holds sha256 digests alone)"
+    if digest.lower() != digest:
+        return f"write the digest in lower case: {HASH_OPTION}{digest.lower()[:12]}..."
+    return f"write the file's whole sha256, 64 hex digits, after {HASH_OPTION} (this one has {len(digest)})"

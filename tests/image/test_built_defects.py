@@ -15,7 +15,7 @@ from packaging.specifiers import SpecifierSet
 from slime_image.pip_conflicts import ALLOWLIST
 
 from tools.inputs import pairings
-from tools.inputs.lock import lock_pins
+from tools.inputs.lock import locked
 from tools.inputs.recipe import Recipe
 
 pytestmark = pytest.mark.slow
@@ -24,7 +24,8 @@ TRANSFORMERS_CHAIN = "import transformers.activations"  # what `import sglang` r
 
 
 def _locked(pairing: str, name: str) -> str:
-    return lock_pins(pairings.load(pairing).lock.read_text())[name]
+    found = pairings.load(pairing)
+    return locked(found)[found.lock].versions()[name]
 
 
 def _transformers_with(pairing, kernels):

@@ -15,9 +15,13 @@ import time
 
 import pytest
 from conftest import ROOT, default_sigint
+from slime_image.errors import UserError
+from slime_image.lock_file import Pin, parse_lock, pin_text
 from test_promote import clone, git, promote  # noqa: F401 (clone: the fixture under `repo`)
 
 from tools.inputs import pairings
+from tools.inputs.lock import locked
+from tools.planner.plan_lock import write_locks
 
 PROMOTED = ["docs/pairings.md", "slime.Dockerfile"]
 
@@ -147,3 +151,45 @@ def test_several_files_are_written_all_or_none(tmp_path):
     proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert [(tmp_path / f).read_text() for f in ("a/one", "b/two")] == ["new one", "new two"]
+
+
+def without_a_hash(text: str, name: str) -> str:
+    """A lock's text with the last hash of `name`'s pin left out."""
+    pin = parse_lock(text, "x.lock").pins[name]
+    return text.replace(pin_text(pin), pin_text(Pin(pin.name, pin.version, pin.hashes[:-1])), 1)
+
+
+@pytest.mark.usefixtures("mounts_work")
+def test_re_hashing_a_lock_whose_stack_lock_cannot_be_replaced_changes_neither(tmp_path):
+    """lock_hashes puts back a hash taken from a pin both locks hold (PyPI's pages), so it rewrites both; the stack
+    lock is a read-only mount, whose rename fails after the lock's: the lock is put back as it was."""
+    pairing = pairings.default()
+    paths = {path: tmp_path / path.name for path in locked(pairing)}
+    texts = {path: path.read_text() for path in paths}
+    whole, stack = texts[pairing.lock], next(text for path, text in texts.items() if path != pairing.lock)
+    both = parse_lock(whole, "x.lock").pins.keys() & parse_lock(stack, "x.lock").pins.keys()
+    name = next(n for n in both if len(parse_lock(whole, "x.lock").pins[n].hashes) > 1)
+    for path, copy in paths.items():
+        copy.write_text(without_a_hash(texts[path], name))
+    edited = {copy: copy.read_text() for copy in paths.values()}
+    command = [sys.executable, "-m", "tools.planner.lock_hashes", str(paths[pairing.lock])]
+    stack_copy = next(copy for path, copy in paths.items() if path != pairing.lock)
+    proc = subprocess.run(read_only(stack_copy, *command), capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert_two_lines(proc.stderr, "lock_hashes: ")
+    assert {copy: copy.read_text() for copy in paths.values()} == edited
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(copy.name for copy in paths.values())
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert [copy.read_text() for copy in paths.values()] == list(texts.values())
+
+
+def test_make_lock_writes_no_lock_unless_every_one_reads_back_in_the_one_form(tmp_path):
+    whole, stack = tmp_path / "p.lock", tmp_path / "p.stack.lock"
+    good = f"six==1.17.0 \\\n    --hash=sha256:{'a' * 64}\n"
+    said = []
+    with pytest.raises(UserError) as caught:
+        write_locks({whole: good, stack: "six==1.17.0\n"}, {}, said.append)
+    assert caught.value.cause.startswith(f"{stack}:1: six==1.17.0 carries no --hash")
+    assert not whole.exists() and not stack.exists() and said == []
+    write_locks({whole: good, stack: good}, {}, said.append)
+    assert whole.read_text() == stack.read_text() == good and len(said) == 2

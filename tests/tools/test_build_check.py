@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
-from slime_image.lock_file import read_pins
 
 from tools.inputs import fingerprint, pairings
+from tools.inputs.lock import locked
 from tools.planner import sdist_metadata
 from tools.release.build_check import image_weight, record, sbom_check, slime_tests, standins
 
@@ -316,7 +316,7 @@ def test_the_sbom_is_valid_and_covers_every_pin_of_the_lock_by_a_hash_the_lock_h
     # The SLIME router is a stand-in here (PyPI's wheel renamed, standins.py): its bytes are not the lock's.
     stand_ins = {"sglang-router"}
     uncovered = []
-    for name, pin in read_pins(pairing.lock.read_text()).items():
+    for name, pin in locked(pairing)[pairing.lock].pins.items():
         component = components.get(f"pkg:pypi/{name}@{pin.version}")
         digests = {h["content"] for h in (component or {}).get("hashes", []) if h["alg"] == "SHA-256"}
         if name not in stand_ins and not digests & set(pin.hashes):

@@ -12,7 +12,7 @@ from conftest import ROOT, UNKNOWN_PAIRING_FIX
 from slime_image.errors import UserError
 
 from tools.inputs import pairings, upstream_release
-from tools.inputs.lock import lock_inputs
+from tools.inputs.lock import lock_inputs, locked
 from tools.inputs.recipe import Recipe
 from tools.planner import plan
 
@@ -84,7 +84,7 @@ def test_each_pairing_lock_records_its_current_inputs(name):
     assert pairing.lock.is_file(), f"{pairing.lock} is missing: run make lock PAIRING={name}"
     recipe = Recipe.load(build_args=pairing.build_arg_values)
     current = plan.Planner(recipe, arch="x86_64", log=lambda *a, **k: None).input_digests()
-    recorded = lock_inputs(pairing.lock)
+    recorded = lock_inputs(locked(pairing)[pairing.lock])
     changed = [input_name for input_name in current if recorded.get(input_name) != current[input_name]]
     assert not changed, f"{pairing.lock.name} is stale: {', '.join(changed)} changed; run make lock PAIRING={name}"
 

@@ -7,6 +7,8 @@ import functools
 import hashlib
 import http.server
 import os
+import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -16,10 +18,10 @@ from conftest import ROOT
 from local_index import wheel
 from slime_image import fetch
 from slime_image.errors import UserError
-from slime_image.lock_file import LockSyntaxError, Pin, pin_text, read_pins, versions_only
+from slime_image.lock_file import LockError, Pin, parse_lock, pin_text, read_lock
 
 from tools.inputs import fingerprint, pairings
-from tools.inputs.lock import check_lock, lock_hashes, lock_pins
+from tools.inputs.lock import locked, recipe_locks
 from tools.inputs.recipe import Recipe
 from tools.planner import lock_hashes as hashing
 from tools.planner.plan_env import python312, unpacked_pip
@@ -86,22 +88,19 @@ def test_a_package_the_lock_does_not_pin_is_refused_under_a_hashed_lock(tmp_path
     assert proc.returncode != 0 and "slime-hashed-dep" in proc.stderr, proc.stderr
 
 
-def test_the_lock_reads_back_as_written_and_rejects_what_is_no_pin():
-    pins = {"numpy": Pin("numpy", "1.26.4", ("a" * 64, "b" * 64)), "six": Pin("six", "1.16.0", ("c" * 64,))}
+def test_the_lock_reads_back_as_written():
+    pins = {"numpy": Pin("numpy", "1.26.4", ("a" * 64, "b" * 64), 2), "six": Pin("six", "1.16.0", ("c" * 64,), 5)}
     text = "# a comment\n" + "\n".join(pin_text(p) for p in pins.values()) + "\n"
-    assert read_pins(text) == pins
-    assert versions_only(text) == "numpy==1.26.4\nsix==1.16.0\n"
-    for bad in ("numpy>=1.0", "numpy==1.0 --hash=md5:abc", "numpy==1.0 --hash=sha256:ABC", "--hash=sha256:" + "a" * 64):
-        with pytest.raises(LockSyntaxError):
-            read_pins(bad)
+    lock = parse_lock(text, "x.lock")
+    assert lock.pins == pins and [p.line for p in lock.pins.values()] == [2, 5]
+    assert lock.versions_text() == "numpy==1.26.4\nsix==1.16.0\n" and lock.comments == ("# a comment",)
 
 
 @pytest.mark.parametrize("name", pairings.names())
 def test_every_pin_of_every_lock_carries_the_sha256_of_its_files(name):
     pairing = pairings.load(name)
-    for _, path in Recipe.load(build_args=pairing.build_arg_values).constraint_files:
-        check_lock(path)
-        assert all(lock_hashes(path.read_text()).values()), path
+    for path, lock in recipe_locks(Recipe.load(build_args=pairing.build_arg_values)).items():
+        assert lock.pins and all(lock.hashes().values()), path
 
 
 def test_the_stack_locks_hold_the_hashes_of_their_whole_lock():
@@ -109,26 +108,30 @@ def test_the_stack_locks_hold_the_hashes_of_their_whole_lock():
     compilers) is in the stack lock alone, hashed the same way."""
     for name in pairings.names():
         pairing = pairings.load(name)
-        whole = lock_hashes(pairing.lock.read_text())
-        stack = lock_hashes(pairing.lock.with_suffix(".stack.lock").read_text())
+        locks = locked(pairing)
+        whole = locks.pop(pairing.lock).hashes()
+        (stack,) = (lock.hashes() for lock in locks.values())
         assert {n: h for n, h in stack.items() if n in whole}.items() <= whole.items()
         assert all(stack.values())
 
 
-def test_a_lock_without_hashes_is_refused_naming_the_pin_and_how_to_hash_it(tmp_path):
-    lock = tmp_path / "x.lock"
-    lock.write_text("six==1.16.0\n")
-    with pytest.raises(UserError) as caught:
-        check_lock(lock)
-    assert "six==1.16.0 carries no --hash" in caught.value.cause
-    assert "python -m tools.planner.lock_hashes" in caught.value.fix
+def test_a_lock_without_hashes_is_refused_naming_the_pin_and_the_fix():
+    with pytest.raises(LockError) as caught:
+        parse_lock("six==1.16.0\n", "x.lock")
+    assert caught.value.cause == (
+        "x.lock:1: six==1.16.0 carries no --hash: pip would install whatever bytes an index serves under that version"
+    )
+    assert caught.value.fix.startswith("make lock writes every pin with the sha256 of its files")
 
 
 def test_hashes_are_those_of_the_pinned_version_s_files_the_image_can_install_uploaded_before_the_cutoff(index):
-    digests = hashing.version_hashes("slime-fixture", "1.0", "2026-12-01T00:00:00Z", index + "/")
-    assert len(digests) == 1 and digests != hashing.version_hashes("slime-fixture", "2.0", "", index + "/")
+    def hashes(version: str, cutoff: str) -> tuple[str, ...]:
+        return hashing.version_listings("slime-fixture", {version}, cutoff, index + "/")[version].installable
+
+    digests = hashes("1.0", "2026-12-01T00:00:00Z")
+    assert len(digests) == 1 and digests != hashes("2.0", "")
     with pytest.raises(UserError) as caught:  # every file uploaded after the cutoff: none may be installed
-        hashing.version_hashes("slime-fixture", "1.0", "2026-01-01T00:00:00Z", index + "/")
+        hashes("1.0", "2026-01-01T00:00:00Z")
     assert "lists no file of slime-fixture==1.0" in caught.value.cause
     assert hashing.installable("torch-2.11.0-cp312-cp312-manylinux_2_28_x86_64.whl")
     assert hashing.installable("x-1.0-py3-none-any.whl") and hashing.installable("x-1.0.tar.gz")
@@ -136,18 +139,71 @@ def test_hashes_are_those_of_the_pinned_version_s_files_the_image_can_install_up
     assert not hashing.installable("torch-2.11.0-cp312-none-macosx_11_0_arm64.whl")
 
 
-def test_re_hashing_a_lock_moves_no_version_and_keeps_its_header(tmp_path, index, monkeypatch):
+def fixture_lock(index: str, *pins: tuple[str, str, str]) -> str:
+    """A lock's text pinning each (name, version) of the local index with the sha256 of the file of `hashed_as`."""
+    listed = {}
+    for name, version, hashed_as in pins:
+        listed[name] = (version, hashing.version_listings(name, {hashed_as}, "", index + "/")[hashed_as].installable)
+    return "".join(pin_text(Pin(n, v, h)) + "\n" for n, (v, h) in listed.items())
+
+
+def test_re_hashing_moves_no_version_and_keeps_every_comment_and_every_hash(tmp_path, index, monkeypatch):
+    """The stack lock pins what its steps install and then remove (here slime-fixture-built, which the whole lock
+    does not pin): it keeps its hashes, as every pin does."""
     monkeypatch.setenv("PIP_INDEX_URL", index)
-    lock = tmp_path / "p.lock"
+    lock, stack = tmp_path / "p.lock", tmp_path / "p.stack.lock"
     lock.write_text(
-        "# uploaded-prior-to: 2026-12-01T00:00:00Z\n# input x = 1\nslime-fixture==1.0\nslime-fixture-dep==2.0\n"
+        "# uploaded-prior-to: 2026-12-01T00:00:00Z\n# input x = 1\n"
+        + fixture_lock(index, ("slime-fixture", "1.0", "1.0"), ("slime-fixture-dep", "2.0", "2.0"))
     )
-    stack = tmp_path / "p.stack.lock"
-    stack.write_text("# Generated by `make lock` with locks/p.lock: do not edit.\nslime-fixture-dep==2.0\n")
-    texts = hashing.rehash(lock, [stack])
-    assert lock_pins(texts[lock]) == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
-    assert texts[lock].startswith("# uploaded-prior-to: 2026-12-01T00:00:00Z\n# input x = 1\n")
-    assert lock_hashes(texts[stack]) == {"slime-fixture-dep": lock_hashes(texts[lock])["slime-fixture-dep"]}
+    stack.write_text(
+        "# Generated by `make lock` with locks/p.lock: do not edit.\n"
+        + fixture_lock(index, ("slime-fixture-built", "1.0", "1.0"), ("slime-fixture-dep", "2.0", "2.0"))
+    )
+    assert hashing.rehash([read_lock(lock), read_lock(stack)]) == {lock: lock.read_text(), stack: stack.read_text()}
+
+
+def test_a_hash_the_index_lists_for_another_file_is_refused_and_nothing_is_written(tmp_path, index):
+    lock = tmp_path / "p.lock"
+    text = "# uploaded-prior-to: 2026-12-01T00:00:00Z\n" + fixture_lock(index, ("slime-fixture", "1.0", "2.0"))
+    lock.write_text(text)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.planner.lock_hashes", str(lock)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "PIP_INDEX_URL": index},
+    )  # fmt: skip
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
+    assert lines[0].startswith(f"lock_hashes: {lock}:2: slime-fixture==1.0 holds --hash=sha256:") and index in lines[0]
+    assert lines[1].startswith("fix: remove that hash from p.lock") and lock.read_text() == text
+
+
+def test_a_pin_kept_at_its_version_keeps_every_hash_it_held_that_the_index_lists():
+    """One the image could not install (another platform's wheel, a file after the cutoff) stays all the same."""
+    listings = {("six", "1.16.0"): hashing.Listing(("a" * 64,), frozenset({"a" * 64, "b" * 64}))}
+    old = parse_lock(pin_text(Pin("six", "1.16.0", ("b" * 64,))) + "\n", "old.lock")
+    assert hashing.kept_hashes({"six": "1.16.0"}, listings, [old]) == {"six": ("a" * 64, "b" * 64)}
+    moved = parse_lock(pin_text(Pin("six", "1.15.0", ("c" * 64,))) + "\n", "old.lock")
+    assert hashing.kept_hashes({"six": "1.16.0"}, listings, [moved]) == {"six": ("a" * 64,)}
+    stray = parse_lock(pin_text(Pin("six", "1.16.0", ("c" * 64,))) + "\n", "old.lock")
+    with pytest.raises(UserError, match=r"^old.lock:1: six==1.16.0 holds --hash=sha256:cccc"):
+        hashing.kept_hashes({"six": "1.16.0"}, listings, [stray], "https://pypi.org/simple")
+
+
+@pytest.mark.parametrize("name", pairings.names())
+def test_re_hashing_a_committed_pairing_changes_nothing_and_exits_0(tmp_path, name):
+    """PyPI's own pages, as the command reads them: what the stack lock alone pins (the cuTile compilers, installed
+    and removed by one step, W38) kept their hashes; the lock and its stack lock come back byte for byte."""
+    pairing = pairings.load(name)
+    paths = list(locked(pairing))
+    for path in paths:
+        shutil.copy(path, tmp_path / path.name)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.planner.lock_hashes", str(tmp_path / pairing.lock.name)],
+        capture_output=True, text=True, cwd=ROOT, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+    assert [(tmp_path / p.name).read_bytes() for p in paths] == [p.read_bytes() for p in paths]
+    assert proc.stdout.count(", unchanged\n") == len(paths), proc.stdout
 
 
 def test_two_trees_whose_locks_pin_the_same_versions_with_other_hashes_have_other_fingerprints(tmp_path):
@@ -165,7 +221,9 @@ def test_two_trees_whose_locks_pin_the_same_versions_with_other_hashes_have_othe
 
 def test_pip_s_own_pin_is_the_index_s_sha256_for_pip_version():
     args = Recipe.load().args
-    assert args["PIP_SHA256"] in hashing.version_hashes("pip", args["PIP_VERSION"], "", "https://pypi.org/simple/")
+    version = args["PIP_VERSION"]
+    listed = hashing.version_listings("pip", {version}, "", "https://pypi.org/simple/")[version]
+    assert args["PIP_SHA256"] in listed.installable
 
 
 @pytest.mark.guard_fails("rule:installs-by-content")
@@ -195,9 +253,10 @@ def test_a_download_whose_bytes_are_not_the_pinned_ones_is_removed_and_fails_nam
     [
         ("# a readme\nSee the docs.\n", None),
         ("x\n", None),
-        ("six==1.17.0\n", "six==1.17.0\n"),  # a stack lock without the header naming its whole lock
+        ("six==1.17.0\n", None),
+        (f"six==1.17.0 \\\n    --hash=sha256:{'a' * 64}\n", "six==1.17.0\n"),
     ],
-    ids=["prose", "a-word", "stack-without-header"],
+    ids=["prose", "a-word", "no-hash", "stack-without-hash"],
 )
 def test_re_hashing_a_file_that_is_no_lock_is_refused_before_anything_is_asked_or_written(tmp_path, lock, stack):
     (tmp_path / "p.lock").write_text(lock)
@@ -205,8 +264,9 @@ def test_re_hashing_a_file_that_is_no_lock_is_refused_before_anything_is_asked_o
         (tmp_path / "p.stack.lock").write_text(stack)
     proc = subprocess.run(
         [sys.executable, "-m", "tools.planner.lock_hashes", str(tmp_path / "p.lock")],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/"},
     )  # fmt: skip
     lines = proc.stderr.splitlines()
     assert proc.returncode != 0 and len(lines) == 2 and lines[1].startswith("fix: "), proc.stderr
+    assert re.match(rf"lock_hashes: {tmp_path}/p(\.stack)?\.lock(:\d+)?: ", lines[0]), lines[0]
     assert (tmp_path / "p.lock").read_text() == lock

@@ -173,3 +173,51 @@ def test_pip_gone_before_its_answer_is_no_traceback(index, tmp_path, capfd):
             client.close()
         page(ours, "slime-fixture")  # still answers; the connections before it are done
     assert "Traceback" not in capfd.readouterr().err
+
+
+def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_file_of_its_pin(
+    index, tmp_path, monkeypatch
+):
+    """The plan reads the index's pages anyway (its own index in front of it): each hash of every lock the recipe
+    installs under, for a pin whose page it read, must be one of that version's files (W50). The right lock plans."""
+    import platform
+
+    from slime_image.errors import UserError
+    from slime_image.lock_file import Pin as LockPin
+    from slime_image.lock_file import pin_text
+
+    from tools.inputs.recipe import Recipe
+    from tools.planner import plan, sdist_metadata
+    from tools.planner.lock_hashes import version_listings
+
+    cache = ROOT / ".cache" / "plan-tests"
+    env = FakeEnv(cache / f"env-py312-{platform.machine()}")
+    env.create()  # with the host's index, before the plan is pointed at the local one
+    monkeypatch.setenv("PLAN_CACHE", str(cache))
+    monkeypatch.setenv("PIP_INDEX_URL", index)
+    monkeypatch.setattr(sdist_metadata, "FOLDER", tmp_path / "no-records")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM scratch\nCOPY c.lock /opt/c.lock\nENV PIP_CONSTRAINT=/opt/c.lock\nRUN pip install slime-fixture\n"
+    )
+    (tmp_path / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+
+    def lock(dep_hashed_as: str) -> str:
+        found = {v: version_listings("slime-fixture-dep", {v}, "", index + "/")[v].installable for v in ("1.0", "2.0")}
+        fixture = version_listings("slime-fixture", {"1.0"}, "", index + "/")["1.0"].installable
+        pins = [LockPin("slime-fixture", "1.0", fixture), LockPin("slime-fixture-dep", "2.0", found[dep_hashed_as])]
+        return "\n".join(map(pin_text, pins)) + "\n"
+
+    def planned(cutoff: str):
+        recipe = Recipe.load(tmp_path / "Dockerfile")
+        options = {"manifest": tmp_path / "base.json", "arch": platform.machine(), "cutoff": cutoff}
+        return plan.Planner(recipe, log=lambda *a, **k: None, **options).run()
+
+    (tmp_path / "c.lock").write_text(lock("1.0"))  # the hash of dep 1.0's wheel under the pin of 2.0
+    with pytest.raises(UserError) as caught:
+        planned("2026-12-01T00:00:01Z")  # a cutoff of its own: no cached resolution, the index is read
+    assert caught.value.cause.startswith(f"{tmp_path / 'c.lock'}:3: slime-fixture-dep==2.0 holds --hash=sha256:")
+    assert caught.value.cause.endswith(f"which the index {index} lists for no file of that version")
+    assert caught.value.code == 2
+    (tmp_path / "c.lock").write_text(lock("2.0"))
+    result = planned("2026-12-01T00:00:02Z")
+    assert result.ok and result.final == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 
-from tools.inputs import download_pins, pairings
+from tools.inputs import download_pins, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
@@ -49,9 +49,9 @@ def same_base(base: str, default: str) -> bool:
 
 
 def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
-    """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them."""
-    recipe = Recipe.load(build_args=pairing.build_arg_values)
-    return input_digests(*(str(path.relative_to(ROOT)) for _, path in recipe.constraint_files))
+    """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them, each read
+    in the one form first (no fingerprint is taken of a lock no build could use)."""
+    return input_digests(*(str(path.relative_to(ROOT)) for path in lock.locked(pairing)))
 
 
 def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:

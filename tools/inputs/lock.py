@@ -1,71 +1,75 @@
 """constraints.lock: written from a plan (`make lock`), read back for its cutoff and inputs, and compared with a
 plan's final environment (every distribution pinned at its planned version). A stack lock is part of it: the pins of
-what the steps before a later PIP_CONSTRAINT install, so that those layers read nothing the later steps change."""
+what the steps before a later PIP_CONSTRAINT install, so that those layers read nothing the later steps change.
+
+The commands find their locks here (a recipe's, a pairing's, those make lock replaces) and read each through
+slime_image.lock_file.read_lock, the one reader, which holds it to the one form; `unlisted` holds its hashes to the
+index's own, where a command has read the index's pages."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
 from slime_image.errors import UserError
-from slime_image.lock_file import LockSyntaxError, Pin, logical_lines, parse_pin, pin_text, read_pins
+from slime_image.lock_file import Lock, Pin, as_typed, canonical, pin_text, read_lock
+
+from tools.inputs.recipe import DOCKERFILE, Recipe
 
 CUTOFF_LINE = "# uploaded-prior-to: "
 INPUT_LINE = "# input "
 SOURCE_LINE = "# built from source, not pinned here: "
 
 
-def lock_inputs(lock: Path) -> dict[str, str]:
+def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and its stack locks)") -> dict[Path, Lock]:
+    """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
+    form (lock_file.read_lock); a missing one is refused, naming them all."""
+    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
+    if missing:
+        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
+        raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {shown}, which does not exist", fix, code=2)
+    return {path: read_lock(path) for _, path in recipe.constraint_files}
+
+
+def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
+    """The locks a build of `pairing` (a pairings.Pairing, which this module does not import: the rules read locks,
+    not pairings) COPYs, its stack locks then its lock, each a file in the one form: a build without one would fail
+    late at its COPY, or at pip, and a default without one could not be built at all."""
+    recipe = Recipe.load(dockerfile, build_args=pairing.build_arg_values)
+    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
+    if missing:
+        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
+        raise UserError(
+            f"pairing {pairing.name} has no lock ({shown} missing)",
+            f"make lock PAIRING={pairing.name}, then commit the lock with the pairing",
+        )
+    return recipe_locks(recipe)
+
+
+def existing_locks(paths: list[Path]) -> dict[Path, Lock]:
+    """Those of `paths` that exist, read as locks (what make lock is about to replace: a malformed one is refused
+    before the plan starts, not after it)."""
+    return {path: read_lock(path) for path in paths if path.is_file()}
+
+
+def lock_inputs(lock: Lock) -> dict[str, str]:
     found = {}
-    for line in lock.read_text().splitlines():
+    for line in lock.comments:
         if line.startswith(INPUT_LINE):
             name, _, digest = line[len(INPUT_LINE) :].rpartition(" = ")
             found[name] = digest
     return found
 
 
-def lock_cutoff(lock: Path) -> str:
-    for line in lock.read_text().splitlines():
+def lock_cutoff(lock: Lock) -> str:
+    for line in lock.comments:
         if line.startswith(CUTOFF_LINE):
             return line[len(CUTOFF_LINE) :].strip()
     return ""
 
 
-def check_lock(path: Path, hashed: bool = True) -> None:
-    """A lock the planner and the build can use, or a UserError that names what is wrong with it as a lock problem:
-    no pins, a line that is no pin, a distribution pinned twice, and (`hashed`: this recipe's locks, W50) a pin without
-    the sha256 of its files. The planner reads any recipe's constraint files, which need not be hashed."""
-    fix = f"make lock (it rewrites {path.name} from the plan)"
-    seen: dict[str, int] = {}
-    for number, line in logical_lines(path.read_text()):
-        try:
-            pin = parse_pin(line)
-            Requirement(f"{pin.name}=={pin.version}")
-        except (LockSyntaxError, InvalidRequirement) as exc:
-            raise UserError(f"{path}:{number}: {exc}", fix) from None
-        name = canonicalize_name(pin.name)
-        if name in seen:
-            raise UserError(f"{path} pins {name} twice (lines {seen[name]} and {number})", fix)
-        if hashed and not pin.hashes:
-            raise UserError(
-                f"{path}:{number}: {pin.name}=={pin.version} carries no --hash: pip would install whatever bytes an "
-                "index serves under that version",
-                f"{fix}; an older lock: python -m tools.planner.lock_hashes {path}",
-            )
-        seen[name] = number
-    if not seen:
-        raise UserError(f"the lock {path} pins nothing", fix)
-
-
-def lock_pins(lock: str) -> dict[str, str]:
-    """canonical name -> pinned version, for every pin of a lock's text."""
-    return {canonicalize_name(name): pin.version for name, pin in read_pins(lock).items()}
-
-
-def lock_gaps(final: dict[str, str], excluded: set[str], lock: str) -> list[str]:
-    """Each distribution of the final environment the lock does not pin at its planned version."""
-    pins = lock_pins(lock)
+def lock_gaps(final: dict[str, str], excluded: set[str], pins: dict[str, str]) -> list[str]:
+    """Each distribution of the final environment the lock's `pins` (name -> version) do not pin at its planned
+    version."""
     return [
         f"{name} {version}: " + (f"the lock pins {pins[name]}" if name in pins else "not in the lock")
         for name, version in sorted(final.items())
@@ -82,27 +86,41 @@ def same_but_cutoff(old: str, new: str) -> bool:
     return kept(old) == kept(new)
 
 
-def pin_changes(old: str, new: str) -> str:
-    """What a new lock moves against the old one, in a few words."""
-    before, after = lock_pins(old), lock_pins(new)
+def pin_changes(before: dict[str, str], after: dict[str, str]) -> str:
+    """What a new lock moves against the old one (each name -> version), in a few words."""
     added = len(after.keys() - before.keys())
     removed = len(before.keys() - after.keys())
     moved = sum(1 for name in before.keys() & after.keys() if before[name] != after[name])
     return f"{added} added, {removed} removed, {moved} changed"
 
 
+def unlisted(lock: Lock, listed: dict[tuple[str, str], set[str]], index: str) -> None:
+    """Refuse a hash of `lock` that the index lists for no file of its pin's version, wherever `listed` holds the
+    sha256s of that version's files ((canonical name, version) -> them, from the pages a command read): pip would be
+    served other bytes under that pin, or none."""
+    for name, pin in lock.pins.items():
+        known = listed.get((name, pin.version))
+        stray = [digest for digest in pin.hashes if known is not None and digest not in known]
+        if stray:
+            raise UserError(
+                f"{as_typed(lock.path)}:{pin.line}: {pin.name}=={pin.version} holds --hash=sha256:{stray[0][:16]}..., "
+                f"which the index {index} lists for no file of that version",
+                f"remove that hash from {lock.path.name} if the index rightly dropped its file, or set PIP_INDEX_URL "
+                "to an index that serves the files the lock was made from",
+                code=2,
+            )
+
+
 def lock_text(
-    final: dict[str, str],
+    pins: dict[str, str],
     built_from_source: dict[str, str],
-    from_base: list[str],
     cutoff: str | None,
     inputs: dict,
     hashes: dict[str, tuple[str, ...]] | None = None,
 ) -> str:
-    """A lock: every distribution of a planned final environment. Left out, and named: what the image builds from
-    source (recorded by commit), and what the base image brought and no step changed (the base's). Each pin carries
+    """A lock: the `pins` of a planned final environment (name -> version), less what the image builds from source
+    (named here, recorded by commit) and what the base image brought and no step changed (the base's). Each pin carries
     its `hashes` (canonical name -> sha256s, lock_hashes.py); without them the text is a proposal to plan under."""
-    local = {*built_from_source, *from_base}
     header = [
         "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
         "# Every pip step of the image is constrained by this file or its stack lock (PIP_CONSTRAINT), so a later",
@@ -112,8 +130,7 @@ def lock_text(
         *[f"{SOURCE_LINE}{name} = {where}" for name, where in built_from_source.items()],
     ]
     hashes = hashes or {}
-    pins = [pin_text(Pin(n, v, hashes.get(canonicalize_name(n), ()))) for n, v in final.items() if n not in local]
-    return "\n".join(header + pins) + "\n"
+    return "\n".join(header + [pin_text(Pin(n, v, hashes.get(canonical(n), ()))) for n, v in pins.items()]) + "\n"
 
 
 def layer_lock_text(whole: str, pins: dict[str, str], hashes: dict[str, tuple[str, ...]]) -> str:
@@ -125,13 +142,8 @@ def layer_lock_text(whole: str, pins: dict[str, str], hashes: dict[str, tuple[st
         "# PIP_CONSTRAINT to it before them), and nothing else: a change that moves none of these pins leaves this",
         "# file, and so those layers, as they were.",
     ]
-    lines = [pin_text(Pin(n, v, hashes.get(canonicalize_name(n), ()))) for n, v in sorted(pins.items())]
+    lines = [pin_text(Pin(n, v, hashes.get(canonical(n), ()))) for n, v in sorted(pins.items())]
     return "\n".join(header + lines) + "\n"
-
-
-def lock_hashes(lock: str) -> dict[str, tuple[str, ...]]:
-    """canonical name -> the sha256s a lock's text holds for it."""
-    return {canonicalize_name(name): pin.hashes for name, pin in read_pins(lock).items()}
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ pairings/<name>.toml as the build arguments of slime.Dockerfile that select it, 
 
 Every command that reads one pairing reads the folder whole (`every`), each file checked against one schema
 (pairing_schema.py), so a broken file stops it, named, instead of being left out of a list. A pairing is built or
-promoted only with its locks (`locked`).
+promoted only with its locks (tools/inputs/lock.py, `locked`).
 
 The default pairing is the one whose values the Dockerfile's ARG defaults are: no second copy is kept, and `check`
 (in `make lint`) fails when the Dockerfile matches no pairing or a pairing names an ARG it lacks;
@@ -114,20 +114,6 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     return found[name]
 
 
-def locked(pairing: Pairing, dockerfile: Path = DOCKERFILE) -> Pairing:
-    """The pairing, refused unless each lock its build COPYs (the lock, its stack locks) is a file: a build without
-    one would fail late at its COPY, and a default without one could not be built at all."""
-    recipe = Recipe.load(dockerfile, build_args=pairing.build_arg_values)
-    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
-    if missing:
-        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
-        raise UserError(
-            f"pairing {pairing.name} has no lock ({shown} missing)",
-            f"make lock PAIRING={pairing.name}, then commit the lock with the pairing",
-        )
-    return pairing
-
-
 def megatron_metadata(commit: str, folder: Path | None = None) -> dict | None:
     """What Megatron-LM declares at `commit`, from the pairing that pins it (its [megatron] table), or None."""
     for pairing in every(folder).values():
@@ -200,13 +186,12 @@ BARE = re.compile(r"^[\w.+/:@=,-]+$")
 
 def promoted(name: str, dockerfile: Path = DOCKERFILE) -> tuple[str, list[str]]:
     """slime.Dockerfile's text with `name` the default pairing: its values become the ARG defaults, each line
-    rewritten where it stands; and the ARGs that changed. Writes nothing (tools.promote writes it with the docs).
-    Refuses a draft, and a Dockerfile that declares one of them twice or not at all (the rule
-    version-args-once-and-used holds that)."""
+    rewritten where it stands; and the ARGs that changed. Writes nothing (tools.promote writes it with the docs, once
+    it has read the pairing's locks). Refuses a draft, and a Dockerfile that declares one of them twice or not at all
+    (the rule version-args-once-and-used holds that)."""
     pairing = load(name)
     if pairing.draft:
         raise UserError(f"{name} is a draft ({pairing.draft[0]})", f"lock and build it first: make lock PAIRING={name}")
-    locked(pairing, dockerfile)
     text = dockerfile.read_text()
     changed = []
     for arg, value in pairing.build_arg_values.items():

@@ -15,13 +15,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.errors import UserError, run_command
+from slime_image.errors import run_command
+from slime_image.lock_file import LockError
 from slime_image.options import add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell
-from tools.inputs.lock import check_lock, lock_pins
+from tools.inputs.lock import existing_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
@@ -132,9 +133,14 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
 
 
 def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:
-    """The lock of the pairing the recipe builds, and its pins (none where the file is missing)."""
+    """The lock of the pairing the recipe builds, and its pins (none where the file is missing, or is no lock in the
+    one form, which installs-by-content names)."""
     lock = recipe.context / "locks" / f"{recipe.args.get('PAIRING')}.lock"
-    return lock, lock_pins(lock.read_text()) if lock.is_file() else {}
+    try:
+        found = existing_locks([lock])
+    except LockError:
+        found = {}
+    return lock, found[lock].versions() if lock in found else {}
 
 
 def cuda_devel_base(recipe: Recipe) -> list[str]:
@@ -331,11 +337,10 @@ def installs_by_content(recipe: Recipe) -> list[str]:
     sha256 (pip's hash-checking mode), a file fetched by URL passes fetch.py with its pinned sha256, and only local
     trees and fetched files install with the lock set aside (PIP_CONSTRAINT=)."""
     problems = []
-    for _, path in recipe.constraint_files:
-        try:
-            check_lock(path)
-        except UserError as exc:
-            problems.append(exc.cause)
+    try:
+        existing_locks([path for _, path in recipe.constraint_files])  # each in the one form: every pin hashed
+    except LockError as exc:
+        problems.append(exc.cause)
     for ins in recipe.of("RUN"):
         script = " ".join(ins.value)
         for words in run_shell.split(script):
@@ -456,7 +461,10 @@ def guards() -> dict[str, Guard]:
 
 
 def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None) -> int:
-    found = violations(Recipe.load(dockerfile))
+    recipe = Recipe.load(dockerfile)
+    # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
+    existing_locks([path for _, path in recipe.constraint_files])
+    found = violations(recipe)
     for name, problems in found.items():
         for problem in problems:
             print(f"{name}: {problem}", file=sys.stderr)

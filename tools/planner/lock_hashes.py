@@ -8,6 +8,10 @@ The files kept for a version: its sdists, and its wheels that CPython 3.12 on a 
 architectures can install (the image's Python; Ubuntu 24.04's glibc 2.39), uploaded before the lock's cutoff. pip then
 installs one of those bytes or nothing (hash-checking mode, W50); a wheel uploaded later under the same version, with a
 tag pip would have preferred, is not among them, so pip keeps to the one the plan saw.
+
+Neither writer drops a hash: a pin kept at its version keeps every hash an old lock held for it (a distribution a step
+installs and then removes, which only a stack lock pins, as much as any), each first checked to be a file the index
+lists for that version; and the lock and its stack locks are written all or none.
 """
 
 from __future__ import annotations
@@ -17,17 +21,18 @@ import json
 import sys
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
+from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
-from slime_image.lock_file import pin_text, read_pins
 from slime_image.options import add_output
 
-from tools.inputs.lock import check_lock, layer_lock_text, lock_cutoff, lock_hashes, lock_pins
+from tools.inputs.lock import lock_cutoff, unlisted
 from tools.planner import index_http
 from tools.planner.plan_index import JSON_PAGE, SDIST_SUFFIXES, WORKERS, Pin
 from tools.planner.plan_replay import index_url
@@ -66,8 +71,17 @@ def installable(filename: str) -> bool:
     return not tags.isdisjoint(IMAGE_TAGS)
 
 
-def version_hashes(name: str, version: str, cutoff: str, upstream: str) -> tuple[str, ...]:
-    """The sha256s of `name`'s files at `version` that the image may install, from the index's page."""
+@dataclass(frozen=True)
+class Listing:
+    """What the index lists for one version: the sha256s of the files the image may install (before the cutoff), and
+    of every file of that version."""
+
+    installable: tuple[str, ...]
+    every: frozenset[str]
+
+
+def version_listings(name: str, versions: set[str], cutoff: str, upstream: str) -> dict[str, Listing]:
+    """version -> its Listing, for each of `versions` of `name`, from the index's one page of `name`."""
     url = urllib.parse.urljoin(upstream, f"{canonicalize_name(name)}/")
     try:
         answer = index_http.get(url, {"Accept": JSON_PAGE})
@@ -80,56 +94,69 @@ def version_hashes(name: str, version: str, cutoff: str, upstream: str) -> tuple
             f"{url} gave no PEP 691 JSON page (HTTP {answer.status}, {answer.content_type or 'no type'})",
             "hash the lock against an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)",
         )
-    pin = Pin(version)
-    found = set()
-    for entry in json.loads(answer.body).get("files", []):
-        uploaded = entry.get("upload-time", "")
-        if cutoff and uploaded and uploaded > cutoff:
-            continue
-        digest = entry.get("hashes", {}).get("sha256")
-        if digest and pin.allows(entry["filename"]) and installable(entry["filename"]):
-            found.add(digest)
-    if not found:
-        raise UserError(
-            f"the index lists no file of {name}=={version} the image can install, with a sha256, before {cutoff}",
-            f"check that {url} lists {name} {version}; a version that is gone needs make lock",
-        )
-    return tuple(sorted(found))
+    files = json.loads(answer.body).get("files", [])
+    found = {}
+    for version in versions:
+        pin = Pin(version)
+        every, allowed = set(), set()
+        for entry in files:
+            digest = entry.get("hashes", {}).get("sha256")
+            if not digest or not pin.allows(entry["filename"]):
+                continue
+            every.add(digest)
+            uploaded = entry.get("upload-time", "")
+            if installable(entry["filename"]) and not (cutoff and uploaded and uploaded > cutoff):
+                allowed.add(digest)
+        if not allowed:
+            raise UserError(
+                f"the index lists no file of {name}=={version} the image can install, with a sha256, before {cutoff}",
+                f"check that {url} lists {name} {version}; a version that is gone needs make lock",
+            )
+        found[version] = Listing(tuple(sorted(allowed)), frozenset(every))
+    return found
 
 
-def collect(pins: dict[str, str], cutoff: str, upstream: str | None = None) -> dict[str, tuple[str, ...]]:
-    """canonical name -> sha256s, for every pin, fetched in parallel."""
+def collect(pins: set[tuple[str, str]], cutoff: str, upstream: str | None = None) -> dict[tuple[str, str], Listing]:
+    """(canonical name, version) -> its Listing, for every pin, each name's page fetched once, in parallel."""
     upstream = (upstream or index_url()).rstrip("/") + "/"
+    wanted: dict[str, set[str]] = {}
+    for name, version in pins:
+        wanted.setdefault(canonicalize_name(name), set()).add(version)
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {canonicalize_name(n): pool.submit(version_hashes, n, v, cutoff, upstream) for n, v in pins.items()}
-        return {name: future.result() for name, future in futures.items()}
+        futures = {n: pool.submit(version_listings, n, vs, cutoff, upstream) for n, vs in wanted.items()}
+        return {(n, v): listing for n, future in futures.items() for v, listing in future.result().items()}
 
 
-def rehash(lock: Path, stacks: list[Path]) -> dict[Path, str]:
-    """The lock and its stack locks with every pin hashed as of the lock's cutoff, the versions and all else as
-    they are. Stack locks take the whole lock's hashes."""
-    text = lock.read_text()
-    wholes = {stack: _whole_lock_named(stack) for stack in stacks}  # before the index is asked anything
-    hashes = collect(lock_pins(text), lock_cutoff(lock))
-    out = {lock: _with_hashes(text, hashes)}
-    for stack, whole in wholes.items():
-        out[stack] = layer_lock_text(whole, lock_pins(stack.read_text()), hashes)
-    return out
+def kept_hashes(
+    pins: dict[str, str], listings: dict[tuple[str, str], Listing], old: list[Lock], upstream: str | None = None
+) -> dict[str, tuple[str, ...]]:
+    """canonical name -> the sha256s a lock writes for each of `pins`: the index's installable files', and every hash
+    an `old` lock holds for the same name and version, never dropped; each old hash of a pin the index was read for
+    must be one of its files (else refused, naming the lock's line)."""
+    every = {key: set(listing.every) for key, listing in listings.items()}
+    held: dict[tuple[str, str], set[str]] = {}
+    for lock in old:
+        unlisted(lock, every, (upstream or index_url()))
+        for name, pin in lock.pins.items():
+            held.setdefault((name, pin.version), set()).update(pin.hashes)
+    found = {}
+    for name, version in pins.items():
+        key = (canonicalize_name(name), version)
+        found[key[0]] = tuple(sorted({*listings[key].installable, *held.get(key, ())}))
+    return found
 
 
-def _whole_lock_named(stack: Path) -> str:
-    """What a stack lock's header names as the lock it was cut from."""
-    header = next((line for line in stack.read_text().splitlines() if line.startswith("# Generated by")), None)
-    if header is None:
-        raise UserError(f"{stack} has no `# Generated by` line naming its whole lock", "make lock rewrites it")
-    return header.removeprefix("# Generated by `make lock` with ").removesuffix(": do not edit.")
+def rehash(locks: list[Lock]) -> dict[Path, str]:
+    """Each of `locks` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions, the
+    comments and every hash they held as they are."""
+    listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, lock_cutoff(locks[0]))
+    return {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks}
 
 
-def _with_hashes(text: str, hashes: dict[str, tuple[str, ...]]) -> str:
-    """A lock's text with its comment header kept and every pin rewritten with `hashes`."""
-    header = [line for line in text.splitlines() if line.startswith("#")]
-    pins = [pin_text(LockPin(p.name, p.version, hashes[canonicalize_name(p.name)])) for p in read_pins(text).values()]
-    return "\n".join(header + pins) + "\n"
+def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]]) -> str:
+    """A lock's text with its comment lines kept and every pin rewritten with `hashes`."""
+    pins = [pin_text(LockPin(p.name, p.version, hashes[name])) for name, p in lock.pins.items()]
+    return "\n".join([*lock.comments, *pins]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
         if not args.lock.is_file():
             raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
         stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
-        for path in (args.lock, *stacks):  # each read as a lock before any is asked for or written
-            check_lock(path, hashed=False)
-        texts = rehash(args.lock, stacks)
-        write_all(texts)
-        for path in texts:
-            check_lock(path)
-            print(f"lock_hashes: {path}: {len(lock_hashes(path.read_text()))} pins hashed")
+        locks = {path: read_lock(path) for path in (args.lock, *stacks)}  # each in the one form, before the index
+        texts = rehash(list(locks.values()))
+        written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
+        changed = {path: text for path, text in texts.items() if locks[path].text != text}
+        write_all(changed)
+        for path, lock in written.items():
+            how = "rewritten" if path in changed else "unchanged"
+            print(f"lock_hashes: {path}: {len(lock.pins)} pins hashed, {how}")
         return 0
 
     return run_command("lock_hashes", run)

@@ -33,11 +33,11 @@ from slime_image.options import add_output, add_path
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings
-from tools.inputs.lock import lock_pins
+from tools.inputs.lock import existing_locks
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
-from tools.planner import lock_hashes, plan_env, platforms
+from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
-from tools.planner.plan_lock import locked_plan, stack_lock_texts, write_lock
+from tools.planner.plan_lock import lock_texts, locked_plan, stack_paths, write_locks
 from tools.planner.plan_replay import cache_folder, check_cutoff, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
 
@@ -92,6 +92,9 @@ def run(args, arch: str) -> int:
             f"pairing {pairing.name} has no lock yet ({lock_file.relative_to(ROOT)})",
             f"make lock PAIRING={pairing.name}",
         )
+    # What make lock replaces, read now: a malformed lock is refused before the plan, and every hash it holds for a
+    # pin kept at its version is kept (lock_hashes.kept_hashes).
+    old = existing_locks([Path(args.lock), *stack_paths(Path(args.lock), recipe)]) if args.lock else {}
     options = {
         "manifest": args.base_manifest,
         "arch": arch,
@@ -115,15 +118,7 @@ def run(args, arch: str) -> int:
         locked = locked_plan(recipe, plan, log, **options)
         if locked is None:
             return 1
-        pinned = {
-            name: v
-            for pins in (lock_pins(locked.lock_text()), *locked.stack_locks.values())
-            for name, v in pins.items()
-        }
-        hashes = lock_hashes.collect(pinned, cutoff)  # the bytes each pin may be (W50)
-        write_lock(Path(args.lock), locked.lock_text(hashes), log)
-        for path, text in stack_lock_texts(Path(args.lock), recipe, locked, hashes).items():
-            write_lock(path, text, log)
+        write_locks(lock_texts(Path(args.lock), recipe, locked, cutoff, old), old, log)
     return 0
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from slime_image import pip_conflicts
 
-from tools.inputs.lock import lock_gaps, lock_pins
+from tools.inputs.lock import lock_gaps, unlisted
 from tools.planner import plan_steps, plan_symbols
 from tools.planner.plan_findings import EndState, forced_nccl
 from tools.planner.plan_replay import Replay
@@ -22,6 +22,8 @@ class Planner(Replay):
 
     def run(self) -> Plan:
         replayed = self.replay()
+        for lock in self.locks.values():  # each hash one the index lists, where the plan read the index anyway (W50)
+            unlisted(lock, self.listed, self.upstream)
         results = replayed.results
         final = self.env.installed()
         checked = results[-1].broken if results else self.env.check()  # the last step's check is the final one
@@ -37,13 +39,13 @@ class Planner(Replay):
         final_findings += plan_symbols.findings(final, self.urls, index, self.cache, self.log)
         invariants = self.invariants(final, replayed.numpy_moved, end)
         invariants["every_step_installs"] = not replayed.failed_steps
-        gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.read_text()) if self.lock else []
+        gaps = lock_gaps(final, {*self.from_source, *self.base}, self.lock.versions()) if self.lock else []
         if self.lock:
             invariants["lock_pins_every_distribution"] = not gaps
         from_base = sorted(n for n, v in final.items() if self.base.get(n) == v)
         stack_locks = self.stack_locks(final, {*self.from_source, *from_base})
         if self.lock and not self.lock_override and stack_locks:
-            invariants["stack_locks_agree"] = all(lock_pins(p.read_text()) == pins for p, pins in stack_locks.items())
+            invariants["stack_locks_agree"] = all(self.locks[p].versions() == pins for p, pins in stack_locks.items())
         manifest = replayed.manifest
         return Plan(
             base={
@@ -55,7 +57,7 @@ class Planner(Replay):
             },
             built_from_source=dict(sorted(self.from_source.items())),
             platform=self.arch,
-            lock=shown(self.lock) if self.lock else None,
+            lock=shown(self.lock.path) if self.lock else None,
             uploaded_prior_to=self.cutoff or None,
             inputs=self.input_digests(),
             steps=results,

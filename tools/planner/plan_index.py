@@ -142,6 +142,7 @@ class PlanIndex:
         arch: str,
         pins: dict[str, str] | None = None,
         hints: dict[str, str] | None = None,
+        checked: dict[str, set[str]] | None = None,
     ):
         self.upstream = upstream.rstrip("/") + "/"
         self.store = store  # <sha256 of the wheel>.METADATA
@@ -153,6 +154,10 @@ class PlanIndex:
         self.pins = {canonicalize_name(name): Pin(version) for name, version in (pins or {}).items()}
         # Versions likely to be picked, not constraints: their pages stay whole, their wheels' metadata comes ahead.
         self.hints = {canonicalize_name(name): Pin(version) for name, version in (hints or {}).items()}
+        # The versions whose files' sha256s a lock's hashes are checked against (name -> versions), and those sha256s,
+        # (name, version) -> every file of that version the real index lists, for each page it served.
+        self.checked = {canonicalize_name(n): {v: Pin(v) for v in versions} for n, versions in (checked or {}).items()}
+        self.listed: dict[tuple[str, str], set[str]] = {}
         self.pool = ThreadPoolExecutor(max_workers=WORKERS)
         self.lock = threading.Lock()
         self.pages: dict[str, Future] = {}
@@ -226,6 +231,12 @@ class PlanIndex:
         if not answer.content_type.startswith(JSON_PAGE):
             return 307, real.encode(), "text/plain"
         data = json.loads(answer.body)
+        for version, wanted in self.checked.get(name, {}).items():
+            self.listed[name, version] = {
+                e["hashes"]["sha256"]
+                for e in data.get("files", [])
+                if e.get("hashes", {}).get("sha256") and wanted.allows(e["filename"])
+            }
         pin = self.pins.get(name)
         hint = self.hints.get(name)
         kept = []

@@ -5,29 +5,39 @@ own. Each stack lock is written beside it."""
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
-from slime_image.atomic_write import write_atomically
+from slime_image.atomic_write import write_all
+from slime_image.lock_file import Lock, Pin, canonical, parse_lock
 
-from tools.inputs.lock import layer_lock_text, lock_cutoff, lock_pins, pin_changes, same_but_cutoff
+from tools.inputs.lock import layer_lock_text, lock_cutoff, pin_changes, same_but_cutoff
 from tools.inputs.recipe import Recipe
+from tools.planner import lock_hashes
 from tools.planner.plan_check import Planner
 from tools.planner.plan_report import Plan
 from tools.planner.plan_steps import shown
 
 
-def write_lock(path: Path, text: str, log) -> None:
-    """Leave a lock that would change only in its cutoff as it is: the next plan then finds its cache warm."""
-    old = path.read_text() if path.is_file() else None
-    count = len(lock_pins(text))
-    if old is not None and same_but_cutoff(old, text):
-        kept = f"; the cutoff {lock_cutoff(path)} stays" if lock_cutoff(path) else ""
-        log(f"lock: {shown(path)} unchanged ({count} pins{kept})")
-        return
-    write_atomically(path, text)
-    moved = f": {pin_changes(old, text)}" if old is not None else ""
-    log(f"lock: wrote {shown(path)} ({count} pins{moved})")
+def stack_paths(path: Path, recipe: Recipe) -> list[Path]:
+    """Where make lock writes the stack locks of the lock at `path`: beside it, under the names the recipe COPYs."""
+    return [path.parent / stack.name for _, stack in recipe.constraint_files[:-1]]
+
+
+def write_locks(texts: dict[Path, str], old: dict[Path, Lock], log) -> None:
+    """Write the lock and its stack locks all or none, each checked to read back in the one form first; one that
+    would change only in its cutoff is left as it is (the next plan then finds its cache warm)."""
+    new = {path: parse_lock(text, path) for path, text in texts.items()}
+    changed = {
+        path: text for path, text in texts.items() if path not in old or not same_but_cutoff(old[path].text, text)
+    }
+    write_all(changed)
+    for path, lock in new.items():
+        if path not in changed:
+            kept = f"; the cutoff {lock_cutoff(old[path])} stays" if lock_cutoff(old[path]) else ""
+            log(f"lock: {shown(path)} unchanged ({len(lock.pins)} pins{kept})")
+        else:
+            moved = f": {pin_changes(old[path].versions(), lock.versions())}" if path in old else ""
+            log(f"lock: wrote {shown(path)} ({len(lock.pins)} pins{moved})")
 
 
 def locked_plan(recipe: Recipe, unlocked: Plan, log, **options) -> Plan | None:
@@ -43,23 +53,29 @@ def locked_plan(recipe: Recipe, unlocked: Plan, log, **options) -> Plan | None:
     # pass every verdict on its own.
     if not unlocked.ok:
         log("\nthe unlocked plan is not clean: what a step left behind is judged again under the lock")
-    with tempfile.TemporaryDirectory() as tmp:
-        proposal = Path(tmp) / "proposal.lock"
-        proposal.write_text(unlocked.lock_text())
-        log("\nre-planning under the new lock, so that it pins what a locked build installs")
-        locked = Planner(recipe, log=log, lock_file=proposal, **options).run()
+    proposal = Lock(Path("proposal.lock"), {canonical(n): Pin(n, v, ()) for n, v in unlocked.pins.items()})
+    log("\nre-planning under the new lock, so that it pins what a locked build installs")
+    locked = Planner(recipe, log=log, lock_file=proposal, **options).run()
     if not locked.ok:
         print("plan: not writing the lock: the plan under it failed", file=sys.stderr)
         return None
     return locked
 
 
-def stack_lock_texts(path: Path, recipe: Recipe, locked: Plan, hashes: dict[str, tuple[str, ...]]) -> dict[Path, str]:
-    """Each stack lock beside the lock at `path`, under the name the recipe COPYs it from -> its text."""
-    return {
-        path.parent / stack.name: layer_lock_text(shown(path), locked.stack_locks.get(shown(stack), {}), hashes)
-        for _, stack in recipe.constraint_files[:-1]
+def lock_texts(path: Path, recipe: Recipe, locked: Plan, cutoff: str, old: dict[Path, Lock]) -> dict[Path, str]:
+    """The lock at `path` and each stack lock beside it -> its text, every pin hashed from the index (the bytes it
+    may be, W50), keeping every hash an `old` lock held for a pin it keeps at its version."""
+    stacks = {
+        stack: locked.stack_locks.get(shown(source), {})
+        for stack, (_, source) in zip(stack_paths(path, recipe), recipe.constraint_files[:-1], strict=True)
     }
+    wanted = {(n, v) for pins in (locked.pins, *stacks.values()) for n, v in pins.items()}
+    listings = lock_hashes.collect(wanted, cutoff)
+    held = list(old.values())
+    texts = {path: locked.lock_text(lock_hashes.kept_hashes(locked.pins, listings, held))}
+    for stack, pins in stacks.items():
+        texts[stack] = layer_lock_text(shown(path), pins, lock_hashes.kept_hashes(pins, listings, held))
+    return texts
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
-from slime_image.lock_file import versions_only
+from slime_image.lock_file import Lock
 
-from tools.inputs.lock import lock_cutoff, lock_pins
+from tools.inputs.lock import existing_locks, lock_cutoff, recipe_locks
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import PipStep, Unsimulated
 from tools.planner import plan_env, plan_steps, sdist_metadata
@@ -203,7 +203,7 @@ class Replay:
         use_lock: bool = True,
         cutoff: str = "",
         assume_empty_base: bool = False,
-        lock_file: Path | None = None,
+        lock_file: Lock | None = None,
         allow_blind: bool = False,
     ):
         self.recipe = recipe
@@ -216,9 +216,13 @@ class Replay:
         self.setter: dict[str, int] = {}  # distribution -> the line of the step that last installed it
         self.urls: dict[str, str] = {}  # distribution -> the file its last install took, where pip resolved it
         self.from_source: dict[str, str] = {}  # distribution -> the tree and checkout the image builds it from
-        self.lock = plan_steps.recipe_lock(recipe, lock_file) if use_lock else None
-        # A lock given to plan under (make lock's second plan) constrains every step: its stack locks, which it
-        # decides, would pin the same versions of what their steps install.
+        # Every lock the plan reads, read once, here, and held to the one form before anything is planned: the recipe's
+        # (its stack locks, then its lock), or the one given to plan under (make lock's second plan), which constrains
+        # every step: its stack locks, which it decides, would pin the same versions of what their steps install.
+        self.locks: dict[Path, Lock] = {}
+        if use_lock:
+            self.locks = {lock_file.path: lock_file} if lock_file else recipe_locks(recipe)
+        self.lock: Lock | None = (lock_file or self.locks.get(recipe.constraint_file())) if use_lock else None
         self.lock_override = lock_file
         self.blind = plan_steps.Blind(recipe)
         self.allow_blind = allow_blind
@@ -233,9 +237,11 @@ class Replay:
         self._index: PlanIndex | None = None  # the planner's index in front of the real one, once a step needs it
         self._open = contextlib.ExitStack()  # what replay() closes: the planner's index
         self._pins: dict[str, str] = {}
+        # (name, version) -> the sha256s the index lists for that version's files, for each page the plan read
+        self.listed: dict[tuple[str, str], set[str]] = {}
         # Planning afresh (make lock's first plan): the lock it will replace names what is likely to come back.
-        replaced = None if use_lock else recipe.constraint_file()
-        self._hints = lock_pins(replaced.read_text()) if replaced and replaced.is_file() else {}
+        replaced = existing_locks([recipe.constraint_file()]) if not use_lock and recipe.constraint_file() else {}
+        self._hints = next(iter(replaced.values())).versions() if replaced else {}
 
     @functools.cached_property
     def upstream(self) -> str:
@@ -245,9 +251,14 @@ class Replay:
     def index(self) -> PlanIndex:
         """Started on first need, so that a plan whose every step is cached asks nothing of the network."""
         if self._index is None:
+            checked: dict[str, set[str]] = {}
+            for lock in self.locks.values():
+                for name, version in lock.versions().items():
+                    checked.setdefault(name, set()).add(version)
             self._index = self._open.enter_context(
-                PlanIndex(self.upstream, self.cache / "metadata", self.arch, self._pins, self._hints)
+                PlanIndex(self.upstream, self.cache / "metadata", self.arch, self._pins, self._hints, checked)
             )
+            self.listed = self._index.listed
             self._index.prefetch(self._pins or self._hints)
         return self._index
 
@@ -287,10 +298,10 @@ class Replay:
         self.base = self.env.installed()
         return data
 
-    def _cache_key(self, pip_args: list[str], files: list[Path], lock: Path | None, index: str) -> str:
+    def _cache_key(self, pip_args: list[str], files: list[Path], lock: Lock | None, index: str) -> str:
         """What a resolution depends on; of the lock, its versions alone (a re-hashed lock resolves as it did)."""
         state = sorted(self.env.installed().items())
-        texts = [versions_only(f.read_text()) if f == lock else f.read_text() for f in files]
+        texts = [lock.versions_text() if lock is not None and f == lock.path else f.read_text() for f in files]
         inputs = [state, pip_args, texts, self.arch, planner_pip(), index, sorted(self._pins.items())]  # what pip sees
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
 
@@ -320,8 +331,8 @@ class Replay:
                 # The lock's hashes put pip in hash-checking mode, where it downloads every file to hash it; the plan
                 # reads only their metadata, so its pip gets the lock's versions alone.
                 versions = Path(tmp) / "lock-versions.txt"
-                versions.write_text(versions_only(lock.read_text()))
-                pip_args = [str(versions) if a == str(lock) else a for a in pip_args]
+                versions.write_text(lock.versions_text())
+                pip_args = [str(versions) if a == str(lock.path) else a for a in pip_args]
             proc = self.env.pip(*pip_args[:2], "--report", str(report), *through, *pip_args[2:])
             if proc.returncode != 0:
                 tail = [line for line in proc.stderr.strip().splitlines() if not line.startswith("WARNING")]
@@ -366,7 +377,7 @@ class Replay:
         files += [self.recipe.context_file(c, step.line) for c in step.constraints]
         lock = self.step_lock(step)
         if lock is not None:
-            files.append(lock)
+            files.append(lock.path)
         try:
             items, how = self._resolve(step, targets, files)
         except _WouldFail as exc:
@@ -388,12 +399,12 @@ class Replay:
             notes.append(f"from sdist, with the metadata the verification build recorded: {', '.join(recorded)}")
         return unseen, "; ".join([*notes, how])
 
-    def step_lock(self, step: PipStep) -> Path | None:
+    def step_lock(self, step: PipStep) -> Lock | None:
         """The lock this step installs under: the file PIP_CONSTRAINT names at its line, unless the RUN gives the
         command a PIP_CONSTRAINT of its own (read as its -c, or none when empty)."""
         if self.lock is None or step.constrained_here:
             return None
-        return self.lock_override or self.recipe.constraint_at(step.line)
+        return self.lock_override or self.locks.get(self.recipe.constraint_at(step.line))
 
     @property
     def requirements_line(self) -> int | None:
@@ -475,7 +486,7 @@ class Replay:
 
     def replay(self) -> Replayed:
         """Each step in Dockerfile order over the simulated environment, holding that environment's lock."""
-        pins = lock_pins(self.lock.read_text()) if self.lock else {}
+        pins = self.lock.versions() if self.lock else {}
         # The index shows pip the locked versions alone only when every step that asks it resolves under the lock: a
         # step that sets the lock aside for an index name (PIP_CONSTRAINT= before it) must see the rest; the lock's
         # pins are then only fetched ahead.

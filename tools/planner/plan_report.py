@@ -69,11 +69,16 @@ class Plan:
     def ok(self) -> bool:
         return not self.broken and all(self.invariants.values()) and not self.findings
 
+    @property
+    def pins(self) -> dict[str, str]:
+        """What a lock made from this plan pins: the final environment, less what the image builds from source and
+        what the base brought and no step changed."""
+        local = {*self.built_from_source, *self.from_base}
+        return {name: version for name, version in self.final.items() if name not in local}
+
     def lock_text(self, hashes: dict[str, tuple[str, ...]] | None = None) -> str:
         """The lock this plan's final environment makes."""
-        return lock_text(
-            self.final, self.built_from_source, self.from_base, self.uploaded_prior_to, self.inputs, hashes
-        )
+        return lock_text(self.pins, self.built_from_source, self.uploaded_prior_to, self.inputs, hashes)
 
     def as_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

@@ -16,7 +16,6 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from slime_image.errors import UserError
 
 from tools.inputs import pairings
-from tools.inputs.lock import check_lock
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
 from tools.planner.plan_env import Dist
@@ -154,23 +153,6 @@ def asked(recipe: Recipe, step: PipStep, arch: str) -> Asked:
 
 def requirement_files(recipe: Recipe, step: PipStep) -> list[Path]:
     return [recipe.context_file(r, step.line) for r in step.requirements]
-
-
-def recipe_lock(recipe: Recipe, lock_file: Path | None) -> Path | None:
-    """The lock a plan installs under: the one given (make lock's second plan), else the recipe's own, whose files
-    must exist and be locks."""
-    if lock_file is not None:
-        return lock_file
-    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
-    if missing:
-        raise UserError(
-            f"{recipe.path}: PIP_CONSTRAINT names {', '.join(map(shown, missing))}, which does not exist",
-            "make lock (it writes the lock and its stack locks)",
-            code=2,
-        )
-    for _, path in recipe.constraint_files:
-        check_lock(path, hashed=False)  # this recipe's hashes: the rule installs-by-content (W50)
-    return recipe.constraint_file()
 
 
 def router_wheel_lines(recipe: Recipe) -> list[int]:

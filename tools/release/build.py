@@ -24,7 +24,7 @@ import sys
 from slime_image.errors import UserError, run_command
 from slime_image.record import image_tag
 
-from tools.inputs import download_pins, fingerprint, pairings
+from tools.inputs import download_pins, fingerprint, lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 from tools.release import image_ref
@@ -107,7 +107,8 @@ def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
     """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
     the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
     refused where it would make the stamp lie (`overrides`)."""
-    given = overrides(pairings.locked(pairing), list(extra))
+    lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
+    given = overrides(pairing, list(extra))
     # The Dockerfile's own pins too: a malformed one would fail the build at its download, and silence the warning.
     download_pins.check_recipe(Recipe.load(build_args={**pairing.build_arg_values, **given}))
     own = pairing.build_args if pairing.name != pairings.default().name else []

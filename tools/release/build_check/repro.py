@@ -27,7 +27,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_path
 
-from tools.inputs import pairings
+from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
 from tools.release.build_check import image_weight, record, registry
@@ -191,6 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(argv)
         pairing = pairings.load(args.pairing)
+        lock.locked(pairing)  # its locks there and in the one form, before any work
         out = record.folder_for(pairing)
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
         require_tools()

@@ -27,13 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable
+from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import add_number, add_path
 
-from tools.inputs import fingerprint, pairings
-from tools.inputs.lock import lock_pins
+from tools.inputs import fingerprint, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
@@ -82,18 +81,20 @@ def warn_on_disk(storage: Path = Path("/var/lib/containers")) -> None:
         )
 
 
-def base_label(lock: Path) -> str:
+def cuda_pins(pins: dict[str, str]) -> list[str]:
+    """The lock's CUDA library pins (name -> version), name==version each, sorted: what the stand-in base takes."""
+    return sorted(f"{name}=={version}" for name, version in pins.items() if name.startswith("nvidia-"))
+
+
+def base_label(pins: dict[str, str]) -> str:
     """What the stand-in base is made from: its script and the lock's CUDA library pins."""
-    pins = sorted(
-        f"{name}=={version}" for name, version in lock_pins(lock.read_text()).items() if name.startswith("nvidia-")
-    )
-    return hashlib.sha256((STANDIN_SCRIPT.read_text() + "\n".join(pins)).encode()).hexdigest()[:16]
+    return hashlib.sha256((STANDIN_SCRIPT.read_text() + "\n".join(cuda_pins(pins))).encode()).hexdigest()[:16]
 
 
-def ensure_base(work: Path, lock: Path) -> str:
-    """The stand-in base's tag for this lock, made when missing. One tag per content (each pairing pins its own CUDA
-    libraries), so that building one pairing after the other reuses each one's base and every layer above it."""
-    label = base_label(lock)
+def ensure_base(work: Path, pins: dict[str, str]) -> str:
+    """The stand-in base's tag for the lock's `pins`, made when missing. One tag per content (each pairing pins its own
+    CUDA libraries), so that building one pairing after the other reuses each one's base and every layer above it."""
+    label = base_label(pins)
     tag = f"{BASE_TAG}-{label}"
     labels = '{{index .Docker.Config.Labels "org.slime-image.standin"}}'
     found = buildah("inspect", "--type", "image", "--format", labels, tag, check=False)
@@ -101,7 +102,10 @@ def ensure_base(work: Path, lock: Path) -> str:
         print(f"stand-in base {tag} is built", flush=True)
         return tag
     env = {**os.environ, "STORAGE_DRIVER": STORAGE[1]}
-    if subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(lock), label], env=env).returncode:
+    # The script greps its pins from a list of them, written from the lock the build read, never from the lock itself.
+    listed = work / "standin-pins.txt"
+    write_atomically(listed, "\n".join(cuda_pins(pins)) + "\n")
+    if subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(listed), label], env=env).returncode:
         raise UserError(
             f"the stand-in base script {STANDIN_SCRIPT.name} failed (its last lines above say where)",
             f"fix what it names, then run make build-check again; its work folder is {work}",
@@ -306,7 +310,9 @@ def plan_final(pairing: str) -> dict[str, str]:
 def prepare(pairing: pairings.Pairing, work: Path, host: str, given: list[str]) -> list[str]:
     """The build arguments of a verification build: the pairing's, its sources, the stand-in base pushed to the local
     registry and named by digest, and the stand-in downloads pinned by their sha256."""
-    base = registry.push(buildah, ensure_base(work, pairing.lock), host, "cuda-standin", work)
+    base = registry.push(
+        buildah, ensure_base(work, lock.locked(pairing)[pairing.lock].versions()), host, "cuda-standin", work
+    )
     pins = standin_artifacts(work, Recipe.load(build_args=pairing.build_arg_values).args)
     return [*tools_build.build_args(pairing, [*given, f"BASE_IMAGE={base}"]), *pins]
 
@@ -317,11 +323,7 @@ def verify(
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
     build_args += extra  # a mirror (pip's index): make build's own refusals apply
     check_writable("--out", str(out / record.RECORD_JSON))
-    if not pairing.lock.is_file():
-        raise UserError(
-            f"pairing {pairing.name} has no lock ({pairing.lock.relative_to(ROOT)})",
-            f"make lock PAIRING={pairing.name}",
-        )
+    pins = lock.locked(pairing)[pairing.lock].versions()  # every lock there and in the one form, before any work
     require_tools()
     warn_on_disk()
     work.mkdir(parents=True, exist_ok=True)
@@ -360,7 +362,7 @@ def verify(
         "layers": found.get("layers", []),
         "largest_distributions": found.get("distributions", []),
         "versions": found.get("versions"),
-        "lock": record.compare(installed, lock_pins(pairing.lock.read_text()), unpinned_by_design),
+        "lock": record.compare(installed, pins, unpinned_by_design),
         "plan": record.compare(installed, plan_final(pairing.name), unpinned_by_design),
         "gate": found.get("gate"),
         "sbom": sbom_check.check(buildah, built, found["sbom"], work) if code == 0 else None,

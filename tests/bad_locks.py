@@ -1,0 +1,95 @@
+"""The malformed locks every reader of a lock is fed (tests/image/test_lock_file.py, tests/tools/test_lock_readers.py):
+each made from a committed lock's own text by one edit, so that the rest of the file is a real lock, with the line the
+refusal must name (None: the file as a whole) and a word of its cause.
+
+pip refuses or misreads each of these: a digest of another length, case or algorithm fails the hash check of the file
+it pins; a `\\` joins what follows it (a blank, the next pin) and a missing one leaves a --hash belonging to no pin; a
+byte-order mark becomes part of the first name; pip takes no extra in a constraint; a marker or a range pins nothing
+for sure; and a pin without its hashes, a name pinned twice or no pin at all is not a lock of this project (W50).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+HASH = re.compile(r"--hash=sha256:([0-9a-f]{64})")
+PIN_BLOCK = re.compile(r"^(\S+==\S+) \\\n(?:    --hash=\S+ \\\n)*    --hash=\S+\n", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Bad:
+    edit: Callable[[str], str]
+    line: Callable[[str], int | None]  # the line the refusal names, in the committed text
+    said: str  # a word of the cause
+
+
+def _first_block(text: str) -> re.Match:
+    return PIN_BLOCK.search(text)
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _pin_line(text: str) -> int:
+    return _line_of(text, _first_block(text).start())
+
+
+def _replace_pin(text: str, new: str) -> str:
+    block = _first_block(text)
+    return text[: block.start(1)] + new(block[1]) + text[block.end(1) :]
+
+
+def _first_hash(text: str, new: Callable[[str], str]) -> str:
+    found = HASH.search(text)
+    return text[: found.start()] + new(found[0]) + text[found.end() :]
+
+
+def _blank_after_continuation(text: str) -> str:
+    block = _first_block(text)
+    end = text.index("\n", block.start()) + 1
+    return text[:end] + "\n" + text[end:]
+
+
+def _trailing_continuation(text: str) -> str:
+    block = _first_block(text)
+    return text[: block.end() - 1] + " \\\n" + text[block.end() :]
+
+
+def _missing_continuation(text: str) -> str:
+    block = _first_block(text)
+    return text[: block.end(1)] + text[block.end(1) + 2 :]
+
+
+def _without_hashes(text: str) -> str:
+    block = _first_block(text)
+    return text[: block.start()] + block[1] + "\n" + text[block.end() :]
+
+
+def _pin_twice(text: str) -> str:
+    return text + _first_block(text)[0]
+
+
+BAD = {
+    "hash-63-digits": Bad(lambda t: _first_hash(t, lambda h: h[:-1]), lambda t: _pin_line(t) + 1, "64 lower-case"),
+    "hash-upper-case": Bad(lambda t: _first_hash(t, str.upper), lambda t: _pin_line(t) + 1, "64 lower-case"),
+    "hash-sha512": Bad(
+        lambda t: _first_hash(t, lambda h: h.replace("sha256", "sha512")), lambda t: _pin_line(t) + 1, "sha512"
+    ),
+    "missing-continuation": Bad(_missing_continuation, _pin_line, "does not end in"),
+    "trailing-continuation": Bad(
+        _trailing_continuation, lambda t: _line_of(t, _first_block(t).end() - 1), "joins line"
+    ),
+    "blank-after-continuation": Bad(_blank_after_continuation, lambda t: _pin_line(t) + 1, "is blank after"),
+    "byte-order-mark": Bad(lambda t: "\ufeff" + t, lambda t: 1, "byte-order mark"),
+    "extra": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", "[x]==", 1)), _pin_line, "an extra"),
+    "marker": Bad(lambda t: _replace_pin(t, lambda p: p + ' ; python_version >= "3.8"'), _pin_line, "marker"),
+    "range": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", ">=", 1)), _pin_line, "is no pin"),
+    "pin-without-hash": Bad(_without_hashes, _pin_line, "carries no --hash"),
+    "pin-twice": Bad(_pin_twice, lambda t: t.count("\n") + 1, "a second time"),
+    "no-pin": Bad(
+        lambda t: "".join(line for line in t.splitlines(True) if line.startswith("#")), lambda t: None, "pins nothing"
+    ),
+}

@@ -1,0 +1,68 @@
+"""The one reader of a lock (image/slime_image/lock_file.py) holds every lock to one form and refuses the rest naming
+the file, the line and the fix: each malformed lock of tests/bad_locks.py, made from each committed lock."""
+
+import pytest
+from bad_locks import BAD
+from conftest import LOCKS
+from slime_image.lock_file import HASH_OPTION, LockError, Pin, parse_lock, pin_text, read_lock
+
+
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+def test_every_committed_lock_reads_in_the_one_form(path):
+    lock = read_lock(path)
+    assert lock.pins and all(pin.hashes for pin in lock.pins.values())
+    assert lock.text == path.read_text()
+
+
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_malformed_lock_is_refused_naming_its_line_and_the_fix(tmp_path, path, case):
+    bad = BAD[case]
+    text = path.read_text()
+    broken = tmp_path / path.name
+    broken.write_text(bad.edit(text), encoding="utf-8")
+    with pytest.raises(LockError) as caught:
+        read_lock(broken)
+    line = bad.line(text)
+    assert caught.value.cause.startswith(f"{broken}:{line}: " if line else f"{broken}: "), caught.value.cause
+    assert bad.said in caught.value.cause, caught.value.cause
+    assert caught.value.fix.endswith(f"or restore the committed lock: git checkout -- {broken}"), caught.value.fix
+    assert "\n" not in caught.value.cause + caught.value.fix
+
+
+@pytest.mark.parametrize(
+    "text, cause",
+    [
+        (b"six==1.16.0 \\\n    --hash=sha256:" + b"a" * 64 + b"\n\xff\n", "x.lock:3: is not UTF-8 text"),
+        ("six==1.16.0 \\\r\n    --hash=sha256:" + "a" * 64 + "\r\n", "x.lock:1: ends in a carriage return"),
+        ("six==1.16.0\\\n    --hash=sha256:" + "a" * 64 + "\n", "x.lock:1: ends in a `\\` with no space before it"),
+        ("six==1.16.0 \\\n    --hash=sha256:" + "a" * 64 + " \\\n", "x.lock:2: ends in `\\` with no line after it"),
+        ("six==1.16.0 \\\n" + "".join(f"    --hash=sha256:{c * 64} \\\n" for c in "ab") + "\n", "x.lock:4: is blank"),
+        ("six==1.16.0 \\\n" + "".join(f"    --hash=sha256:{c * 64}\n" for c in "ab"), "x.lock:3: --hash=sha256:bbbb"),
+        ("six==1.16.0 # a comment \\\n    --hash=sha256:" + "a" * 64 + "\n", "holds more than the pin"),
+        ("six===1.16.0 \\\n    --hash=sha256:" + "a" * 64 + "\n", "'six===1.16.0' is no pin"),
+        ("six==1.* \\\n    --hash=sha256:" + "a" * 64 + "\n", "'six==1.*' is no pin"),
+    ],
+    ids=["not-utf8", "crlf", "no-space", "last-continued", "blank-after-hash", "hash-alone", "comment", "===", "star"],
+)
+def test_what_else_pip_would_read_otherwise_is_refused(tmp_path, text, cause):
+    path = tmp_path / "x.lock"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    with pytest.raises(LockError) as caught:
+        read_lock(path)
+    assert caught.value.cause.startswith(f"{tmp_path}/x.lock") and cause in caught.value.cause, caught.value.cause
+
+
+def test_what_make_lock_writes_reads_back_pin_for_pin():
+    pins = [Pin("numpy", "1.26.4", ("a" * 64, "b" * 64), 2), Pin("torch", "2.11.0+cu130", ("c" * 64,), 5)]
+    text = (
+        "# a comment\n"
+        + "\n".join(map(pin_text, pins))
+        + "\n\n# another\n"
+        + pin_text(Pin("Six", "1.16.0", ("d" * 64,)))
+    )
+    lock = parse_lock(text, "x.lock")
+    assert list(lock.pins.values())[:2] == pins and [p.line for p in lock.pins.values()] == [2, 5, 9]
+    assert lock.versions() == {"numpy": "1.26.4", "torch": "2.11.0+cu130", "six": "1.16.0"}
+    assert lock.comments == ("# a comment", "# another")
+    assert pin_text(pins[1]) == f"torch==2.11.0+cu130 \\\n    {HASH_OPTION}{'c' * 64}"
