@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.inputs.recipe import ROOT
 
@@ -48,19 +49,19 @@ def held(prog: str, lock: Path = LOCK) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.writers", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.writers", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--name", default="writers", help="what the waiting line calls it (make lock)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
-    args = parser.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
 
     def run() -> int:
+        args = parser.parse_args(argv)
+        command = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command:
             raise UserError("no command to run", "python -m tools.writers -- COMMAND [ARG ...]")
         with held(args.name):
             return subprocess.run(command, env={**os.environ, HELD: str(LOCK)}).returncode
 
-    return run_command(args.name, run)
+    return run_command("tools.writers", run)
 
 
 if __name__ == "__main__":
