@@ -52,16 +52,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.writers", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--name", default="writers", help="what the waiting line calls it (make lock)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
+    parsed: list = []
+    code = run_command("tools.writers", lambda: parsed.append(parser.parse_args(argv)) or 0, code=2)
+    if code:
+        return code
+    args = parsed[0]
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
 
     def run() -> int:
-        args = parser.parse_args(argv)
-        command = args.command[1:] if args.command[:1] == ["--"] else args.command
         if not command:
             raise UserError("no command to run", "python -m tools.writers -- COMMAND [ARG ...]")
         with held(args.name):
             return subprocess.run(command, env={**os.environ, HELD: str(LOCK)}).returncode
 
-    return run_command("tools.writers", run)
+    return run_command(args.name, run)
 
 
 if __name__ == "__main__":
