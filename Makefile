@@ -47,6 +47,19 @@ reports_dir = [ -n $(call q,$(strip $(REPORTS))) ] || { echo "make $@: REPORTS i
 	mkdir -p $(call q,$(REPORTS)) 2>/dev/null || { echo "make $@: REPORTS="$(call q,$(REPORTS))" is no folder that can be made" >&2; \
 	echo "fix: name a folder you may write, or leave REPORTS unset (reports/)" >&2; exit 1; }
 
+# Variables that name one thing (a path, a name, a source): one given empty, on the command line or in the
+# environment, would silently stand for another (VENV= the repository root for the virtualenv, PAIRING= the default
+# pairing, AGAINST= no image to compare with); make reads a blank one (PAIRING=" ") as empty. Every target but help runs
+# `venv` first, whose first command refuses it in two lines; unset, each has its default. The lists of words
+# (PLAN_ARGS, WALLS, BUILD_ARGS, PYTEST_ARGS, CANARY_ARGS) may be empty, for none; REPORTS, TEST_WORKERS and DRY_RUN
+# are checked where they are read.
+NAMING := VENV PYTHON IMAGE TAG PLATFORM PAIRING AWS_REGION COMPRESSION ECR_REPOSITORY AWS_ACCOUNT_ID DOCKERFILE \
+	BASE_IMAGE OVERLAY ENGINE MEGATRON_REPO SLIME_REPO APEX_REPO AGAINST
+given_empty = $(firstword $(foreach v,$(NAMING),$(if $(filter override,$(origin $(v))),$(if $(strip $(value $(v))),,$(v)))))
+empty_named = echo "make: $(given_empty) is given empty (or blank): it names nothing, and would silently stand for \
+	another" >&2; echo "fix: give $(given_empty) a value, or leave it unset for its default" >&2; exit 1
+refuse_empty = $(if $(given_empty),$(empty_named))
+
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
 need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
@@ -67,6 +80,7 @@ help: ## List the targets
 # target, so VENV is a path the shell reads, never text of make's own syntax.
 .PHONY: venv
 venv: ## Create the project virtualenv with the pinned tools (other targets do it themselves)
+	@$(refuse_empty)
 	@venv=$(call q,$(VENV)); [ -e "$$venv/.installed" ] && [ ! pyproject.toml -nt "$$venv/.installed" ] && exit 0; \
 	python=$(call q,$(PYTHON)); \
 	"$$python" -c 'import sys; sys.path.insert(0, "image"); from slime_image.python_needed import check; check("set PYTHON to one for the project tools: make venv PYTHON=python3.12", "make venv")' && \

@@ -80,6 +80,11 @@ def run_plan(dockerfile: Path, manifest: Path, cache: Path, cutoff: str) -> tupl
 
 def replay(dockerfile: Path, manifest: Path, workdir: Path, cutoff: str) -> tuple[dict, float, list[str]]:
     env = FakeEnv(workdir / "replay-venv")
+    with env.running():
+        return _replay(env, dockerfile, manifest, cutoff)
+
+
+def _replay(env: FakeEnv, dockerfile: Path, manifest: Path, cutoff: str) -> tuple[dict, float, list[str]]:
     env.create()
     _, dists = load_manifest(manifest)
     for dist in dists:

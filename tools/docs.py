@@ -17,7 +17,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 
 from tools import writers
 from tools.inputs import download_pins, pairings
@@ -330,9 +330,7 @@ def sync(docs: Path, dockerfile: Path, check: bool) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tools.docs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="tools.docs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true")
     add_path(parser, "--docs", default=ROOT / "docs", help="the folder of the pages (default: docs/)")
     add_path(parser, "--dockerfile", default=DOCKERFILE)

@@ -6,13 +6,13 @@ rewritten where it stands) and the generated tables of docs/ name it, all writte
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools import docs, writers
 from tools.inputs import lock, pairings
@@ -38,11 +38,11 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.promote", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.promote", description=__doc__.strip().splitlines()[0])
     parser.add_argument("name", help="the pairing to make the default (one of pairings/)")
-    args = parser.parse_args(argv)
 
     def run() -> int:
+        args = parser.parse_args(argv)
         if args.name == pairings.DEFAULT:
             fix = f"use one of: {', '.join(pairings.names())}"
             raise UserError("promote needs the pairing to make the default", fix)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from slime_image import p2p
 from slime_image.canary import invariants
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 from slime_image.patches import PATCHES
 from slime_image.patches.upstream import UPSTREAM
 from slime_image.smoke.registry import CHECKS
@@ -125,13 +126,11 @@ def patches_table() -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tools.wall_guards", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="tools.wall_guards", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("walls", nargs="*", help="wall ids (default: all)")
-    args = parser.parse_args(argv)
 
     def run() -> int:
+        args = parser.parse_args(argv)
         unknown = [w for w in args.walls if w not in BY_ID]
         if unknown:
             raise UserError(f"no wall {', '.join(unknown)}", f"use one of W1 to {WALLS[-1].id}")

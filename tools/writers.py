@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.inputs.recipe import ROOT
 
@@ -48,10 +49,14 @@ def held(prog: str, lock: Path = LOCK) -> Iterator[None]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.writers", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.writers", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--name", default="writers", help="what the waiting line calls it (make lock)")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG ...]")
-    args = parser.parse_args(argv)
+    parsed: list = []
+    code = run_command("tools.writers", lambda: parsed.append(parser.parse_args(argv)) or 0, code=2)
+    if code:
+        return code
+    args = parsed[0]
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
 
     def run() -> int:

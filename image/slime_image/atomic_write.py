@@ -3,8 +3,10 @@ check first that they can be written."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
@@ -99,17 +101,55 @@ def write_atomically(path: Path, text: str) -> None:
 def check_writable(option: str, path: Path | str | None) -> None:
     """Fail before the work starts when `write_atomically` could not write `path` (None and - mean stdout).
 
-    Missing folders are fine (they are created); a file where a folder must be, or a folder that cannot be
-    written, is a UserError naming the option.
-    """
+    Missing folders are fine (they are created). What is asked of the target is what the write will do, tried now:
+    a device or a pipe takes a write of nothing (/dev/full refuses it, as it will the report), and the folder that
+    will hold a file takes a new file (one under /proc or /sys, or on a read-only mount, does not, even for root,
+    whom os.access answers yes). A file where a folder must be, a folder, or either probe failing is a UserError
+    naming the option."""
     if path is None or str(path) == "-":
         return
     if str(path).endswith(os.sep):
         raise UserError(f"{option} {path}: a folder, and it takes a file", f"pass {option} a file name: {path}NAME")
     target = Path(path)
-    existing = next(p for p in (target, *target.parents) if p.exists() or p == Path(p.anchor))
-    if target.is_dir() or (existing != target and (not existing.is_dir() or not os.access(existing, os.W_OK))):
-        raise UserError(f"{option} {path}: cannot write a file there", f"pass {option} a file in a writable folder")
+    fix = f"pass {option} a file in a writable folder"
+    if _special(target):
+        why = _takes_a_write(target)
+        if why:
+            raise UserError(f"{option} {path}: cannot be written ({why})", fix)
+        return
+    existing = next(p for p in (target.parent, *target.parents) if p.exists() or p == Path(p.anchor))
+    if target.is_dir() or not existing.is_dir():
+        raise UserError(f"{option} {path}: cannot write a file there", fix)
+    why = _takes_a_file(existing)
+    if why:
+        raise UserError(f"{option} {path}: cannot write a file there ({existing}: {why})", fix)
+
+
+def _takes_a_write(target: Path) -> str | None:
+    """Why a device or pipe refuses a write, or None: a pipe no one reads yet is taken (its reader may come)."""
+    try:
+        handle = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO and stat.S_ISFIFO(target.stat().st_mode):
+            return None
+        return exc.strerror
+    try:
+        os.write(handle, b"")
+    except OSError as exc:
+        return exc.strerror
+    finally:
+        os.close(handle)
+    return None
+
+
+def _takes_a_file(folder: Path) -> str | None:
+    """Why `folder` cannot hold a new file, or None; the probe has no name where the system allows (O_TMPFILE), and
+    is gone when this returns."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 def check_outputs(outputs: dict[str, Path | str | None], inputs: dict[str, Path | str | None] | None = None) -> None:

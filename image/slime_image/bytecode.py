@@ -17,7 +17,6 @@ otherwise pass having compiled nothing of it.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import importlib.util
 import py_compile
@@ -25,7 +24,7 @@ import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 from slime_image.patches.base import check_root
 from slime_image.slime_source import grpo_modules
 
@@ -125,6 +124,6 @@ def run(slime_root: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="slime-bytecode", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="slime-bytecode", description=__doc__.split("\n\n")[0])
     add_path(parser, "--slime-root", default=Path("/opt/slime"))
     return run_command("slime-bytecode", lambda: run(parser.parse_args(argv).slime_root), code=2)

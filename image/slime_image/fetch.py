@@ -3,10 +3,16 @@ URL rather than a package index, are kept only when their sha256 is the one the 
 and no import of this package: the Dockerfile copies this one file in before the first step that downloads, and runs it
 with the image's system Python.
 
-    python3 fetch.py URL SHA256 OUT    (URL: or a path, for a file another tool fetched, such as pip's own wheel)
+    python3 fetch.py URL SHA256 OUT [RECORDS]    (URL: or a path, for a file another tool fetched, such as pip's own
+                                                  wheel)
 
-What it took is written to /opt/slime-image/downloads/<file name>.json (the file, its sha256, whether it was pinned)
-for the image's SBOM (slime-sbom).
+What it took is written to RECORDS/<file name>.json (the file, its sha256, whether it was pinned) for the image's SBOM
+(slime-sbom). RECORDS is /opt/slime-image/downloads in the image; run from anywhere else (a clone), it must be given:
+the image's folder on a host is no place of this file's to write.
+
+OUT and the record are checked before anything is downloaded (a folder, a device such as /dev/full, a folder that
+takes no file are refused), and each is put in place whole or not at all: the download goes to a temporary file beside
+OUT, removed however the step ends.
 
 An empty SHA256 is a pin not yet made (the recipe's value is written by `python -m tools.release.pin_downloads` on a
 machine that reaches the URL): the file is kept with a warning naming it, and the image's record and SBOM say it was
@@ -19,58 +25,148 @@ import hashlib
 import json
 import os
 import re
-import shutil
+import stat
 import sys
+import tempfile
 import urllib.request
 
 HEX = re.compile(r"[0-9a-f]{64}")
-RECORDS = "/opt/slime-image/downloads"
+IMAGE = "/opt/slime-image"  # the image's own folder: slime.Dockerfile copies this file into IMAGE/slime_image
+RECORDS = f"{IMAGE}/downloads"
+USAGE = "URL SHA256 OUT [RECORDS]"
 
 
-def fetch(url: str, sha256: str, out: str, records: str = RECORDS) -> list[str]:
+class Refused(Exception):
+    """A bad input or an unmet precondition: what is wrong, and what to do about it."""
+
+    def __init__(self, cause: str, fix: str, code: int = 1):
+        super().__init__(cause)
+        self.cause, self.fix, self.code = cause, fix, code
+
+
+def image_folder(told: str | None, default: str, what: str) -> str:
+    """Where a build step keeps its records: `told`, else `default`, which is the image's, only when this file runs
+    from the image's copy (run from a clone, it would write into the host's /opt/slime-image, as root even create
+    it)."""
+    if told is not None:
+        return told
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if here != IMAGE:
+        raise Refused(
+            f"run from {here}, not the image: its {what} would go to {default} on this machine",
+            f"name a folder for the {what} (the last argument), or run it in the image's build",
+            code=2,
+        )
+    return default
+
+
+def check_target(what: str, path: str) -> None:
+    """Refuse, before any work, a file `path` that cannot be put in place by a rename: a name ending in / (a folder),
+    something there that is not a regular file (a folder; a device, which the rename would replace for every process
+    of the machine), or a folder that takes no new file (read-only; under /proc or /sys, even for root)."""
+    fix = f"name a file for {what} in a folder you may write"
+    if not path.strip() or path.endswith(os.sep):
+        raise Refused(f"{what} {path!r} names no file", fix, code=2)
+    if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode if os.path.exists(path) else 0):
+        raise Refused(f"{what} {path} is there and is not a regular file: it would be replaced", fix, code=2)
+    folder = os.path.dirname(os.path.abspath(path))
+    existing = next(f for f in _upwards(folder) if os.path.exists(f))
+    try:
+        if not os.path.isdir(existing):
+            raise NotADirectoryError(f"{existing} is not a folder")
+        with tempfile.TemporaryFile(dir=existing):
+            pass
+    except OSError as exc:
+        raise Refused(f"{what} {path}: cannot write a file there ({exc.strerror or exc})", fix, code=2) from None
+
+
+def _upwards(folder: str):
+    while True:
+        yield folder
+        if folder == os.path.dirname(folder):
+            return
+        folder = os.path.dirname(folder)
+
+
+def put_in_place(staged: dict[str, str]) -> None:
+    """Rename each staged file (path -> its temporary file beside it) into place."""
+    for path, tmp in staged.items():
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+
+
+def stage(path: str, data: bytes | None = None) -> str:
+    """A temporary file beside `path` (its folder made), holding `data` when given."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
+    with os.fdopen(handle, "wb") as file:
+        if data is not None:
+            file.write(data)
+    return tmp
+
+
+def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[str]:
     """Download `url` to `out` when its sha256 is `sha256`; the lines to print (a warning for an empty pin)."""
     if sha256 and not HEX.fullmatch(sha256):
-        raise ValueError(f"the pinned sha256 {sha256!r} is not 64 lower-case hex digits")
+        raise Refused(
+            f"the pinned sha256 {sha256!r} is not 64 lower-case hex digits (W50)",
+            "pin the file by its sha256: python -m tools.release.pin_downloads",
+            code=2,
+        )
+    records = image_folder(records, RECORDS, "record of the download")
+    name = os.path.basename(out)
+    record = os.path.join(records, f"{name}.json")
+    check_target("OUT", out)
+    check_target("the record", record)
     if "://" not in url:
         url = "file://" + os.path.abspath(url)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    partial = f"{out}.partial"
-    digest = hashlib.sha256()
-    with urllib.request.urlopen(url, timeout=300) as response, open(partial, "wb") as file:
-        while chunk := response.read(1 << 20):
-            digest.update(chunk)
-            file.write(chunk)
-    served = digest.hexdigest()
-    name = os.path.basename(out)
-    if sha256 and served != sha256:
-        os.unlink(partial)
-        raise ValueError(f"{name} from {url}: its sha256 is {served}, the recipe pins {sha256}")
-    shutil.move(partial, out)
-    os.makedirs(records, exist_ok=True)
-    with open(os.path.join(records, f"{name}.json"), "w") as record:
-        json.dump({"file": name, "sha256": served, "pinned": bool(sha256)}, record, indent=1, sort_keys=True)
+    staged: dict[str, str] = {}
+    try:
+        staged[out] = stage(out)
+        digest = hashlib.sha256()
+        try:
+            response = urllib.request.urlopen(url, timeout=300)  # one it cannot reach: an OSError, as is a full disk
+        except ValueError as exc:
+            raise Refused(f"{url}: {exc}", "pass a URL (https://..., file://...) or a path", code=2) from None
+        with response, open(staged[out], "wb") as file:
+            while chunk := response.read(1 << 20):
+                digest.update(chunk)
+                file.write(chunk)
+        served = digest.hexdigest()
+        if sha256 and served != sha256:
+            raise Refused(
+                f"{name} from {url}: its sha256 is {served}, the recipe pins {sha256} (W50)",
+                "a mirror serving other bytes under that name is the cause: point the URL at the real file; a new "
+                "upstream file is a new pin (python -m tools.release.pin_downloads)",
+            )
+        taken = {"file": name, "sha256": served, "pinned": bool(sha256)}
+        staged[record] = stage(record, json.dumps(taken, indent=1, sort_keys=True).encode())
+        put_in_place(staged)
+    finally:
+        for tmp in staged.values():
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
     if not sha256:
         return [f"fetch: warning: {name} from {url} is not checked: the recipe pins no sha256 for it (it is {served})"]
     return [f"fetch: {name}: sha256 {served}, as pinned"]
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 4:
-        print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} URL SHA256 OUT", file=sys.stderr)
+    if len(argv) not in (4, 5):
+        print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} {USAGE}", file=sys.stderr)
         return 2
     try:
         lines = fetch(*argv[1:])
-    except ValueError as exc:
-        print(f"fetch: {exc} (W50)", file=sys.stderr)
-        print(
-            "fix: a mirror serving other bytes under that name is the cause: point the URL at the real file; a new "
-            "upstream file is a new pin (python -m tools.release.pin_downloads)",
-            file=sys.stderr,
-        )
-        return 1
+    except Refused as refused:
+        print(f"fetch: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
+        return refused.code
     except OSError as exc:
-        print(f"fetch: {argv[1]}: {exc}\nfix: check the URL and that the build reaches it", file=sys.stderr)
+        print(f"fetch: {argv[1]}: {exc}", file=sys.stderr)
+        print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("fetch: interrupted: nothing it was writing was kept\nfix: run it again", file=sys.stderr)
+        return 130
     for line in lines:
         print(line)
     return 0

@@ -1,28 +1,78 @@
-"""The one type for a command-line option that names an output, the one for a number (issue 46), and the one for a
-path the command reads.
+"""Every command's parser, the one type for a command-line option that names an output, the one for a number (issue
+46), and the one for a path the command reads.
 
-Every command declares such options through `add_output` and `add_number`, so a value is checked when it is parsed,
-in one place, whatever the command: an output `-` is stdout and never a file named `-`, a folder (a path ending in
-`/`, or one that exists) is refused rather than written as a file, a device (/dev/null) is written in place; a number
-that is nan, inf or out of the option's declared bounds is refused; a path that is empty or blank, which as a path is
-the current folder, is refused (`add_path`). tests/tools/test_options.py walks every parser of the project and fails
-on an output, a number or a path option declared any other way.
+Every command builds its parser as a `Parser`, and declares such options through `add_output`, `add_number` and
+`add_path`, so a value is checked when it is parsed, in one place, whatever the command: an output `-` is stdout and
+never a file named `-`, a folder (a path ending in `/`, or one that exists) is refused rather than written as a file,
+a device (/dev/null) is written in place, and one that refuses a write (/dev/full) or a folder that takes no file
+(/proc) is refused; a number is written plainly (no `1_000`, no blank around it), finite and within the option's
+declared bounds, an upper one always (`--timeout 1e30` overflowed every check's wait); a path that is empty or blank,
+which as a path is the current folder, is refused (`add_path`). The Parser refuses an option that takes one value given
+twice (argparse keeps the last silently), and, once parsed, an output that is a path the command reads or lies in a
+folder it reads (atomic_write.check_outputs). tests/tools/test_options.py walks every parser of the project and fails
+on a parser, an output, a number or a path option declared any other way, and runs each refusal through its command.
 
 A refused value is a UserError naming the option; argparse lets it through (it catches only its own errors, TypeError
-and ValueError), so each command parses its arguments inside run_command, which ends it in two lines (the test runs
-each such option's refusal through its command's main).
+and ValueError), so each command parses its arguments inside run_command, which ends it in two lines.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import re
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
 
 STDOUT = "-"
+DAY = 86400.0  # the longest any timeout may be: beyond it a typo, and past 2**31 ms a wait overflows
+# A number as a person writes it: digits, a sign, a point, an exponent; never int()'s `1_000` or ` 1`.
+WRITTEN = {int: re.compile(r"[+-]?[0-9]+"), float: re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")}
+
+
+class _Once(argparse._StoreAction):
+    """argparse's store, refusing a second value: `--out a --out b` kept b and said nothing."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = parser.given
+        if self.dest in given and self.option_strings:
+            flag = _flag(tuple(self.option_strings))
+            raise UserError(
+                f"{flag} is given twice ({given[self.dest]}, then {values}): one value is taken, and not saying which "
+                "would hide the other",
+                f"give {flag} once",
+            )
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse.ArgumentParser for every command: each option taking one value given at most once, and the outputs
+    checked against the paths the command reads once all are parsed (its subcommands' parsers are Parsers too)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _Once)
+        self.register("action", "store", _Once)
+        self.given: dict[str, object] = {}
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = {}
+        parsed, extra = super().parse_known_args(args, namespace)
+        outputs, inputs = {}, {}
+        for action in self._actions:
+            value = getattr(parsed, action.dest, None)
+            if isinstance(action.type, Output):
+                outputs[action.type.option] = value
+            elif isinstance(action.type, InputPath) and action.type.reads:
+                values = value if isinstance(value, list) else [value]
+                for number, one in enumerate(values, 1):
+                    inputs[action.type.option + (f" #{number}" if len(values) > 1 else "")] = one
+        check_outputs(outputs, inputs)
+        return parsed, extra
 
 
 class Output:
@@ -43,39 +93,48 @@ class Output:
 
 
 class Number:
-    """argparse type of a numeric option: `kind` (int or float), finite, at least `low`, above `above`, at most
-    `high` (each bound None: none)."""
+    """argparse type of a numeric option: `kind` (int or float), written plainly (WRITTEN), at least `low`, above
+    `above`, at most `high` (low and above: None for none; high always, and finite). `setting`: the name is an
+    environment or settings variable (NAME=VALUE), not an option."""
 
-    def __init__(self, option: str, kind: type, low=None, above=None, high=None):
-        self.option, self.kind, self.low, self.above, self.high = option, kind, low, above, high
+    def __init__(self, option: str, kind: type, low=None, above=None, *, high, setting: bool = False):
+        if high is None or not math.isfinite(high):
+            raise TypeError(f"{option}: a number needs a finite upper bound")
+        self.option, self.kind, self.low, self.above, self.high, self.setting = option, kind, low, above, high, setting
 
     def bounds(self) -> str:
         limits = (("at least", self.low), ("above", self.above), ("at most", self.high))
-        said = " and ".join(f"{word} {value}" for word, value in limits if value is not None)
-        return ("a whole number" if self.kind is int else "a number") + (f" {said}" if said else "")
+        said = " and ".join(f"{word} {_shown(value)}" for word, value in limits if value is not None)
+        return ("a whole number" if self.kind is int else "a number") + f" {said}"
 
     def __call__(self, value: str):
-        try:
-            number = self.kind(value)
-        except ValueError:
-            number = None
+        number = self.kind(value) if WRITTEN[self.kind].fullmatch(value) else None
         if (
             number is None
             or not math.isfinite(number)
             or (self.low is not None and number < self.low)
             or (self.above is not None and number <= self.above)
-            or (self.high is not None and number > self.high)
+            or number > self.high
         ):
+            if self.setting:
+                raise UserError(
+                    f"{self.option}={value!r}: not {self.bounds()}", f"set {self.option} to {self.bounds()}"
+                )
             raise UserError(f"{self.option} {value}: not {self.bounds()}", f"pass {self.option} {self.bounds()}")
         return number
 
 
-class InputPath:
-    """argparse type of an option naming a file or folder the command reads (or a folder it fills): never empty, which
-    pathlib would take for the current folder (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
+def _shown(bound) -> str:
+    return str(int(bound)) if float(bound).is_integer() else str(bound)
 
-    def __init__(self, option: str):
-        self.option = option
+
+class InputPath:
+    """argparse type of an option naming a file or folder the command reads (`reads`: no output may be it or lie in
+    it) or a folder it fills (an output may go there): never empty, which pathlib would take for the current folder
+    (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
+
+    def __init__(self, option: str, reads: bool = True):
+        self.option, self.reads = option, reads
 
     def __call__(self, value: str) -> Path:
         if not value.strip():
@@ -95,14 +154,14 @@ def add_output(parser, *flags: str, stdout: bool = True, **kwargs):
     return parser.add_argument(*flags, type=Output(_flag(flags), stdout), **kwargs)
 
 
-def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high=None, **kwargs):
-    """parser.add_argument for a numeric option, with its bounds."""
-    return parser.add_argument(*flags, type=Number(_flag(flags), kind, low, above, high), **kwargs)
+def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high, **kwargs):
+    """parser.add_argument for a numeric option, with its bounds (an upper one always)."""
+    return parser.add_argument(*flags, type=Number(_flag(flags), kind, low, above, high=high), **kwargs)
 
 
-def add_path(parser, *flags: str, **kwargs):
-    """parser.add_argument for an option naming a path the command reads (or a folder it fills)."""
-    return parser.add_argument(*flags, type=InputPath(_flag(flags)), **kwargs)
+def add_path(parser, *flags: str, reads: bool = True, **kwargs):
+    """parser.add_argument for an option naming a path the command reads (or, `reads` False, a folder it fills)."""
+    return parser.add_argument(*flags, type=InputPath(_flag(flags), reads), **kwargs)
 
 
 def write_output(target: str, text: str) -> None:

@@ -12,7 +12,6 @@ rank of this node passed both.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -25,7 +24,7 @@ from pathlib import Path
 from slime_image import gpus, walls, where
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output
+from slime_image.options import DAY, Parser, add_number, add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -36,6 +35,7 @@ GUARDS = {"p2p-sendrecv": ("W39", "W13"), "p2p-broadcast": ("W51",)}
 SENDRECV, BROADCAST = PROBES / "p2p_sendrecv.py", PROBES / "p2p_broadcast.py"
 NETWORK = re.compile(r"NCCL INFO Using network (\S+)")  # the transport NCCL chose, as its INFO log names it
 SOCKETS = "Socket"  # NCCL's own TCP transport: what it falls back to without a working OFI plugin (W13)
+MOST_BYTES = 1 << 36  # 64 GiB: a buffer sent and one received fit an H200's 141 GB; more is a typo
 
 
 def row(
@@ -175,7 +175,7 @@ def broadcast(args, count: int) -> list[report.Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="slime-p2p", description=__doc__)
+    parser = Parser(prog="slime-p2p", description=__doc__)
     add_number(parser, "--node", kind=int, low=0, high=1, required=True, help="this node's index (the Job's): 0 or 1")
     parser.add_argument("--master", type=address, required=True, help="node 0's address, where the ranks meet")
     add_number(
@@ -187,11 +187,21 @@ def main(argv: list[str] | None = None) -> int:
         default=29500,
         help="the exchange's rendezvous (the broadcast's: the next)",
     )
-    add_number(parser, "--bytes", kind=int, low=4, default=256 << 20, help="bytes each GPU sends per exchange")
-    add_number(parser, "--iterations", kind=int, low=1, default=20)
-    add_number(parser, "--timeout", above=0, default=600.0, help="seconds the exchange may take")
-    add_number(parser, "--broadcast-bytes", kind=int, low=4, default=1 << 30, help="bytes GPU 0 of node 0 broadcasts")
-    add_number(parser, "--broadcast-timeout", above=0, default=300.0, help="seconds the broadcast may take")
+    add_number(
+        parser, "--bytes", kind=int, low=4, high=MOST_BYTES, default=256 << 20, help="bytes each GPU sends per exchange"
+    )
+    add_number(parser, "--iterations", kind=int, low=1, high=100_000, default=20)
+    add_number(parser, "--timeout", above=0, high=DAY, default=600.0, help="seconds the exchange may take")
+    add_number(
+        parser,
+        "--broadcast-bytes",
+        kind=int,
+        low=4,
+        high=MOST_BYTES,
+        default=1 << 30,
+        help="bytes GPU 0 of node 0 broadcasts",
+    )
+    add_number(parser, "--broadcast-timeout", above=0, high=DAY, default=300.0, help="seconds the broadcast may take")
     add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
 
     def run() -> int:

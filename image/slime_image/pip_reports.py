@@ -1,11 +1,13 @@
 """What each pip step of the build installed, kept for the image's SBOM (slime-sbom): from pip's own install report
 (`pip install --report`), each distribution's name, version and the sha256 of the file it came from, or the folder or
-URL of a direct install. Standard library only, and no import of this package: the Dockerfile copies this one file in
-before the first pip step and runs it at the end of each.
+URL of a direct install. Standard library only, and of this package only fetch.py, which the Dockerfile copies in
+beside this file before the first pip step; it runs this one at the end of each.
 
-    python pip_reports.py REPORT NAME    keep REPORT as /opt/slime-image/pip-reports/<NN>-NAME.json, then remove it
+    python pip_reports.py REPORT NAME [FOLDER]    keep REPORT as FOLDER/<NN>-NAME.json, then remove it
 
-NN counts the reports kept before it, so that the folder lists them in the order the steps ran.
+FOLDER is /opt/slime-image/pip-reports in the image; run from anywhere else (a clone), it must be given (fetch.py's
+image_folder). NN counts the reports kept before it, so that the folder lists them in the order the steps ran; each
+is written whole or not at all.
 
 Only what names the bytes is kept: pip's report also describes the machine that built (its kernel release among
 them), which would make the layer differ from one builder to the next, and the index's URL, which a mirror changes.
@@ -19,7 +21,12 @@ import re
 import sys
 from pathlib import Path
 
-FOLDER = Path("/opt/slime-image/pip-reports")
+if __name__ == "__main__":  # run by its path (the build's steps): the package is the folder it lies in, with fetch.py
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from slime_image.fetch import IMAGE, Refused, check_target, image_folder, put_in_place, stage
+
+FOLDER = f"{IMAGE}/pip-reports"
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
@@ -43,22 +50,32 @@ def installed(report: dict) -> list[dict]:
     return found
 
 
-def keep(report: Path, name: str, folder: Path = FOLDER) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
+def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
+    folder = Path(image_folder(None if folder is None else str(folder), FOLDER, "pip reports"))
     out = folder / f"{len(list(folder.glob('*.json'))):02d}-{name}.json"
-    out.write_text(json.dumps(installed(json.loads(report.read_text())), indent=1, sort_keys=True) + "\n")
+    check_target("the kept report", str(out))
+    text = json.dumps(installed(json.loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
+    staged = {str(out): stage(str(out), text.encode())}
+    try:
+        put_in_place(staged)
+    finally:
+        if os.path.lexists(staged[str(out)]):
+            os.unlink(staged[str(out)])
     os.unlink(report)
     return out
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or not NAME.fullmatch(argv[2]):
+    if len(argv) not in (3, 4) or not NAME.fullmatch(argv[2]):
         print(f"pip-reports: {' '.join(argv[1:]) or 'no arguments'}", file=sys.stderr)
-        print(f"fix: run {argv[0]} REPORT NAME (NAME of lower-case letters, digits and -)", file=sys.stderr)
+        print(f"fix: run {argv[0]} REPORT NAME [FOLDER] (NAME of lower-case letters, digits and -)", file=sys.stderr)
         return 2
     try:
-        out = keep(Path(argv[1]), argv[2])
-    except (OSError, ValueError, KeyError) as exc:
+        out = keep(Path(argv[1]), argv[2], *argv[3:])
+    except Refused as refused:
+        print(f"pip-reports: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
+        return refused.code
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print(f"pip-reports: {argv[1]} is no pip install report: {exc}", file=sys.stderr)
         print("fix: pass the file `pip install --report FILE` wrote in the same step", file=sys.stderr)
         return 1

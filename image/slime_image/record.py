@@ -11,14 +11,13 @@ format is defined here, once.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
 from slime_image import standins
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path, write_output
+from slime_image.options import Parser, add_output, add_path, write_output
 from slime_image.patches import upstream
 from slime_image.patches.base import check_root, importable_root
 
@@ -74,7 +73,7 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="slime-record", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="slime-record", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, help="the record's file (-: stdout)")
     add_path(parser, "--slime-root", help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")

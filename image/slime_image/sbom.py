@@ -1,6 +1,7 @@
 """slime-sbom: write the image's SBOM (CycloneDX 1.6 JSON) from what its build actually took.
 
-    slime-sbom --out FILE [--site-packages DIR] [--versions FILE]
+    slime-sbom --out FILE [--site-packages DIR] [--versions FILE] [--pip-reports DIR] [--downloads DIR]
+        [--dpkg-status FILE] [--os-release FILE]
 
 Each component has its version, its purl and the digest that names its bytes:
 - every Python distribution installed in the venv, with the sha256 of the file pip installed it from (pip's own
@@ -11,12 +12,13 @@ Each component has its version, its purl and the digest that names its bytes:
 - the git sources at their commits (versions.json) and the base image, by digest when the build named it so.
 
 What pip installed and a later step removed is not listed: the venv says what is there, the reports what it came from.
-The document holds no time and no random serial number, so that one tree's builds write the same bytes.
+The document holds no time and no random serial number, so that one tree's builds write the same bytes. Every file it
+reads is an option (the image's by default), so that --out is never one of them; one it cannot read as written is
+named in two lines.
 """
 
 from __future__ import annotations
 
-import argparse
 import email.parser
 import hashlib
 import json
@@ -25,14 +27,15 @@ import sys
 import uuid
 from pathlib import Path
 
+from slime_image import fetch, pip_reports
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
-from slime_image.options import add_output, add_path, write_output
+from slime_image.options import Parser, add_output, add_path, write_output
 
 SITE_PACKAGES = Path("/opt/venv/lib/python3.12/site-packages")
-VERSIONS = Path("/opt/slime-image/versions.json")
-PIP_REPORTS = Path("/opt/slime-image/pip-reports")
-DOWNLOADS = Path("/opt/slime-image/downloads")
+VERSIONS = Path(fetch.IMAGE, "versions.json")
+PIP_REPORTS = Path(pip_reports.FOLDER)
+DOWNLOADS = Path(fetch.RECORDS)
 DPKG_STATUS = Path("/var/lib/dpkg/status")
 OS_RELEASE = Path("/etc/os-release")
 # The git sources the build checks out, by the versions.json names of their commit and repository.
@@ -45,12 +48,36 @@ GIT_SOURCES = {
 FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
 
 
+def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build writes it") -> UserError:
+    return UserError(f"{path}: {why}", fix)
+
+
+def read_json(path: Path, shape: type, fields: dict[str, type] | None = None):
+    """The JSON document at `path`, of type `shape` (a list: of objects), each object holding `fields` as typed."""
+    try:
+        document = json.loads(path.read_text())
+    except ValueError as exc:
+        raise unreadable(path, f"not JSON ({exc})") from None
+    objects = document if shape is list else [document]
+    if not isinstance(document, shape) or not all(isinstance(o, dict) for o in objects):
+        raise unreadable(path, f"not a JSON {'list of objects' if shape is list else 'object'}")
+    for entry in objects:
+        wrong = [name for name, kind in (fields or {}).items() if not isinstance(entry.get(name), kind)]
+        if wrong:
+            raise unreadable(
+                path, f"{', '.join(wrong)} missing or not {' or '.join(fields[n].__name__ for n in wrong)}"
+            )
+    return document
+
+
 def installed_distributions(site_packages: Path) -> list[tuple[str, str]]:
     """(name, version) of every distribution in site-packages, from its METADATA, in name order."""
     found = []
     for metadata in sorted(site_packages.glob("*.dist-info/METADATA")):
         headers = email.parser.Parser().parsestr(metadata.read_text(errors="replace"), headersonly=True)
-        found.append((headers["Name"], headers["Version"]))
+        if not (headers["Name"] or "").strip() or not (headers["Version"] or "").strip():
+            raise unreadable(metadata, "no Name or no Version: not a distribution's metadata")
+        found.append((headers["Name"].strip(), headers["Version"].strip()))
     return sorted(found, key=lambda d: canonical(d[0]))
 
 
@@ -58,7 +85,7 @@ def pip_sources(reports: Path) -> dict[tuple[str, str], dict]:
     """(canonical name, version) -> what pip installed it from; a later step's report overrides an earlier one's."""
     found: dict[tuple[str, str], dict] = {}
     for report in sorted(reports.glob("*.json")):
-        for record in json.loads(report.read_text()):
+        for record in read_json(report, list, {"name": str, "version": str}):
             found[canonical(record["name"]), record["version"]] = record
     return found
 
@@ -111,6 +138,8 @@ def deb_components(status: Path, release: dict[str, str]) -> list[dict]:
         fields = dict(re.findall(r"^([A-Za-z-]+): (.*)$", stanza, re.MULTILINE))
         if "Package" not in fields or not fields.get("Status", "").endswith(" installed"):
             continue
+        if not fields.get("Version"):
+            raise unreadable(status, f"package {fields['Package']} is installed and has no Version")
         name, version, arch = fields["Package"], fields["Version"], fields.get("Architecture", "all")
         purl = f"pkg:deb/{distro}/{name}@{version}?arch={arch}&distro={distro}-{release.get('VERSION_ID', '')}"
         components.append({"type": "library", "bom-ref": purl, "name": name, "version": version, "purl": purl})
@@ -120,7 +149,7 @@ def deb_components(status: Path, release: dict[str, str]) -> list[dict]:
 def download_components(downloads: Path) -> list[dict]:
     components = []
     for record in sorted(downloads.glob("*.json")):
-        taken = json.loads(record.read_text())
+        taken = read_json(record, dict, {"file": str, "sha256": str, "pinned": bool})
         purl = f"pkg:generic/{taken['file']}?checksum=sha256:{taken['sha256']}"
         component = {
             "type": "file",
@@ -195,10 +224,14 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
     add_path(parser, "--site-packages", default=SITE_PACKAGES)
     add_path(parser, "--versions", default=VERSIONS, help="the image's versions.json (slime-record)")
+    add_path(parser, "--pip-reports", default=PIP_REPORTS, help="what each pip step installed (pip_reports.py)")
+    add_path(parser, "--downloads", default=DOWNLOADS, help="what fetch.py took")
+    add_path(parser, "--dpkg-status", default=DPKG_STATUS)
+    add_path(parser, "--os-release", default=OS_RELEASE)
 
     def run() -> int:
         args = parser.parse_args(argv)
@@ -207,9 +240,13 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.versions} or {args.site_packages} is missing: this is no built image",
                 "run slime-sbom in the image, after slime-record",
             )
-        recorded = json.loads(args.versions.read_text())
-        versions = {**recorded.get("versions", {}), "tag": recorded.get("tag")}
-        document = sbom(args.site_packages, PIP_REPORTS, DOWNLOADS, versions, DPKG_STATUS, OS_RELEASE)
+        recorded = read_json(args.versions, dict)
+        given = recorded.get("versions", {})
+        if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
+            raise unreadable(args.versions, "its versions are not names with text values", "run slime-record again")
+        versions = {**given, "tag": recorded.get("tag") if isinstance(recorded.get("tag"), str) else None}
+        reads = (args.pip_reports, args.downloads, args.dpkg_status, args.os_release)
+        document = sbom(args.site_packages, *reads[:2], versions, *reads[2:])
         write_output(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")
         print(f"slime-sbom: {len(document['components'])} components in {args.out}", file=sys.stderr)
         return 0

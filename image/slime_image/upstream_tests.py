@@ -24,9 +24,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output, add_path, write_output
+from slime_image.options import DAY, Parser, add_number, add_output, add_path, write_output
 
 # A test file that does any of these needs a model, a dataset or the network: slime's CI runs it on its GPU runners.
 NEEDS_MORE = re.compile(r"execute_train|hf download|hf_download|snapshot_download|def prepare\(")
@@ -160,7 +159,7 @@ def run_file(args, file: Path, xml: Path, shown) -> ET.Element:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="slime-upstream-tests", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_path(parser, "--runner", required=True, help="a folder holding pytest (pip install --target)")
@@ -168,7 +167,12 @@ def main(argv: list[str] | None = None) -> int:
     add_output(parser, "--junit", required=True, metavar="PATH|-", help="where pytest's JUnit XML goes")
     add_output(parser, "--json", metavar="PATH|-", help="the per-file result as JSON")
     add_number(
-        parser, "--timeout", above=0, default=TIMEOUT, help=f"seconds one test file may take (default {TIMEOUT:g})"
+        parser,
+        "--timeout",
+        above=0,
+        high=DAY,
+        default=TIMEOUT,
+        help=f"seconds one test file may take (default {TIMEOUT:g})",
     )
 
     def run() -> int:
@@ -177,9 +181,6 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"--runner {args.runner} holds no pytest", "pip install --target DIR pytest, pass DIR")
         if not (args.slime_root / "tests").is_dir():
             raise UserError(f"--slime-root {args.slime_root} has no tests folder", "pass slime's checkout")
-        check_outputs(
-            {"--junit": args.junit, "--json": args.json}, {"--runner": args.runner, "--slime-root": args.slime_root}
-        )
         chosen, left = selection(args.slime_root)
         # a report on stdout is alone there: pytest's own lines, and the table, go to stderr then
         on_stdout = "-" in (args.junit, args.json)

@@ -22,8 +22,6 @@ OWN_WAY = {
     "image/slime_image/smoke/importer.py": "one shared import child kept across checks, closed at exit",
     "image/slime_image/probes/jit_cache.py": "a build step run before slime_image is in the image; the builder ends "
     "the step's container with it",
-    "tools/planner/plan_env.py": "pip check, read after later steps start; a second's work, ended by Ctrl-C with "
-    "the planner's process group",
 }
 
 

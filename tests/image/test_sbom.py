@@ -96,3 +96,64 @@ def test_the_scanner_s_reading_is_held_to_the_sbom(tmp_path):
     result = sbom_check.compare(document, scanned, "cyclonedx-bom==7.5.0")
     assert result["missing_from_sbom"] == ["other 3"] and result["other_version"] == []
     assert result["not_found_by_scanner"] == ["slime-sbom-b"]
+
+
+def inputs(tmp_path) -> dict[str, object]:
+    """A whole set of what slime-sbom reads, written for the test (stand-ins for a built image's files): option ->
+    path."""
+    site = tmp_path / "site-packages"
+    (site / "a-1.0.dist-info").mkdir(parents=True)
+    (site / "a-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: a\nVersion: 1.0\n")
+    (tmp_path / "pip-reports").mkdir()
+    (tmp_path / "pip-reports" / "00-a.json").write_text(
+        json.dumps([{"name": "a", "version": "1.0", "sha256": "c" * 64}])
+    )
+    (tmp_path / "downloads").mkdir()
+    (tmp_path / "downloads" / "x.json").write_text(json.dumps({"file": "x", "sha256": "d" * 64, "pinned": True}))
+    (tmp_path / "status").write_text(STATUS)
+    (tmp_path / "os-release").write_text('ID=ubuntu\nVERSION_ID="24.04"\n')
+    (tmp_path / "versions.json").write_text(json.dumps({"versions": {"BASE_IMAGE": "cuda:13"}, "tag": "t"}))
+    return {
+        "--site-packages": site,
+        "--versions": tmp_path / "versions.json",
+        "--pip-reports": tmp_path / "pip-reports",
+        "--downloads": tmp_path / "downloads",
+        "--dpkg-status": tmp_path / "status",
+        "--os-release": tmp_path / "os-release",
+    }
+
+
+# Each file slime-sbom reads, written wrong: what it is under inputs(), and the text.
+MALFORMED = {
+    "versions not JSON": ("versions.json", "{not json"),
+    "versions a list": ("versions.json", "[]"),
+    "versions not text": ("versions.json", '{"versions": {"SLIME_COMMIT": 1}}'),
+    "METADATA without Name": ("site-packages/a-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nVersion: 1.0\n"),
+    "METADATA without Version": ("site-packages/a-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: a\n"),
+    "pip report not JSON": ("pip-reports/00-a.json", "[{"),
+    "pip report not a list": ("pip-reports/00-a.json", '{"name": "a", "version": "1.0"}'),
+    "pip report without version": ("pip-reports/00-a.json", '[{"name": "a"}]'),
+    "download record not JSON": ("downloads/x.json", "{"),
+    "download record without sha256": ("downloads/x.json", '{"file": "x", "pinned": true}'),
+    "dpkg status without Version": ("status", "Package: libc6\nStatus: install ok installed\n"),
+    "os-release not UTF-8": ("os-release", b"ID=\xff\n"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_every_file_it_reads_written_wrong_is_named_in_two_lines(tmp_path, capsys, case):
+    """Malformed versions or METADATA ended slime-sbom in a traceback."""
+    given = inputs(tmp_path)
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    out = tmp_path / "sbom.cdx.json"
+    assert sbom.main([*argv, "--out", str(out)]) == 0
+    assert sbom_check.invalid(out.read_text()) is None
+    out.unlink()
+    capsys.readouterr()
+    name, text = MALFORMED[case]
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert sbom.main([*argv, "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("slime-sbom: ") and lines[1].startswith("fix: "), lines
+    assert str(tmp_path / name) in lines[0] or "not UTF-8" in lines[0], lines
+    assert not out.exists()

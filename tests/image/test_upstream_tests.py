@@ -96,13 +96,15 @@ def test_the_stack_passing_passes(slime_tree, tmp_path):
 
 
 def test_a_runner_without_pytest_is_refused(slime_tree, tmp_path):
-    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(tmp_path)]
+    runner = tmp_path / "runner"
+    runner.mkdir()
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(runner)]
     proc = subprocess.run(
         [*command, "--slime-root", str(slime_tree), "--junit", str(tmp_path / "j.xml")], capture_output=True, text=True
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
-    assert lines[0] == f"slime-upstream-tests: --runner {tmp_path} holds no pytest" and lines[1].startswith("fix: ")
+    assert lines[0] == f"slime-upstream-tests: --runner {runner} holds no pytest" and lines[1].startswith("fix: ")
 
 
 def test_a_report_on_stdout_is_alone_there(slime_tree, tmp_path):

@@ -131,7 +131,9 @@ def test_make_render_fails_naming_the_variable():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        ({"NUM_NODES": "two"}, "is not a positive whole number"),
+        ({"NUM_NODES": "two"}, "'two': not a whole number at least 1 and at most 1000"),
+        ({"NUM_NODES": "1_000"}, "'1_000': not a whole number"),
+        ({"NUM_NODES": "100000"}, "'100000': not a whole number at least 1 and at most 1000"),
         ({"NAMESPACE": "Slime_NS"}, "is not a DNS-1123 label"),
         ({"PREFLIGHT_CANARY": "yes"}, "is neither 1 nor 0"),
     ],

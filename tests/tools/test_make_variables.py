@@ -72,7 +72,8 @@ def variables_read() -> dict[str, list[str]]:
         return seen
 
     read = {target: reach(recipe, set()) for target, recipe in targets().items()}
-    unassigned = {name for names in read.values() for name in names if name not in defined} - MAKE_OWN
+    loops = set(re.findall(r"\$\(foreach (\w+),", MAKEFILE))  # a $(foreach)'s own variable: no user's
+    unassigned = {name for names in read.values() for name in names if name not in defined} - MAKE_OWN - loops
     return {target: sorted(names & (settable | unassigned)) for target, names in read.items()}
 
 
@@ -172,3 +173,48 @@ def test_several_arguments_in_one_variable_stay_several_and_data():
     assert run.stderr.splitlines()[:2] == ["wall_guards: no wall W13;echo, x", f"fix: use one of W1 to {WALLS[-1].id}"]
     both = subprocess.run(["make", "-s", "walls", "WALLS=W13 W22"], cwd=ROOT, env=env, capture_output=True, text=True)
     assert re.findall(r"^W\d+", both.stdout, re.MULTILINE) == ["W13", "W22"]
+
+
+# Variables that hold a list of words, for which empty is none; those checked where they are read (REPORTS: a folder
+# of make's own making, TEST_WORKERS and DRY_RUN: numbers). Every other variable a target reads names one thing.
+WORDS = {"PLAN_ARGS", "WALLS", "BUILD_ARGS", "PYTEST_ARGS", "CANARY_ARGS"}
+CHECKED_WHERE_READ = {"REPORTS", "TEST_WORKERS", "DRY_RUN"}
+
+
+def naming() -> dict[str, str]:
+    """Each variable a target reads that names one thing -> a target that reads it."""
+    found = {}
+    for target, names in variables_read().items():
+        for name in names if target != "help" else ():  # help prints what it is given, and runs nothing
+            if name not in WORDS | CHECKED_WHERE_READ:
+                found.setdefault(name, target)
+    return found
+
+
+def test_every_variable_naming_one_thing_is_in_the_makefile_s_list():
+    listed = re.search(r"^NAMING := (.*?)(?<!\\)$", MAKEFILE.replace("\\\n\t", " "), re.MULTILINE)[1].split()
+    assert sorted(listed) == sorted(naming())
+
+
+@pytest.mark.parametrize("how", ["empty", "blank", "blank in the environment"])
+@pytest.mark.parametrize("variable, target", sorted(naming().items()))
+def test_a_variable_naming_one_thing_given_empty_is_refused_before_anything_runs(
+    tmp_path, path_without_engines, variable, target, how
+):
+    """`VENV=` made a virtualenv in the repository root; `PAIRING=" "` planned the default pairing. Run from a folder
+    of the test's own (make -f), without the engines and the network, so that a target that went on could make nothing
+    in the tree, build nothing and reach nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    env |= {"PATH": path_without_engines, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    args = ["make", "-s", "-f", str(ROOT / "Makefile"), target]
+    if how == "blank in the environment":
+        env[variable] = " "
+    else:
+        args.append(f"{variable}={'' if how == 'empty' else ' '}")
+    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+    assert proc.returncode != 0 and lines == [
+        f"make: {variable} is given empty (or blank): it names nothing, and would silently stand for another",
+        f"fix: give {variable} a value, or leave it unset for its default",
+    ], proc.stderr
+    assert list(tmp_path.iterdir()) == [] and proc.stdout == ""

@@ -23,7 +23,7 @@ def make(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize(
     "args, prog, cause, fix",
     [
-        (("render", "OVERLAY="), "render", "unknown OVERLAY ''", "use one of: b300, h100, h200"),
+        (("render", "OVERLAY="), "make", "OVERLAY is given empty (or blank)", "give OVERLAY a value"),
         (("validate-manifests", "REPORTS="), "make validate-manifests", "REPORTS is empty", "leave REPORTS unset"),
         (("validate-manifests", "REPORTS=/proc/x"), "make validate-manifests", "no folder that can be made", "name a"),
         (("validate-manifests", "REPORTS=README.md"), "make validate-manifests", "no folder that can be made", "name"),
@@ -32,7 +32,7 @@ def make(*args: str) -> subprocess.CompletedProcess:
         (("promote", "PAIRING=v0.3.0 x"), "promote", "no pairing 'v0.3.0 x'", "use one of"),
         (("build", "DRY_RUN=1", "ENGINE=buildah", "IMAGE=a b"), "make build", "a b:", "IMAGE of lower-case letters"),
         (("build", "DRY_RUN=1", "ENGINE=buildah", "TAG=x y"), "make build", ":x y is no image reference", "TAG of"),
-        (("build", "DRY_RUN=1", "ENGINE=buildah", "PLATFORM= "), "make build", "", "PLATFORM=linux/amd64"),
+        (("build", "DRY_RUN=1", "ENGINE=buildah", "PLATFORM= "), "make", "PLATFORM is given empty", "leave it unset"),
     ],
 )
 def test_a_make_variable_that_is_empty_or_holds_a_space_is_refused_in_two_lines(args, prog, cause, fix):

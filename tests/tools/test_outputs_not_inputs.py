@@ -1,7 +1,9 @@
-"""No command writes an output over what it reads: every command whose outputs atomic_write.check_outputs checks
-gives it its inputs too, and each refuses, before any work and with cause and fix, an output that is an input file
-or inside an input folder. Found by a new user: the plan wrote its JSON over its own Dockerfile, the renderer over its
-template in the tree, slime-patch --check over the source it checks, each with exit 0."""
+"""No command writes an output over what it reads: every command's Parser (slime_image.options) checks its output
+options against the path options it reads once parsed (tests/tools/test_options.py walks every pair of every parser),
+every other call of atomic_write.check_outputs gives it the command's other inputs too, and each refuses, before any
+work and with cause and fix, an output that is an input file or inside an input folder. Found by new users: the plan
+wrote its JSON over its own Dockerfile, the renderer over its template in the tree, slime-patch --check over the source
+it checks, slime-sbom --out over the --versions it read, each with exit 0."""
 
 import ast
 import os
@@ -49,6 +51,8 @@ def cases(tmp):
     runner = tmp / "runner"
     (runner / "pytest").mkdir(parents=True)
     template = ROOT / "kubernetes" / "templates" / "written-by-a-test.yaml"
+    versions = tmp / "versions.json"
+    versions.write_text('{"versions": {}, "tag": null}\n')
     py, image = [sys.executable, "-m"], [sys.executable]
     return {
         "plan --json its --dockerfile": ([*py, "tools.planner.plan", "--dockerfile", dockerfile, "--assume-empty-base",
@@ -69,6 +73,8 @@ def cases(tmp):
         "slime-upstream-tests --junit into --runner": ([*image, IMAGE_BIN / "slime-upstream-tests", "--runner", runner,
                                                         "--slime-root", slime, "--junit", runner / "j.xml"],
                                                        runner / "j.xml"),
+        "slime-sbom --out its --versions": ([*image, IMAGE_BIN / "slime-sbom", "--site-packages", tmp, "--versions",
+                                             versions, "--out", versions], versions),
     }  # fmt: skip
 
 
@@ -81,6 +87,7 @@ NAMES = [  # the commands are made per test, in its own folder
     "slime-patch --report-json into --slime-root",
     "slime-smoke --json into --slime-root",
     "slime-upstream-tests --junit into --runner",
+    "slime-sbom --out its --versions",
 ]
 
 

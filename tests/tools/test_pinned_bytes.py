@@ -233,7 +233,7 @@ def test_a_download_whose_bytes_are_not_the_pinned_ones_is_removed_and_fails_nam
     served = hashlib.sha256(b"other bytes").hexdigest()
     out, records = tmp_path / "out" / source.name, tmp_path / "records"
     pinned = "0" * 64
-    assert fetch.main(["fetch.py", source.as_uri(), pinned, str(out)]) == 1
+    assert fetch.main(["fetch.py", source.as_uri(), pinned, str(out), str(records)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert (
         err[0] == f"fetch: {source.name} from {source.as_uri()}: its sha256 is {served}, the recipe pins {pinned} (W50)"

@@ -22,7 +22,8 @@ def steps_of(tmp_path, run: str):
 
 def test_the_option_table_is_the_one_the_planner_s_pip_declares():
     env = FakeEnv(ROOT / ".cache" / "plan-tests" / "env-py312-x86_64")
-    env.create()
+    with env.running():
+        env.create()
     listing = (
         "import json; from pip._internal.commands import create_command\n"
         "print(json.dumps({c: sorted([o._short_opts + o._long_opts, o.takes_value()] for o in "

@@ -329,9 +329,11 @@ def test_ctrl_c_at_any_moment_leaves_a_cache_the_next_plan_uses(recipe, tmp_path
 @pytest.mark.parametrize(
     "name, value, why",
     [
-        ("PIP_DEFAULT_TIMEOUT", "abc", "not a number of seconds above 0"),
-        ("PIP_DEFAULT_TIMEOUT", "-5", "not a number of seconds above 0"),
-        ("PIP_DEFAULT_TIMEOUT", "nan", "not a number of seconds above 0"),
+        ("PIP_DEFAULT_TIMEOUT", "abc", "not a number of seconds above 0 and at most 86400"),
+        ("PIP_DEFAULT_TIMEOUT", "-5", "not a number of seconds above 0 and at most 86400"),
+        ("PIP_DEFAULT_TIMEOUT", "nan", "not a number of seconds above 0 and at most 86400"),
+        ("PIP_DEFAULT_TIMEOUT", "1e30", "not a number of seconds above 0 and at most 86400"),
+        ("PIP_DEFAULT_TIMEOUT", "1_0", "not a number of seconds above 0 and at most 86400"),
         ("PIP_INDEX_URL", "pypi.org/simple", "not a URL pip reads an index from: pypi.org/simple"),
         ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: ftp://b"),
         ("PIP_CERT", "/nonexistent/ca.pem", "no such file"),

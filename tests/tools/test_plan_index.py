@@ -84,7 +84,12 @@ def test_wheels_get_the_metadata_their_own_file_holds_kept_by_digest(index, tmp_
 
 def test_pip_resolves_through_it_as_it_resolves_against_the_index(index, tmp_path):
     env = FakeEnv(ROOT / ".cache" / "plan-tests" / "env-py312-x86_64")
-    env.create()
+    with env.running():
+        env.create()
+        resolved_both_ways(env, index, tmp_path)
+
+
+def resolved_both_ways(env: FakeEnv, index: str, tmp_path) -> None:
     lock = tmp_path / "lock.txt"
     lock.write_text("slime-fixture==1.0\nslime-fixture-dep==1.0\n")
 

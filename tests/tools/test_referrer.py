@@ -4,6 +4,7 @@ a small one pushed here through the same API."""
 
 import hashlib
 import json
+import os
 import shutil
 import socket
 
@@ -56,3 +57,20 @@ def test_an_image_the_registry_does_not_hold_is_refused(local_registry):
     with pytest.raises(UserError) as caught:
         referrer.attach(local_registry, "sha256:" + "0" * 64, b"{}")
     assert "has no image" in caught.value.cause and caught.value.fix == "push the image first"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [os.urandom(64), b"{}", b"[]", b'{"bomFormat": "SPDX", "specVersion": "1.6"}', "an SBOM".encode("utf-16")],
+    ids=["random bytes", "empty object", "a list", "another format", "not UTF-8"],
+)
+def test_what_is_no_cyclonedx_document_is_refused_before_the_registry_is_asked(tmp_path, capsys, content):
+    """The referrer attached random bytes as the image's SBOM: every scanner would read them as its contents. The
+    registry here answers nothing (port 9): asking it would end otherwise."""
+    sbom = tmp_path / "sbom.cdx.json"
+    sbom.write_bytes(content)
+    image = "127.0.0.1:9/slime-image@sha256:" + "0" * 64
+    assert referrer.main(["--image", image, "--sbom", str(sbom), "--insecure"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and f"--sbom {sbom} is no CycloneDX 1.6 JSON document" in lines[0], lines
+    assert lines[1] == "fix: pass the image's /opt/slime-image/sbom.cdx.json (slime-sbom writes it)"

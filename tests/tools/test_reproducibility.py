@@ -1,13 +1,15 @@
 """The same tree builds the same image: the record of two uncached verification builds compared layer by layer
-(docs/build/<pairing>/reproducibility.json, make repro-check), and the comparison itself on folders written here."""
+(docs/build/<pairing>/reproducibility.json, make repro-check), the comparison itself on folders written here, and the
+image given to compare with checked before the build."""
 
 import json
 import os
 
 import pytest
+from slime_image.errors import UserError
 
 from tools.inputs import pairings
-from tools.release.build_check import record, repro
+from tools.release.build_check import record, repro, run
 
 RECORDED = record.folder_for(pairings.load("v0.3.1")) / repro.JSON
 
@@ -43,3 +45,67 @@ def test_a_differing_file_is_named_and_times_are_not_a_difference(tmp_path):
     found = {entry["path"]: entry["why"] for entry in repro.differing_files(a, b)}
     assert set(found) == {"opt/build.log", "opt/extra"}
     assert found["opt/extra"] == "only in build B"
+
+
+# A stand-in for buildah (a test may not touch the machine's image storage, which verification builds share): it
+# answers `inspect --type image --format TEMPLATE IMAGE` with the labels $IMAGES (JSON: image -> labels) gives the
+# image, and fails as buildah does for an image it does not hold.
+BUILDAH = """#!/usr/bin/env python3
+import json, os, re, sys
+args = sys.argv[1:]
+images = json.load(open(os.environ["IMAGES"]))
+if args[2:4] != ["inspect", "--type"] or args[-1] not in images:
+    sys.exit(print(f"Error: {args[-1]}: image not known", file=sys.stderr) or 125)
+labels = images[args[-1]]
+print(re.sub(r'{{index .Docker.Config.Labels "(.*?)"}}', lambda m: labels.get(m[1], ""), args[-2]), end="")
+"""
+
+
+@pytest.fixture
+def images(tmp_path, monkeypatch):
+    """The stand-in buildah on PATH, holding the images the test gives it."""
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "buildah").write_text(BUILDAH)
+    (tmp_path / "bin" / "buildah").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    monkeypatch.setenv("IMAGES", str(tmp_path / "images.json"))
+
+    def hold(found: dict) -> None:
+        (tmp_path / "images.json").write_text(json.dumps(found))
+
+    return hold
+
+
+PAIRING = pairings.load("v0.3.1")
+
+
+@pytest.mark.parametrize(
+    "labels, cause",
+    [
+        (None, "--against built: no such image in buildah's storage"),
+        ({"org.slime-image.pairing": "v0.3.1"}, "was not made by make build-check: it is not built on the stand-in"),
+        ({"org.slime-image.standin": "base", "org.slime-image.pairing": "v0.3.0"}, "is a build of pairing v0.3.0"),
+        ({"org.slime-image.standin": "other", "org.slime-image.pairing": "v0.3.1"}, "on another stand-in base"),
+    ],
+)
+def test_an_against_image_the_comparison_cannot_use_is_refused_before_the_build(images, monkeypatch, labels, cause):
+    """repro-check --against IMAGE built for half an hour before it looked at IMAGE."""
+    base = run.base_label(PAIRING.lock)
+    if labels and labels.get("org.slime-image.standin") == "base":
+        labels["org.slime-image.standin"] = base
+    images({} if labels is None else {"built": labels})
+
+    def built(*args, **kwargs):
+        raise AssertionError("the build started")
+
+    monkeypatch.setattr(repro, "require_tools", lambda: None)  # root and the stand-in base's tools: not the matter here
+    monkeypatch.setattr(repro.registry, "serving", built)
+    with pytest.raises(UserError) as refused:
+        repro.check_against("built", PAIRING)
+    assert cause in refused.value.cause and "make build-check PAIRING=v0.3.1" in refused.value.fix
+    assert repro.main(["--pairing", "v0.3.1", "--against", "built"]) == 1
+
+
+def test_an_against_image_of_this_pairing_and_base_is_taken(images):
+    images({"built": {"org.slime-image.standin": run.base_label(PAIRING.lock), "org.slime-image.pairing": "v0.3.1"}})
+    repro.check_against("built", PAIRING)

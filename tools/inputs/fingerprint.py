@@ -8,13 +8,13 @@ cluster's image with the tree, so a job never runs on an image the tree did not 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.inputs import download_pins, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
@@ -83,12 +83,11 @@ def compare(image_inputs: str | None, pairing_name: str | None, prog: str) -> No
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.inputs.fingerprint", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.inputs.fingerprint", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
-    args = parser.parse_args(argv)
 
     def run() -> int:
-        print(of_tree(pairings.load(args.pairing)))
+        print(of_tree(pairings.load(parser.parse_args(argv).pairing)))
         return 0
 
     return run_command("fingerprint", run)

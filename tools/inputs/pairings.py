@@ -34,7 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path
+from slime_image.options import Parser, add_output, add_path
 
 from tools.inputs import download_pins, pairing_schema, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
@@ -349,7 +349,7 @@ def table_rows(recipe: Recipe | None = None, folder: Path | None = None) -> list
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.inputs.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series"])

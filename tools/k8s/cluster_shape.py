@@ -19,6 +19,7 @@ REFERENCE = re.compile(
 
 
 ALLOW_TAG = "ALLOW_IMAGE_TAG"  # the setting that lets IMAGE name a tag without its digest
+MOST_NODES = 1000  # NUM_NODES above it is a typo: no cluster of this recipe is near it
 
 
 def check_image(image: str, allow_tag: bool = False) -> None:

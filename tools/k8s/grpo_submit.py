@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_path
+from slime_image.options import Parser, add_number, add_path
 
 from tools import guard_report
 from tools.inputs import fingerprint
@@ -98,7 +98,7 @@ def submit_command(recipe: dict, ray: list[str], launcher: str = LAUNCHER) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.k8s.grpo_submit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_path(parser, "--recipe", required=True)
@@ -117,6 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         "--num-nodes",
         kind=int,
         low=1,
+        high=cluster_shape.MOST_NODES,
         help="the RayCluster's GPU nodes (NUM_NODES; make submit passes it): checked against the job",
     )
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")

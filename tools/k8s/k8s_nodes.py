@@ -11,12 +11,12 @@ Host side.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.k8s.k8s_render import NODE_RESOURCES, load_overlay
 
@@ -72,12 +72,11 @@ def check(overlay_name: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="k8s-nodes", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="k8s-nodes", description=__doc__.split("\n\n")[0])
     parser.add_argument("--overlay", required=True)
-    args = parser.parse_args(argv)
 
     def run() -> int:
-        print(check(args.overlay))
+        print(check(parser.parse_args(argv).overlay))
         return 0
 
     return run_command("k8s-nodes", run)

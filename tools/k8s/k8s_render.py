@@ -25,7 +25,7 @@ import yaml
 from packaging.requirements import Requirement
 from slime_image import gpus
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path
+from slime_image.options import Number, Parser, add_output, add_path
 
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
@@ -149,8 +149,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
             f"IMAGE={user['IMAGE']} is the example's placeholder, not a pushed image",
             "set IMAGE to the repository:tag that `make push` printed",
         )
-    if not re.fullmatch(r"[1-9]\d*", user["NUM_NODES"]):
-        raise UserError(f"NUM_NODES={user['NUM_NODES']!r} is not a positive whole number", "set NUM_NODES=2, say")
+    num_nodes = Number("NUM_NODES", int, low=1, high=cluster_shape.MOST_NODES, setting=True)(user["NUM_NODES"])
     if user[fingerprint.ALLOW] not in ("0", "1"):
         raise UserError(
             f"{fingerprint.ALLOW}={user[fingerprint.ALLOW]!r} is neither 1 nor 0",
@@ -170,7 +169,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
         )
     cluster_shape.check_image(user["IMAGE"], allow_tag=user[cluster_shape.ALLOW_TAG] == "1")
     recipe = launch_recipe.read(ROOT / user["LAUNCH_RECIPE"])
-    cluster_shape.check_job(recipe["flags"], fixed, int(user["NUM_NODES"]))
+    cluster_shape.check_job(recipe["flags"], fixed, num_nodes)
     if found := proto_findings(recipe["runtime_env"]):
         wall, cause, fix = found[0]
         raise guard_report.Refusal(PROTO, f"{cause} ({wall})", fix)
@@ -255,7 +254,7 @@ def run(args, only: tuple[str, ...]) -> tuple[int, dict[Path, str]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.k8s.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--overlay", required=True)

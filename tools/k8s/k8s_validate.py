@@ -22,9 +22,8 @@ from typing import NamedTuple
 import jsonschema
 import kubernetes_validate
 import yaml
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
 from yamllint import linter
@@ -359,9 +358,6 @@ def validate(
 
 
 def report(args) -> int:
-    check_outputs(
-        {"--report-json": args.report_json, "--report-junit": args.report_junit}, {"manifests": args.manifests}
-    )
     overlay = load_overlay(args.overlay)
     try:
         text = args.manifests.read_text()
@@ -385,7 +381,7 @@ def report(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.k8s.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_path(parser, "manifests")

@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.inputs.recipe import ROOT
 
@@ -78,11 +79,15 @@ def fetch(target: Path = CACHE) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.k8s.kuberay_crds", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.parse_args(argv)
-    return run_command("crds", lambda: fetch() or 0)
+
+    def run() -> int:
+        parser.parse_args(argv)
+        return fetch() or 0
+
+    return run_command("crds", run)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path
+from slime_image.options import Parser, add_output, add_path
 
 from tools.inputs import download_pins
 from tools.planner import platforms
@@ -124,7 +124,7 @@ def manifest(image: str, inspect: dict, constraint: str) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.planner.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--image", required=True)

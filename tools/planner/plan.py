@@ -27,9 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path
+from slime_image.options import Parser, add_output, add_path
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings
@@ -66,7 +65,6 @@ def check_cache(cache: Path) -> None:
 
 def run(args, arch: str) -> int:
     outputs = {"--json": args.json, **guard_report.report_outputs(args), "--lock": args.lock}
-    check_outputs(outputs, {"--dockerfile": args.dockerfile, "--base-manifest": args.base_manifest})
     # What goes to stdout is alone there: with the plan's JSON or a report sent there, the plan's text goes to stderr.
     on_stdout = any(path is not None and str(path) == "-" for path in outputs.values())
     log = (lambda *a, **k: print(*a, **k, file=sys.stderr)) if on_stdout else print
@@ -123,7 +121,7 @@ def run(args, arch: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.planner.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_path(parser, "--dockerfile", default=DOCKERFILE)

@@ -14,7 +14,6 @@ import functools
 import hashlib
 import importlib.metadata
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -28,7 +27,9 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from slime_image import pip_conflicts
 from slime_image.atomic_write import write_atomically
+from slime_image.children import Children
 from slime_image.errors import UserError
+from slime_image.options import DAY, Number
 
 from tools.inputs.recipe import ROOT
 
@@ -140,36 +141,80 @@ def pip_folder(cache: Path) -> Path:
     return cache / f"pip-{planner_pip()}"
 
 
-def unpacked_pip(cache: Path) -> Path:
+class PlanChildren(Children):
+    """Every child process of a plan (each pip, the venv it is made with, the unpacking of its pip), started in one
+    place: slime_image.children.Children, so that each still running when the plan ends, however it ends (Ctrl-C,
+    SIGTERM, an error), is stopped; and each with TMPDIR the plan's own temporary folder, removed when the plan ends, so
+    that what a pip stopped midway leaves (pip-unpack-*, pip-ephem-wheel-cache-*, ...: up to 249 folders in /tmp after
+    a cold plan stopped at ten seconds) goes with it, even from one killed outright (SIGKILL), which removes nothing
+    itself. `where`: the folder it is made in (None: the system's temporary folder)."""
+
+    def __init__(self, where: Path | None = None, name: str = "plan"):
+        super().__init__()
+        self.where, self.name = where, name
+        self.folder: Path | None = None
+
+    def __enter__(self) -> PlanChildren:
+        if self.where is not None:
+            self.where.mkdir(parents=True, exist_ok=True)
+        self.folder = Path(tempfile.mkdtemp(prefix=f"{self.name}.tmp-", suffix=PARTIAL, dir=self.where))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.stop()  # first: a child still running would write into the folder
+        finally:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def start(self, command: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
+        return super().start(command, env={**(env or os.environ), "TMPDIR": str(self.folder)}, **kwargs)
+
+    def run(self, command: list[str], env: dict[str, str] | None = None, timeout: float | None = None):
+        """subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout), as one of these."""
+        proc = self.start(command, env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+        return subprocess.CompletedProcess(command, proc.returncode, out, err)
+
+
+def unpacked_pip(cache: Path, children: PlanChildren | None = None) -> Path:
     """A folder holding the planner's pip, unpacked from its wheel once (a venv made with ensurepip and then upgraded
-    took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for.
-    Unpacked beside and renamed in, so that the folder, when there, is whole."""
-    wanted = planner_pip()
+    took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for,
+    as one of the plan's `children` (of its own when none). Unpacked beside and renamed in, so that the folder, when
+    there, is whole."""
     folder = pip_folder(cache)
     if folder.is_dir():
         return folder
-    with tempfile.TemporaryDirectory() as tmp:
-        command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
-        proc = subprocess.run([*command, f"pip=={wanted}", "-d", tmp], capture_output=True, text=True)
-        wheels = list(Path(tmp).glob("pip-*.whl"))
-        if proc.returncode != 0 or not wheels:
-            raise EnvSetupError(f"pip=={wanted} could not be downloaded for the planner: {proc.stderr.strip()[-300:]}")
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", suffix=PARTIAL, dir=cache))
-        partial.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the rest of .cache
-        # In a child process: in the planner's, the threads fetching the index ahead would slow it down fourfold.
-        _child([python312(), "-m", "zipfile", "-e", str(wheels[0]), str(partial)], f"unpacking pip into {cache}")
-        try:
-            partial.rename(folder)
-        except OSError:  # another plan unpacked it first
-            shutil.rmtree(partial)
+    if children is None:
+        with PlanChildren() as own:
+            return unpacked_pip(cache, own)
+    wanted = planner_pip()
+    download = Path(tempfile.mkdtemp(prefix="pip-download-", dir=children.folder))
+    command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    proc = children.run([*command, f"pip=={wanted}", "-d", str(download)])
+    wheels = list(download.glob("pip-*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise EnvSetupError(f"pip=={wanted} could not be downloaded for the planner: {proc.stderr.strip()[-300:]}")
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{folder.name}.", suffix=PARTIAL, dir=cache))
+    partial.chmod(0o755)  # mkdtemp makes it private; the cache is shared like the rest of .cache
+    # In a child process: in the planner's, the threads fetching the index ahead would slow it down fourfold.
+    _child(children, [python312(), "-m", "zipfile", "-e", str(wheels[0]), str(partial)], f"unpacking pip into {cache}")
+    try:
+        partial.rename(folder)
+    except OSError:  # another plan unpacked it first
+        shutil.rmtree(partial)
     return folder
 
 
-def _child(command: list[str], doing: str) -> None:
+def _child(children: PlanChildren, command: list[str], doing: str) -> None:
     """A child process the planner's cache is made with; its failure (a full disk, say) is an EnvSetupError that
     says what it was doing and what the child said."""
-    proc = subprocess.run(command, capture_output=True, text=True)
+    proc = children.run(command)
     if proc.returncode != 0:
         raise EnvSetupError(f"{doing} failed: {(proc.stderr or proc.stdout).strip()[-300:]}")
 
@@ -197,7 +242,7 @@ _GOOD = {
     "PIP_TRUSTED_HOST": "host names separated by spaces",
     "PIP_CERT": "a CA bundle file",
     "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
-    "PIP_DEFAULT_TIMEOUT": "a number of seconds above 0",
+    "PIP_DEFAULT_TIMEOUT": f"a number of seconds above 0 and at most {DAY:.0f}",
 }
 
 
@@ -205,10 +250,10 @@ def _bad_setting(name: str, value: str) -> str | None:
     """Why a PASSED variable's value is none pip can use, or None."""
     if name == "PIP_DEFAULT_TIMEOUT":
         try:
-            ok = math.isfinite(float(value)) and float(value) > 0
-        except ValueError:
-            ok = False
-        return None if ok else "not a number of seconds above 0"
+            Number(name, float, above=0, high=DAY, setting=True)(value)
+        except UserError:
+            return f"not a number of seconds above 0 and at most {DAY:.0f}"
+        return None
     if name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
         bad = [u for u in value.split() if urllib.parse.urlsplit(u).scheme not in ("http", "https", "file")]
         return f"not a URL pip reads an index from: {' '.join(bad)}" if bad or not value.split() else None
@@ -230,7 +275,8 @@ def pip_environment(**extra: str) -> dict[str, str]:
 
 class FakeEnv:
     """Distributions as dist-info folders in a venv built once and reused; pip lives beside it (a .pth line), so
-    that a copy of the dist-info folders alone can be checked apart (check_later)."""
+    that a copy of the dist-info folders alone can be checked apart (check_later). Used inside `running()`, which
+    starts every child it runs (PlanChildren)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
@@ -238,6 +284,24 @@ class FakeEnv:
         self._site: Path | None = None
         self._known: dict[str, tuple[Path, str]] | None = None
         self._pip: Path | None = None
+        self._children: PlanChildren | None = None
+
+    @contextlib.contextmanager
+    def running(self):
+        """The environment in use: its children's temporary folder beside it (a plan killed outright leaves it to the
+        next one's create(), under the environment's lock), every child stopped and the folder removed at the end."""
+        with PlanChildren(self.folder.parent, self.folder.name) as children:
+            self._children = children
+            try:
+                yield self
+            finally:
+                self._children = None
+
+    @property
+    def children(self) -> PlanChildren:
+        if self._children is None:
+            raise RuntimeError("FakeEnv used outside `with env.running()`: its children would outlive it")
+        return self._children
 
     @property
     def _stamp(self) -> Path:
@@ -264,12 +328,14 @@ class FakeEnv:
             *self.folder.parent.glob(f"pip-*{PARTIAL}"),
             *self.folder.parent.glob(f"{self.folder.name}.*{PARTIAL}"),
         ]:
-            _discard(leftover)
+            if leftover != self.children.folder:
+                _discard(leftover)
         wanted = self._made_with()
-        self._pip = unpacked_pip(self.folder.parent)
+        self._pip = unpacked_pip(self.folder.parent, self.children)
         if not (self._stamp.is_file() and self._stamp.read_text() == wanted):
             partial = Path(tempfile.mkdtemp(prefix=f"{self.folder.name}.", suffix=PARTIAL, dir=self.folder.parent))
-            _child([python312(), "-m", "venv", "--without-pip", str(partial)], f"making a venv in {partial}")
+            command = [python312(), "-m", "venv", "--without-pip", str(partial)]
+            _child(self.children, command, f"making a venv in {partial}")
             site = next((partial / "lib").glob("python3.*/site-packages"))
             (site / "_planner_pip.pth").write_text(f"{self._pip}\n")
             (partial / self._stamp.name).write_text(wanted)
@@ -332,13 +398,7 @@ class FakeEnv:
         self._distributions()[canonicalize_name(dist.name)] = (info, dist.version)
 
     def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [str(self.python), "-m", "pip", *args],
-            capture_output=True,
-            text=True,
-            env=pip_environment(),
-            timeout=timeout,
-        )
+        return self.children.run([str(self.python), "-m", "pip", *args], pip_environment(), timeout)
 
     def check(self) -> list[str]:
         """`pip check` lines: what is broken in the environment now."""
@@ -367,7 +427,7 @@ class FakeEnv:
                     os.link(info / name, copy / info.name / name)
         env = pip_environment(PYTHONPATH=f"{copy}:{self._pip}")
         command = [python312(), "-S", "-m", "pip", "check"]
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        proc = self.children.start(command, env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
         def lines() -> list[str]:
             out, _ = proc.communicate()

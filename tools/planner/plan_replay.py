@@ -497,6 +497,7 @@ class Replay:
         data, dists = self.read_manifest()
         with self._open:
             self._open.enter_context(plan_env.exclusive(self.env.folder.with_suffix(".lock"), self.log))
+            self._open.enter_context(self.env.running())  # every pip of the plan: stopped and cleaned after at its end
             if not self.env.ready():
                 self.index  # noqa: B018 -- starts fetching the lock's pages while the planner's venv is made
             manifest = self.start(data, dists)

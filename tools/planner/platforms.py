@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 SUPPORTED = {"linux/amd64": "x86_64"}
 # Other spellings of a supported platform: Docker's short form, and the machine names uname gives.
@@ -43,14 +44,13 @@ def canonical(platform: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.planner.platforms", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("platform", help="as Docker writes it: linux/amd64")
-    args = parser.parse_args(argv)
 
     def show() -> int:
-        print(arch(args.platform))
+        print(arch(parser.parse_args(argv).platform))
         return 0
 
     return run_command("platform", show, code=2)

@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 from slime_image.record import image_tag
 
 from tools.inputs import download_pins, fingerprint, lock, pairings
@@ -161,9 +162,7 @@ def unpinned(args: dict[str, str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="make build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="make build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
     parser.add_argument("--engine", help="docker, podman or buildah (default: the first found)")
     parser.add_argument("--platform", default="linux/amd64")
@@ -174,9 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make build's BUILD_ARGS)"
     )
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
-    args = parser.parse_args(argv)
 
     def run() -> int:
+        args = parser.parse_args(argv)
         platforms.arch(args.platform)
         pairing = pairings.load(args.pairing)
         engine = chosen_engine(args.engine, installed=not args.dry_run)

@@ -6,13 +6,13 @@ a policy engine finds what is in an image from its digest alone. `make push` run
 
 A registry that does not index referrers itself (no OCI-Subject header in its answer: the CNCF distribution 2.x,
 Debian's docker-registry) gets the referrers tag schema the specification gives for it: the index tagged
-sha256-<the image's digest> lists the SBOM's manifest. The password, when a registry asks for one, is read from
+sha256-<the image's digest> lists the SBOM's manifest. The SBOM is checked first against CycloneDX 1.6's own schema:
+nothing else is attached as one. The password, when a registry asks for one, is read from
 stdin (ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS).
 """
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
@@ -22,7 +22,9 @@ import urllib.error
 import urllib.request
 
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
+
+from tools.release.build_check import sbom_check
 
 ARTIFACT = "application/vnd.cyclonedx+json"
 EMPTY = "application/vnd.oci.empty.v1+json"
@@ -114,7 +116,7 @@ def referrers(registry: Registry, subject_digest: str) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.release.referrer", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.release.referrer", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--image", required=True, help="REGISTRY/REPO@sha256:<digest> (what make push prints)")
     add_path(parser, "--sbom", required=True, help="the image's /opt/slime-image/sbom.cdx.json")
     parser.add_argument("--insecure", action="store_true", help="plain HTTP (a registry on localhost)")
@@ -129,12 +131,19 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not args.sbom.is_file():
             raise UserError(f"--sbom {args.sbom} is not a file", "copy /opt/slime-image/sbom.cdx.json out of the image")
+        sbom = args.sbom.read_bytes()
+        why = sbom_check.invalid(sbom.decode("utf-8", errors="replace"))
+        if why:  # before the registry is asked anything: what is attached is what every scanner will read as the SBOM
+            raise UserError(
+                f"--sbom {args.sbom} is no CycloneDX 1.6 JSON document: {why.splitlines()[0][:200]}",
+                "pass the image's /opt/slime-image/sbom.cdx.json (slime-sbom writes it)",
+            )
         auth = None
         if args.user:
             secret = sys.stdin.read().strip()
             auth = "Basic " + base64.b64encode(f"{args.user}:{secret}".encode()).decode()
         registry = Registry(found["host"], found["repo"], args.insecure, auth)
-        digest = attach(registry, found["digest"], args.sbom.read_bytes())
+        digest = attach(registry, found["digest"], sbom)
         print(f"referrer: the SBOM is {found['host']}/{found['repo']}@{digest}, a referrer of {found['digest']}")
         return 0
 

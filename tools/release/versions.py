@@ -14,7 +14,7 @@ import json
 import sys
 
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 from slime_image.record import image_tag
 
 from tools.inputs import pairings
@@ -42,7 +42,7 @@ def run(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.release.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     add_path(parser, "--dockerfile", default=DOCKERFILE)

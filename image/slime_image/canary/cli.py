@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from slime_image import gpus, where
-from slime_image.atomic_write import check_outputs
 from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output, add_path
+from slime_image.options import DAY, Parser, add_number, add_output, add_path
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -118,12 +117,10 @@ def job_env(work: Path, megatron: str, fault: str | None = None) -> dict[str, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="slime-canary", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    add_path(parser, "--work", default=Path("/tmp/slime-canary"), help="where its inputs and log go")
-    parser.add_argument("--slime-root", default="/opt/slime")
-    parser.add_argument("--megatron-root", default="/opt/Megatron-LM")
+    parser = Parser(prog="slime-canary", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_path(parser, "--work", reads=False, default=Path("/tmp/slime-canary"), help="where its inputs and log go")
+    add_path(parser, "--slime-root", default=Path("/opt/slime"))
+    add_path(parser, "--megatron-root", default=Path("/opt/Megatron-LM"))
     parser.add_argument(
         "--learn",
         action="store_true",
@@ -135,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         "--iterations",
         kind=int,
         low=1,
+        high=10_000,
         help=f"rollout and train iterations (default {CHECK.iterations}, --learn {LEARN.iterations})",
     )
     parser.add_argument(
@@ -143,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run the job in a broken state to see the row that guards it fail: "
         + "; ".join(f"{name}: {what} ({row} fails)" for name, (what, row) in faults.FAULTS.items()),
     )
-    add_number(parser, "--timeout", above=0, default=600.0, help="seconds the job may take (default 600)")
+    add_number(parser, "--timeout", above=0, high=DAY, default=600.0, help="seconds the job may take (default 600)")
     add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
     add_output(parser, "--junit", metavar="PATH|-", help="write the report as JUnit XML")
 
@@ -163,10 +161,6 @@ def main(argv: list[str] | None = None) -> int:
             )
         if not (Path(args.slime_root) / "train.py").is_file():
             raise UserError(f"no slime checkout at {args.slime_root} (its train.py)", "pass --slime-root")
-        check_outputs(
-            {"--json": args.json, "--junit": args.junit},
-            {"--slime-root": args.slime_root, "--megatron-root": args.megatron_root},
-        )
         # A report on stdout is alone there: the progress and the table go to stderr.
         out = sys.stderr if "-" in (args.json, args.junit) else sys.stdout
         fresh_work_folder(args.work.resolve())
@@ -196,7 +190,7 @@ def fresh_work_folder(work: Path) -> None:
 
 def canary(args, mode: Mode, out) -> list[report.Row]:
     work = args.work.resolve()
-    env = job_env(work, args.megatron_root, args.fault)
+    env = job_env(work, str(args.megatron_root), args.fault)
     made = job.run(
         [sys.executable, str(PROBES / "canary_assets.py"), str(work), str(LAYERS), str(VOCAB), str(PROMPTS)],
         env,
@@ -210,7 +204,7 @@ def canary(args, mode: Mode, out) -> list[report.Row]:
     rows = [phases.row("assets", "assets", PASS, made.lines[-1] if made.lines else "", made.seconds)]
     print(f"slime-canary: slime's train.py in {args.slime_root}, log in {work / 'canary.log'}", file=out, flush=True)
     outcome = job.run(
-        [sys.executable, str(PROBES / "canary_train.py"), args.slime_root, *slime_args(work, mode)],
+        [sys.executable, str(PROBES / "canary_train.py"), str(args.slime_root), *slime_args(work, mode)],
         env,
         work / "canary.log",
         args.timeout,

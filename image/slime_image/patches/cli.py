@@ -23,7 +23,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_output, add_path
+from slime_image.options import Parser, add_output, add_path
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -179,9 +179,7 @@ def rows(results: list[dict]) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_path(parser, "--slime-root", required=True, help="the slime checkout (holds slime/ray)")
     add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
     add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")

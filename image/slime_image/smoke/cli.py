@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+import re
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 
 from slime_image import pip_conflicts, standins, where
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_output, add_path
+from slime_image.options import DAY, Parser, add_number, add_output, add_path
 from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
@@ -54,7 +53,7 @@ def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]
 
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="slime-smoke",
         description="The slime-image smoke suite: each known way a SLIME image breaks, checked early.",
     )
@@ -85,7 +84,7 @@ def parse_args(argv):
     )
     parser.add_argument("--only", metavar="ID[,ID]", help="run only these checks")
     parser.add_argument("--list", action="store_true", help="list the checks and exit")
-    add_number(parser, "--timeout", above=0, default=120.0, help="seconds for each child process")
+    add_number(parser, "--timeout", above=0, high=DAY, default=120.0, help="seconds for each child process")
     parser.add_argument(
         "--arch-targets",
         metavar="X.Y[,X.Y]",
@@ -93,10 +92,10 @@ def parse_args(argv):
         help="compute capabilities arch-coverage checks (default: H200 9.0, B200 10.0, B300 10.3)",
     )
     args = parser.parse_args(argv)
-    try:
-        args.arch_targets = tuple(tuple(int(n) for n in t.split(".")) for t in args.arch_targets.split(","))
-    except ValueError:
+    # Written plainly, as options.Number holds numbers: int() would take ` 9` and `1_0`.
+    if not re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3})*(,[0-9]{1,3}(\.[0-9]{1,3})*)*", args.arch_targets):
         parser.error(f"--arch-targets {args.arch_targets}: expected compute capabilities such as 9.0,10.3")
+    args.arch_targets = tuple(tuple(int(n) for n in t.split(".")) for t in args.arch_targets.split(","))
     if not all(len(target) == 2 for target in args.arch_targets):
         parser.error("--arch-targets: each target is MAJOR.MINOR, such as 10.3")
     known = {c.id for c in CHECKS}
@@ -146,10 +145,6 @@ def run_suite(args) -> int:
         arch_targets=args.arch_targets,
     )
     given_inputs(args)
-    check_outputs(
-        {"--json": args.json, "--junit": args.junit},
-        {"--slime-root": args.slime_root, "--megatron-root": args.megatron_root, "--sglang-root": args.sglang_root},
-    )
     lookups.declared_versions(ctx)  # a versions file that exists but cannot be read stops here, before any check
     rows = run(checks, ctx, STAGES[args.stage])
     if "-" not in (args.json, args.junit):  # a report on stdout replaces the table there

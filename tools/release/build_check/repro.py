@@ -7,12 +7,13 @@ docs/build/<pairing>/reproducibility.json and a page beside it.
         [--apex-repo ...] [--against IMAGE] [--work DIR]
 
 Without --against, it builds twice; with it, once, compared with IMAGE: an image `make build-check` made with no step
-from the cache (its record's cached_steps is 0), which is then one of the two builds.
+from the cache (its record's cached_steps is 0), which is then one of the two builds. IMAGE is checked before the
+build: it must exist, be one a build check made (on its stand-in base, which labels it) and be of the same pairing on
+the stand-in base this build will use; a build of half an hour would otherwise end in a comparison that cannot be made.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -25,18 +26,50 @@ from pathlib import Path
 
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 
 from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
 from tools.release.build_check import image_weight, record, registry
-from tools.release.build_check.run import UPSTREAM, build, buildah, prepare, require_tools, source_args
+from tools.release.build_check.run import UPSTREAM, base_label, build, buildah, prepare, require_tools, source_args
 
 JSON = "reproducibility.json"
 PAGE = "reproducibility.md"
 GOAL = 0.95  # the share of the bytes above the base that must lie in identical layers
 EXPLAINED = 12  # differing files a layer's entry explains with diffoscope; the rest are named only
+
+
+# The labels a build check's image carries: its stand-in base's (build_check/standin_base.sh), which names what the
+# base was made of, and the Dockerfile's pairing.
+STANDIN_LABEL, PAIRING_LABEL = "org.slime-image.standin", "org.slime-image.pairing"
+
+
+def check_against(image: str, pairing: pairings.Pairing) -> None:
+    """Refuse, before any build, an --against IMAGE this comparison cannot use."""
+    fix = (
+        f"pass an image make build-check PAIRING={pairing.name} made (its id: the .iid beside its build log), or leave "
+        "--against out to build twice"
+    )
+    labels = "".join(f'{{{{index .Docker.Config.Labels "{name}"}}}}\n' for name in (STANDIN_LABEL, PAIRING_LABEL))
+    found = buildah("inspect", "--type", "image", "--format", labels, image, check=False)
+    if found.returncode != 0:
+        raise UserError(f"--against {image}: no such image in buildah's storage", fix)
+    standin, made_of = [*found.stdout.splitlines(), "", ""][:2]
+    if not standin.strip():
+        raise UserError(
+            f"--against {image} was not made by make build-check: it is not built on the stand-in base", fix
+        )
+    if made_of.strip() != pairing.name:
+        raise UserError(
+            f"--against {image} is a build of pairing {made_of.strip() or '(none)'}, not {pairing.name}", fix
+        )
+    if standin.strip() != base_label(pairing.lock):
+        raise UserError(
+            f"--against {image} was built on another stand-in base than this build's (its lock's CUDA pins or the "
+            "base's script changed since)",
+            fix,
+        )
 
 
 def image_layers(image: str) -> list[dict]:
@@ -180,13 +213,13 @@ def page(result: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="repro-check", description=__doc__.split("\n\n")[0])
+    parser = Parser(prog="repro-check", description=__doc__.split("\n\n")[0])
     defaults = Recipe.load().args
     for name, arg in UPSTREAM.items():
         parser.add_argument(f"--{name}-repo", default=defaults[arg], help=f"path or URL (default {defaults[arg]})")
     parser.add_argument("--pairing", default=pairings.DEFAULT)
     parser.add_argument("--against", help="an image built by make build-check: build once more and compare with it")
-    add_path(parser, "--work", default=Path("/var/tmp/slime-build-check"))
+    add_path(parser, "--work", reads=False, default=Path("/var/tmp/slime-build-check"))
 
     def run() -> int:
         args = parser.parse_args(argv)
@@ -195,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         out = record.folder_for(pairing)
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
         require_tools()
+        if args.against:
+            check_against(args.against, pairing)
         epoch = tools_build.EPOCH
         images, seconds = [args.against] if args.against else [], []
         with registry.serving(args.work / "registry") as host:

@@ -30,7 +30,7 @@ from pathlib import Path
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
-from slime_image.options import add_number, add_path
+from slime_image.options import Parser, add_number, add_path
 
 from tools.inputs import fingerprint, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
@@ -394,9 +394,7 @@ def verify(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="build-check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="build-check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     recipe_args = Recipe.load().args
     for name, arg in UPSTREAM.items():
         parser.add_argument(
@@ -405,11 +403,12 @@ def main(argv: list[str] | None = None) -> int:
     add_path(
         parser,
         "--work",
+        reads=False,
         default=Path("/var/tmp/slime-build-check"),
         help="working folder: the stand-in base's parts, the mirrors, build-<pairing>.log",
     )
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="the slime release to build (default: the default)")
-    add_path(parser, "--out", help="where the record goes (default docs/build/, or docs/build/<pairing>/)")
+    add_path(parser, "--out", reads=False, help="where the record goes (default docs/build/, or docs/build/<pairing>/)")
     parser.add_argument(
         "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
     )

@@ -19,6 +19,10 @@ from tools.release.build_check import slime_tests
 
 def invalid(document: str) -> str | None:
     """Why the document is no valid CycloneDX 1.6 JSON, or None."""
+    try:
+        json.loads(document)
+    except ValueError as exc:  # the validator's own reading would end in a traceback
+        return f"not JSON ({exc})"
     error = JsonStrictValidator(SchemaVersion.V1_6).validate_str(document)
     return None if error is None else str(error)[:500]
 

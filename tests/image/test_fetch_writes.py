@@ -1,0 +1,140 @@
+"""The scripts the build runs before the package is installed (slime.Dockerfile copies them in by name: fetch.py,
+pip_reports.py) write only where they are told and check where before any work (issue 52). Found by a new user:
+fetch.py run from a clone wrote its record into /opt/slime-image on the host, left a `.partial` behind for an OUT
+ending in `/`, and, as root, moved its download over /dev/full. Every such script, and every path each writes, is
+fed the same bad targets; each refuses in two lines and leaves nothing. Real processes, real files; the device is the
+machine's /dev/full, never written (the download's source does not exist, so a script that checked too late would
+fail on it instead, before writing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+IMAGE_FOLDER = "/opt/slime-image"
+
+
+def copied_alone() -> list[str]:
+    """The files of image/ slime.Dockerfile copies in alone, before the package: read from the recipe, so a new one
+    is here by being copied."""
+    copies = re.findall(r"^COPY ((?:image/\S+\.py ?)+) ", (ROOT / "slime.Dockerfile").read_text(), re.MULTILINE)
+    return sorted(path.removeprefix("image/slime_image/") for line in copies for path in line.split())
+
+
+# The ones that write elsewhere than in a folder of the image's they keep records in, and where they write.
+TOLD = {
+    "cuda_once.py": "links files inside the site-packages its command line names",
+    "probes/jit_cache.py": "compiles into TVM_FFI_CACHE_DIR, which the Dockerfile sets; it imports SGLang, so runs "
+    "only in the image",
+}
+
+
+def build_step_scripts() -> list[str]:
+    """The scripts that keep a record in the image's folder: each takes it through fetch.image_folder."""
+    return [name for name in copied_alone() if name not in TOLD]
+
+
+def test_every_script_copied_alone_keeps_its_records_through_image_folder_or_is_named():
+    assert set(TOLD) <= set(copied_alone()), "named here but no longer copied alone: remove it from TOLD"
+    for name in build_step_scripts():
+        assert "image_folder(" in (ROOT / "image" / "slime_image" / name).read_text(), name
+    assert build_step_scripts() == ["fetch.py", "pip_reports.py"]
+
+
+def run(script: str, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, str(ROOT / "image" / "slime_image" / script), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+
+def refused(proc: subprocess.CompletedProcess, cause: str) -> None:
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 2 and len(lines) == 2, proc.stderr
+    assert cause in lines[0] and lines[1].startswith("fix: "), lines
+
+
+def arguments(script: str, tmp_path, **given: str) -> list[str]:
+    """A whole command line of `script`, each path a good one unless `given`."""
+    if script == "fetch.py":
+        paths = {"out": str(tmp_path / "out" / "file"), "records": str(tmp_path / "records"), **given}
+        return [str(tmp_path / "source"), "", paths["out"], paths["records"]]
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"install": []}))
+    return [str(report), "step", given.get("records", str(tmp_path / "records"))]
+
+
+@pytest.mark.parametrize("script", build_step_scripts())
+def test_run_outside_the_image_untold_it_writes_nothing_of_the_image(tmp_path, script):
+    existed = os.path.exists(IMAGE_FOLDER)
+    try:
+        proc = run(script, *arguments(script, tmp_path)[:-1])
+        made = not existed and os.path.exists(IMAGE_FOLDER)
+    finally:
+        if not existed and os.path.exists(IMAGE_FOLDER):  # the old code, run as root, made it: not left behind
+            subprocess.run(["rm", "-rf", IMAGE_FOLDER], check=True)
+    refused(proc, f"not the image: its {'record of the download' if script == 'fetch.py' else 'pip reports'} would go")
+    assert not made
+    assert "(the last argument)" in proc.stderr
+
+
+# What stands where a script is told to write, instead of what it can put in place. {tmp} is the test's folder, holding
+# `file` (a regular file) and `fifo` (a named pipe). A file it writes (fetch.py's OUT):
+BAD_FILE = {
+    "a folder's name": "{tmp}/out/",
+    "an existing folder": "{tmp}",
+    "a pipe": "{tmp}/fifo",
+    "a device refusing writes": "/dev/full",
+    "in a folder that takes no file": "/proc/slime-image-test",
+    "under a file": "{tmp}/file/name",
+}
+# A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
+# the device.
+BAD_FOLDER = {
+    "a file": "{tmp}/file",
+    "under a file": "{tmp}/file/records",
+    "in a folder that takes no file": "/proc/slime-image-test",
+    "the record a pipe or a device": "{tmp}/links",
+}
+RECORD = {"fetch.py": "file.json"}
+
+
+def cases() -> list[tuple[str, str, str]]:
+    found = [("fetch.py", "out", bad) for bad in BAD_FILE]
+    found += [(script, "records", bad) for script in build_step_scripts() for bad in BAD_FOLDER]
+    # pip_reports.py numbers its record after those there: it never writes one by a name that is there.
+    return [case for case in found if case != ("pip_reports.py", "records", "the record a pipe or a device")]
+
+
+@pytest.mark.parametrize("script, path, bad", cases(), ids=str)
+def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script, path, bad):
+    (tmp_path / "file").write_text("")
+    os.mkfifo(tmp_path / "fifo")
+    target = (BAD_FILE if path == "out" else BAD_FOLDER)[bad].format(tmp=tmp_path)
+    argv = arguments(script, tmp_path, **{path: target})
+    links = tmp_path / "links"
+    for device in ("/dev/full", tmp_path / "fifo") if bad == "the record a pipe or a device" else ():
+        links.mkdir(exist_ok=True)
+        if (links / RECORD[script]).is_symlink():
+            os.unlink(links / RECORD[script])
+        os.symlink(device, links / RECORD[script])
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        refused(run(script, *argv), "is there and is not a regular file")
+    if bad != "the record a pipe or a device":
+        before = sorted(p.name for p in tmp_path.rglob("*"))
+        proc = run(script, *argv)
+        refused(proc, "")
+        assert re.search(r"names no file|is not a regular file|cannot write a file there", proc.stderr), proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
+    assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
+
+
+def test_a_download_whose_bytes_are_not_pinned_leaves_nothing(tmp_path):
+    (tmp_path / "source").write_bytes(b"other bytes")
+    proc = run("fetch.py", str(tmp_path / "source"), "0" * 64, str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
+    assert proc.returncode == 1 and "the recipe pins" in proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "source"]  # its folder, made first, and empty
