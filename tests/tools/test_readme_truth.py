@@ -103,3 +103,8 @@ def test_the_readme_names_the_first_test_file_and_the_crds_target():
 def test_the_readme_image_commands_run_from_a_clone_as_written(command):
     proc = run(*command.split())
     assert proc.returncode == 0 and proc.stdout and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_the_readme_stays_short_enough_to_read_first():
+    """A newcomer reads the README first: detail goes to docs/, and the README stays within 15 KB."""
+    assert len(README.encode()) <= 15_000, f"README.md is {len(README.encode())} bytes: move detail to docs/"
