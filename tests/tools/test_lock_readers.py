@@ -54,6 +54,7 @@ READ_NONE = {
     "tools.docs": "imports tools.wall_guards for the checks' table",
     "tools.k8s.k8s_nodes": "imports the renderer for NODE_RESOURCES and load_overlay",
     "tools.k8s.k8s_validate": "imports the renderer for NODE_RESOURCES, load_overlay and yaml_problem",
+    "tools.planner.plan_symbols": "imports plan_replay for the index and the cutoff; reads wheels, no lock",
 }
 # Openings of a file named *.lock that are no lock of pins: (module, the opened expression) -> what the file is.
 NOT_PINS = {

@@ -17,7 +17,7 @@ from typing import NamedTuple
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import run_command
 from slime_image.lock_file import LockError
-from slime_image.options import add_path
+from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
@@ -476,7 +476,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
     add_path(parser, "dockerfile", nargs="?", default=DOCKERFILE, help="default: slime.Dockerfile")
     guard_report.add_options(parser)
 

@@ -16,7 +16,6 @@ lists for that version; and the lock and its stack locks are written all or none
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import urllib.parse
@@ -30,7 +29,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
-from slime_image.options import add_output
+from slime_image.options import Parser, add_output
 
 from tools.inputs.lock import lock_cutoff, unlisted
 from tools.planner import index_http
@@ -160,7 +159,7 @@ def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="tools.planner.lock_hashes", description=__doc__.strip().splitlines()[0])
+    parser = Parser(prog="tools.planner.lock_hashes", description=__doc__.strip().splitlines()[0])
     add_output(parser, "lock", stdout=False, help="locks/<pairing>.lock (its stack locks beside it are rewritten too)")
 
     def run() -> int:

@@ -45,6 +45,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 from slime_image.smoke import elf_symbols
 
 from tools.planner import index_http, platforms
@@ -344,9 +345,7 @@ def version_option(option: str) -> Callable[[str], str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     search = sub.add_parser("newest", help="the newest TransformerEngine core release a cuBLAS loads (W33's fix)")
     search.add_argument("name", help="the core wheel's distribution: transformer-engine-cu13")

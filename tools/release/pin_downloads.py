@@ -32,6 +32,7 @@ from packaging.version import InvalidVersion, Version
 from slime_image import fetch
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
+from slime_image.options import Parser
 
 from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, Recipe
@@ -182,7 +183,7 @@ def said(name: str, old: str, new: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="tools.release.pin_downloads", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--pairing", default=pairings.DEFAULT)
