@@ -11,6 +11,7 @@ import sys
 import pytest
 import yaml
 from conftest import ROOT
+from slime_image.walls import seen_in
 from test_cluster_shape import render
 from test_grpo_submit import stand_ins, submit  # noqa: F401 (stand_ins: a fixture, the stand-in ray and train.py)
 from test_k8s import rendered
@@ -39,7 +40,7 @@ def findings(flags, env=None):
     return rollout_engines.findings({"flags": flags, "runtime_env": NO_REGISTER if env is None else env})
 
 
-def walls(found):
+def walls_of(found):
     return [wall for wall, _, _ in found]
 
 
@@ -63,12 +64,12 @@ RANKS = [
 def test_every_flag_that_gives_an_engine_several_ranks_needs_the_setting(multi):
     flags = flags_of(**{**SINGLE, **multi})
     found = findings(flags)
-    assert walls(found) == ["W53"]
+    assert walls_of(found) == ["W53"]
     assert "NCCL_GRAPH_REGISTER is unset (NCCL's default 1)" in found[0][1] and next(iter(multi)) in found[0][1]
     assert found[0][2].startswith('set NCCL_GRAPH_REGISTER: "0" in the recipe\'s runtime_env')
     assert findings(flags, {**NO_REGISTER, "NCCL_GRAPH_REGISTER": "0"}) == []
     one = findings(flags, {**NO_REGISTER, "NCCL_GRAPH_REGISTER": 1})
-    assert walls(one) == ["W53"] and one[0][1].startswith("runtime_env: NCCL_GRAPH_REGISTER=1 while")
+    assert walls_of(one) == ["W53"] and one[0][1].startswith("runtime_env: NCCL_GRAPH_REGISTER=1 while")
 
 
 def test_every_size_slimes_parser_accepts_is_read():
@@ -113,7 +114,7 @@ def test_every_size_slimes_parser_accepts_is_read():
 def test_the_memory_saver_as_slime_derives_it(saver, on):
     flags = flags_of(**saver)
     assert rollout_engines.memory_saver(flags) is on
-    assert walls(findings(flags)) == (["W53"] if on else [])
+    assert walls_of(findings(flags)) == (["W53"] if on else [])
 
 
 def test_engines_without_cuda_graphs_or_of_one_rank_need_nothing():
@@ -128,7 +129,7 @@ def test_engines_without_cuda_graphs_or_of_one_rank_need_nothing():
 @pytest.mark.parametrize("wait", [None, 0, COLD - 1, f"{COLD - 0.5}"])
 def test_fault_tolerance_without_a_cold_start_s_grace_is_refused(wait):
     found = findings(flags_of(use_fault_tolerance=True, rollout_health_check_first_wait=wait), SHIPPED["runtime_env"])
-    assert walls(found) == ["W54"]
+    assert walls_of(found) == ["W54"]
     shown = " unset (slime's default 0)" if wait is None else f"={wait}"
     assert f"use_fault_tolerance with rollout_health_check_first_wait{shown}:" in found[0][1]
     assert f"({COLD} s measured, docs/start.md)" in found[0][1]
@@ -147,6 +148,12 @@ def test_fault_tolerance_without_a_cold_start_s_grace_is_refused(wait):
 )
 def test_a_grace_that_covers_the_cold_start_or_no_health_monitor_passes(changes):
     assert findings(flags_of(**changes), SHIPPED["runtime_env"]) == []
+
+
+def test_the_line_slime_logs_when_its_monitor_kills_an_engine_names_w54():
+    """slime's health monitor (v0.3.0 and v0.3.1) logs this before it kills the engine; slime-canary names the wall."""
+    line = "Health check failed for rollout engine 1 (ray timeout or error). Killing actor. Exception: GetTimeoutError"
+    assert [wall.id for wall in seen_in(line)] == ["W54"]
 
 
 def test_the_cold_start_is_the_slowest_start_docs_start_md_measured():
