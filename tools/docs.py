@@ -250,6 +250,20 @@ def build_figures(_: Path) -> list[str]:
     ]
 
 
+def health_check_grace(_: Path) -> list[str]:
+    """docs/start.md's sentence on the grace slime's health monitor needs, from the figures the renderer and the
+    submitter hold the recipe to (tools/k8s/rollout_engines.py)."""
+    from tools.k8s import rollout_engines
+
+    return [
+        "With `--use-fault-tolerance`, slime's health monitor checks the engines `--rollout-health-check-first-wait` "
+        "seconds after each wake (slime's default 0) and kills one that misses a check, so an engine still compiling "
+        "on a fresh node is lost to the rollout (W54). `make render` and `make submit` refuse a recipe whose wait is "
+        f"shorter than the slowest cold start measured above, **{rollout_engines.COLD_START_SECONDS} s** (engine-up of "
+        f"`{rollout_engines.COLD_START_RECORD}`); the launch recipes set {rollout_engines.GRACE_SECONDS} s."
+    ]
+
+
 def current_table(docs: Path) -> list[str]:
     """The current figure of each benchmark, each naming the section of benchmarks.md (or the record) it comes from."""
     headings = re.findall(r"^#+ (.+)$", (docs / "benchmarks.md").read_text(), re.MULTILINE)
@@ -286,6 +300,7 @@ def tables() -> dict[str, tuple[str | Path, str, Callable[[Path], list[str]]]]:
         "pull": ("benchmarks.md", "base-manifests/ and docs/build/", pull_table),
         "current": ("benchmarks.md", "tools/docs.py and docs/build/", lambda _: current_table(ROOT / "docs")),
         "build-figures": ("building.md", "docs/build/, docs/rebuilds/ and tools/docs.py", build_figures),
+        "health-check-grace": ("start.md", "tools/k8s/rollout_engines.py", health_check_grace),
         # The README lies beside docs/, whichever folder --docs names: its path is whole.
         "suite-time": (ROOT / "README.md", "tools/docs.py", suite_time),
     }

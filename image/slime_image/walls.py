@@ -50,6 +50,7 @@ LOG_SIGNS = {
     "W50": r"DO NOT MATCH THE HASHES|the recipe pins [0-9a-f]{64}",
     "W51": r"Watchdog caught collective operation timeout.*OpType=BROADCAST",
     "W52": r"CUDA error: misaligned address",
+    "W54": r"Health check failed for rollout engine \d+",
 }
 
 
@@ -414,6 +415,29 @@ WALLS = (
         "the `sglang-graph-cpu-backup` patch captures the pool with enable_cpu_backup=True at every capture site of "
         "the installed SGLang (it retires itself on SGLang 0.5.23, which does so); the cost is pinned host memory "
         "the size of the graph pool, per engine rank, while the engine sleeps",
+    ),
+    Wall(
+        "W53",
+        "a job whose rollout engines run on several GPUs each hangs at the first rollout after a weight update: the "
+        "engines' ranks spin in NCCL's kernels at a CUDA-graph replay, with no error, until a timeout",
+        "torch_memory_saver maps new pages under the same addresses when it resumes the engine; with NCCL's default "
+        "NCCL_GRAPH_REGISTER=1 the collectives SGLang captured in its CUDA graphs keep the old pages "
+        "(fzyzcjy/torch_memory_saver issue 88). SGLang sets it to 0 for TP, EP or DP above 1 from 0.5.23 on; the "
+        "pairings' 0.5.15.post1 and 0.5.12.post1 do not",
+        "the launch recipe's runtime_env sets NCCL_GRAPH_REGISTER=0, which Ray merges into the env_vars slime gives "
+        "each engine actor and SGLang's processes inherit (a real Ray head shows it); the renderer and the submitter "
+        "refuse a recipe with multi-rank engines, CUDA graphs and the memory saver that leaves it unset or 1",
+    ),
+    Wall(
+        "W54",
+        "with --use-fault-tolerance, `Health check failed for rollout engine N ... Killing actor` at the first rollout "
+        "on a fresh node; the rollout goes on without that engine",
+        "slime's health monitor waits --rollout-health-check-first-wait (default 0) after each wake, then kills an "
+        "engine that misses a 30 s health check; an engine still compiling on a fresh node misses it, and slime starts "
+        "it again only at the next weight update, cold, before the same check",
+        "the launch recipe sets rollout_health_check_first_wait, a few cold starts long; the renderer and the "
+        "submitter refuse --use-fault-tolerance with a wait shorter than an engine's measured cold start "
+        "(docs/start.md)",
     ),
     Wall(
         "W55",

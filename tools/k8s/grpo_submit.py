@@ -4,11 +4,14 @@
 
 The ray command defaults to `ray`; `make submit` passes `kubectl -n NS exec HEAD_POD -- ray` so nothing but
 kubectl is needed on the user's side. The job's argument vector reaches train.py intact: it travels
-base64-encoded to the image's slime-launch command, because Ray runs the entrypoint under /bin/sh -c,
-which re-splits arguments and cannot expand bash arrays (W16). The submission is refused, with the reason
+base64-encoded to the image's slime-launch command, because Ray runs the entrypoint under /bin/sh -c, which
+expands `$` and backquotes in the words (Ray's CLI only double-quotes a word with a blank) and cannot expand bash
+arrays (W16). The submission is refused, with the reason
 and the fix, when a required setting is missing, a number is not one, the GRPO batch invariant fails, or
 the SGLang log level is not lower case (W15), whichever section of the recipe gives the flag, or NCCL_PROTO is set in
-the job's runtime_env or the RayCluster's workers' env but not both alike (W51); a flag given twice is refused
+the job's runtime_env or the RayCluster's workers' env but not both alike (W51), multi-rank rollout engines with CUDA
+graphs under the memory saver lack NCCL_GRAPH_REGISTER=0 in runtime_env (W53), or --use-fault-tolerance waits less
+than an engine's cold start before its first health check (W54); a flag given twice is refused
 (tools/k8s/launch_recipe.py reads and checks every flag once). Host side (PyYAML).
 """
 

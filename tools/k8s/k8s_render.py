@@ -30,7 +30,7 @@ from slime_image.options import Number, Parser, add_output, add_path
 from tools import guard_report
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import ROOT, requirement_lines
-from tools.k8s import cluster_shape, job_env, k8s_names, launch_recipe
+from tools.k8s import cluster_shape, job_env, k8s_names, launch_recipe, rollout_engines
 
 K8S = ROOT / "kubernetes"
 DEFAULT_ENV_FILE = K8S / "settings.env"
@@ -47,10 +47,11 @@ USER_DEFAULTS = {
 }
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
-# What the renderer refuses, and the walls each refusal guards (slime_image/walls.py).
+# What the renderer refuses, and the walls each refusal guards (slime_image/walls.py): its own, and what the launch
+# recipe's rollout engines need of the job (the recipe LAUNCH_RECIPE names, read through launch_recipe.read).
 PLACEHOLDER = "unset-or-placeholder-setting"
 PROTO = "nccl-proto-both-sides"
-GUARDS = {PLACEHOLDER: ("W17",), PROTO: ("W51",)}
+GUARDS = {PLACEHOLDER: ("W17",), PROTO: ("W51",), **rollout_engines.GUARDS}
 # What a render answers to: its own guard, and the launch recipe's, which it checks before the job is submitted.
 REPORTED = {**GUARDS, **launch_recipe.GUARDS}
 TOKEN = re.compile(r"\$\{([A-Z_][A-Z0-9_]*)\}")

@@ -12,6 +12,7 @@ from slime_image.errors import UserError
 from tools import guard_report
 from tools.inputs import pairings
 from tools.inputs.recipe import ROOT
+from tools.k8s import rollout_engines
 from tools.release.build_check import record
 
 DEFAULT = ROOT / "kubernetes" / "launch" / "qwen3-4b-grpo.yaml"
@@ -19,7 +20,7 @@ EXAMPLE = "see kubernetes/launch/qwen3-4b-grpo.yaml"
 
 
 # The guards the recipe's own settings answer to, by the ids the reports and `make walls` name.
-GUARDS = {"lower-case-log-level": ("W15",), "attention-backend-in-image": ("W37",)}
+GUARDS = {"lower-case-log-level": ("W15",), "attention-backend-in-image": ("W37",), **rollout_engines.GUARDS}
 
 
 def refused(cause: str, fix: str, guard: str | None = None) -> UserError:
@@ -103,11 +104,14 @@ def load(path: Path) -> dict:
 
 
 def read(path: Path) -> dict:
-    """The recipe `load` reads, its every flag checked once (`check`, `check_flags`): what the renderer and the
-    submitter both use."""
+    """The recipe `load` reads, its every flag checked once (`check`, `check_flags`), and what its rollout engines need
+    of the job (rollout_engines): what the renderer and the submitter both use."""
     recipe = load(path)
     check(recipe["flags"])
     check_flags(recipe, *recorded_flags())
+    if found := rollout_engines.findings(recipe):
+        wall, cause, fix = found[0]
+        raise refused(f"{cause} ({wall})", fix, rollout_engines.GUARD_OF[wall])
     return recipe
 
 
@@ -132,6 +136,7 @@ INTEGERS = (
     "rollout_num_gpus_per_engine",
     "rollout_num_gpus",
     "tensor_model_parallel_size",
+    *rollout_engines.SIZES,
 )
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
