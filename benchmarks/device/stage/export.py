@@ -86,8 +86,9 @@ def main() -> None:
     with tarfile.open(fileobj=compress.stdin, mode="w|") as tar:
         for path in paths:
             tar.add(site / path, arcname=f"site-packages/{path}", filter=without_git_objects)
-        for tree in TREES:
-            tar.add(args.rootfs / tree, arcname=tree.split("/", 1)[1], filter=without_git_objects)
+        for tree in TREES:  # absent from an image's earlier layer (the stack alone, staged for a probe of it)
+            if (args.rootfs / tree).is_dir():
+                tar.add(args.rootfs / tree, arcname=tree.split("/", 1)[1], filter=without_git_objects)
     compress.stdin.close()
     if compress.wait():
         raise SystemExit("export: zstd or split failed")
