@@ -172,7 +172,7 @@ FOLLOWED = [
     ),
     (
         "prefix-constraint-emptied",
-        "FROM scratch\nCOPY cap.txt /cap.txt\nENV PIP_CONSTRAINT=/cap.txt\nRUN PIP_CONSTRAINT= pip install six\n",
+        "FROM scratch\nCOPY cap.lock /cap.lock\nENV PIP_CONSTRAINT=/cap.lock\nRUN PIP_CONSTRAINT= pip install six\n",
         {"six": "1.17.0"},
     ),
     (
@@ -183,9 +183,16 @@ FOLLOWED = [
 ]
 
 
+# A lock the recipe sets (ENV PIP_CONSTRAINT) is one: each pin with the sha256 of its files (PyPI's, for six 1.16.0).
+CAP_LOCK = (
+    "six==1.16.0 \\\n    --hash=sha256:1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926 \\\n"
+    "    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n"
+)
+
+
 @pytest.mark.parametrize("dockerfile, final", [f[1:] for f in FOLLOWED], ids=[f[0] for f in FOLLOWED])
 def test_pip_is_followed_wherever_the_shell_runs_it(plan, dockerfile, final):
-    planned = plan(dockerfile, **{"cap.txt": "six==1.16.0\n"})
+    planned = plan(dockerfile, **{"cap.txt": "six==1.16.0\n", "cap.lock": CAP_LOCK})
     # requests under --no-deps is broken (its own requirements are missing): what pip check says, not a blind step
     assert planned.final == final and planned.findings == [] and all(s.simulated for s in planned.steps)
 
