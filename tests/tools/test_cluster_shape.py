@@ -43,8 +43,8 @@ def test_a_reference_with_registry_and_tag_or_digest_passes(image):
             "set IMAGE to the reference `make push` printed",
         ),
         (
-            {"NUM_NODES": "10000"},
-            "refused: NUM_NODES=10000, and the job uses 2 GPU node(s): 9998 would idle, paid for",
+            {"NUM_NODES": "1000"},
+            "refused: NUM_NODES=1000, and the job uses 2 GPU node(s): 998 would idle, paid for",
             "set NUM_NODES=2",
         ),
         (

@@ -143,7 +143,7 @@ def test_push_without_aws_cli_names_it(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("make push: 'aws' is not installed"), run.stderr
 
 
-@pytest.mark.parametrize("compression", ["lz4", ""])
+@pytest.mark.parametrize("compression", ["lz4"])  # given empty: the venv recipe refuses it first (test_make_variables)
 def test_push_with_a_compression_it_does_not_know_names_both(compression):
     run, seconds = _make("push", f"COMPRESSION={compression}")
     assert run.returncode != 0 and seconds < 5 and "Traceback" not in run.stderr

@@ -121,7 +121,8 @@ def test_missing_base_manifest_says_how_to_make_it(layered, tmp_path):
 
 
 def test_unreachable_index_says_results_would_be_stale(layered):
-    args = [*layered(), "--uploaded-prior-to", "2026-11-02T00:00:00Z"]  # a key no cached resolution has
+    args = layered()
+    args[args.index("--uploaded-prior-to") + 1] = "2026-11-02T00:00:00Z"  # a key no cached resolution has
     env = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0"}
     proc, _ = run_plan(*args, env=env, drop=("PIP_FIND_LINKS", "PIP_EXTRA_INDEX_URL"))
     assert proc.returncode == 2

@@ -197,7 +197,8 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
 
     cache = ROOT / ".cache" / "plan-tests"
     env = FakeEnv(cache / f"env-py312-{platform.machine()}")
-    env.create()  # with the host's index, before the plan is pointed at the local one
+    with env.running():
+        env.create()  # with the host's index, before the plan is pointed at the local one
     monkeypatch.setenv("PLAN_CACHE", str(cache))
     monkeypatch.setenv("PIP_INDEX_URL", index)
     monkeypatch.setattr(sdist_metadata, "FOLDER", tmp_path / "no-records")

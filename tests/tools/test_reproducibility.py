@@ -8,7 +8,7 @@ import os
 import pytest
 from slime_image.errors import UserError
 
-from tools.inputs import pairings
+from tools.inputs import lock, pairings
 from tools.release.build_check import record, repro, run
 
 RECORDED = record.folder_for(pairings.load("v0.3.1")) / repro.JSON
@@ -90,7 +90,7 @@ PAIRING = pairings.load("v0.3.1")
 )
 def test_an_against_image_the_comparison_cannot_use_is_refused_before_the_build(images, monkeypatch, labels, cause):
     """repro-check --against IMAGE built for half an hour before it looked at IMAGE."""
-    base = run.base_label(PAIRING.lock)
+    base = run.base_label(lock.locked(PAIRING)[PAIRING.lock].versions())
     if labels and labels.get("org.slime-image.standin") == "base":
         labels["org.slime-image.standin"] = base
     images({} if labels is None else {"built": labels})
@@ -107,5 +107,6 @@ def test_an_against_image_the_comparison_cannot_use_is_refused_before_the_build(
 
 
 def test_an_against_image_of_this_pairing_and_base_is_taken(images):
-    images({"built": {"org.slime-image.standin": run.base_label(PAIRING.lock), "org.slime-image.pairing": "v0.3.1"}})
+    standin = run.base_label(lock.locked(PAIRING)[PAIRING.lock].versions())
+    images({"built": {"org.slime-image.standin": standin, "org.slime-image.pairing": "v0.3.1"}})
     repro.check_against("built", PAIRING)

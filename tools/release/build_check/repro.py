@@ -64,7 +64,7 @@ def check_against(image: str, pairing: pairings.Pairing) -> None:
         raise UserError(
             f"--against {image} is a build of pairing {made_of.strip() or '(none)'}, not {pairing.name}", fix
         )
-    if standin.strip() != base_label(pairing.lock):
+    if standin.strip() != base_label(lock.locked(pairing)[pairing.lock].versions()):
         raise UserError(
             f"--against {image} was built on another stand-in base than this build's (its lock's CUDA pins or the "
             "base's script changed since)",
