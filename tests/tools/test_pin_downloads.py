@@ -282,3 +282,21 @@ def test_the_verification_build_s_stand_ins_are_what_their_names_say(tmp_path):
     source = wheel_as(tmp_path / "pypi" / f"sglang_router-{version}-py3-none-any.whl", "sglang-router", version)
     router = standins.router_wheel(source, tmp_path / "router", version, "x86_64")
     assert pin_downloads.wheel_unlike("sglang-router", version, router) is None
+
+
+def test_a_wheel_whose_compressed_bytes_are_damaged_is_named_not_a_traceback(tmp_path):
+    """Found by a new user's sweep: 10 flipped bytes inside METADATA's deflated data ended in zlib.error."""
+    import zipfile
+
+    from tools.release import pin_downloads
+
+    good = tmp_path / "good.whl"
+    with zipfile.ZipFile(good, "w", zipfile.ZIP_DEFLATED) as wheel:
+        wheel.writestr("sglang_router-0.3.2.dist-info/METADATA", "Name: sglang-router\nVersion: 0.3.2\n" * 50)
+    data = bytearray(good.read_bytes())
+    start = data.index(b"METADATA") + len(b"METADATA")  # the deflated data follows the local header's name
+    data[start] = 0xFF  # a deflate block of the reserved type: zlib refuses the stream
+    damaged = tmp_path / "damaged.whl"
+    damaged.write_bytes(bytes(data))
+    assert pin_downloads.wheel_unlike("sglang-router", "0.3.2", good) is None
+    assert "damaged" in pin_downloads.wheel_unlike("sglang-router", "0.3.2", damaged)

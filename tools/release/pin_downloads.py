@@ -22,6 +22,7 @@ import sys
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from email.parser import BytesParser
@@ -59,7 +60,7 @@ def installer_unlike(path: Path) -> str | None:
     try:
         with tarfile.open(path, "r:gz") as tar:
             script = next((m for m in tar if m.name.removeprefix("./") == INSTALLER), None)
-    except (tarfile.TarError, EOFError, OSError) as exc:
+    except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         return f"it is no gzip tarball ({exc})"
     return None if script is not None and script.isfile() else f"it holds no file {INSTALLER}"
 
@@ -75,6 +76,8 @@ def wheel_unlike(name: str, version: str, path: Path) -> str | None:
             metadata = BytesParser().parsebytes(wheel.read(f"{folder}/METADATA"), headersonly=True)
     except (zipfile.BadZipFile, OSError):
         return "it is no zip archive, which a wheel is"
+    except zlib.error as exc:  # a member's compressed bytes are damaged
+        return f"its compressed data is damaged ({exc})"
     except KeyError:
         return f"its {folder} holds no METADATA"
     named, _, numbered = folder.removesuffix(".dist-info").rpartition("-")
