@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 
 # Where a child is started otherwise, and why it still ends with its command.
 OWN_WAY = {
@@ -55,7 +55,13 @@ def parent(body: str) -> subprocess.Popen:
         "from slime_image.children import Children\nfrom slime_image.errors import run_command\n"
         f"def main():\n{body}\nsys.exit(run_command('prog', main))\n"
     )
-    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
 
 
 @pytest.mark.parametrize("sent, code", [("SIGTERM", 143), ("SIGINT", 130)])

@@ -117,7 +117,9 @@ def test_ctrl_c_at_any_point_of_promote_leaves_both_files_or_neither_and_says_wh
 def test_ctrl_c_while_a_command_imports_ends_in_two_lines():
     """A real SIGINT after the tools package is imported, while the command's modules are still being imported."""
     code = "import os, signal, tools; os.kill(os.getpid(), signal.SIGINT); import tools.promote"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, preexec_fn=default_sigint
+    )
     assert proc.returncode in (130, -signal.SIGINT)
     assert_two_lines(proc.stderr, "-c: interrupted: nothing it was writing was kept", "fix: run it again")
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 
 
 @pytest.fixture
@@ -35,7 +35,13 @@ def tree(tmp_path) -> Path:
 def start(tree: Path, *argv: str) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k != "SLIME_IMAGE_WRITERS_LOCK"}
     return subprocess.Popen(
-        [sys.executable, *argv], cwd=tree, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, *argv],
+        cwd=tree,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,  # a run started in the background inherits SIGINT ignored
     )
 
 
@@ -90,11 +96,13 @@ def test_make_lock_writes_under_the_lock():
 
 
 def test_ctrl_c_while_waiting_is_two_lines_and_leaves_the_lock_to_its_holder(tree):
-    first = holder(tree, 4)
+    first = holder(tree, 10)
     second = start(tree, "-m", "tools.docs")
-    time.sleep(1.5)
+    waiting = second.stderr.readline()  # Ctrl-C once it waits, not while it still imports (a loaded CI machine)
+    assert "waiting for it" in waiting, waiting
     second.send_signal(signal.SIGINT)
-    _, err = second.communicate(timeout=30)
+    _, rest = second.communicate(timeout=30)
+    err = waiting + rest
     assert second.returncode != 0 and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith("fix: "), err
     assert held(tree / ".cache" / "writers.lock") and first.poll() is None
