@@ -270,3 +270,31 @@ def test_re_hashing_a_file_that_is_no_lock_is_refused_before_anything_is_asked_o
     assert proc.returncode != 0 and len(lines) == 2 and lines[1].startswith("fix: "), proc.stderr
     assert re.match(rf"lock_hashes: {tmp_path}/p(\.stack)?\.lock(:\d+)?: ", lines[0]), lines[0]
     assert (tmp_path / "p.lock").read_text() == lock
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        "",
+        "# uploaded-prior-to: 2026-12-02\n",
+        "# uploaded-prior-to: 2026-12-02T23:01:00+00:00\n",
+        "# uploaded-prior-to: soon\n",
+    ],
+    ids=["none", "a-date", "an-offset", "not-a-time"],
+)
+def test_a_lock_without_a_cutoff_in_the_index_form_is_refused_before_the_index(tmp_path, header):
+    """Found by a new user's sweep: a lock with no cutoff was re-hashed against the index as it stands today."""
+    lock = tmp_path / "x.lock"
+    lock.write_text(header + "six==1.16.0 \\\n    --hash=sha256:" + "a" * 64 + "\n")
+    env = {**os.environ, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}  # nothing may be asked of an index
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.planner.lock_hashes", str(lock)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and len(lines) == 2, proc.stderr
+    assert "uploaded-prior-to" in lines[0] and lines[1].startswith("fix: ")
+    assert lock.read_text().startswith(header)

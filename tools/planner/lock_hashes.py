@@ -31,10 +31,10 @@ from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
-from tools.inputs.lock import lock_cutoff, unlisted
+from tools.inputs.lock import CUTOFF_LINE, lock_cutoff, unlisted
 from tools.planner import index_http
 from tools.planner.plan_index import JSON_PAGE, SDIST_SUFFIXES, WORKERS, Pin
-from tools.planner.plan_replay import index_url
+from tools.planner.plan_replay import check_cutoff, index_url
 
 PYTHON = (3, 12)
 GLIBC = (2, 39)  # Ubuntu 24.04's, the base's
@@ -169,6 +169,13 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
         stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
         locks = {path: read_lock(path) for path in (args.lock, *stacks)}  # each in the one form, before the index
+        cutoff = lock_cutoff(locks[args.lock])
+        if not cutoff:
+            raise UserError(
+                f"{args.lock} has no '{CUTOFF_LINE.strip()}' line: without it every file uploaded since is hashed",
+                "restore the lock's header (make lock writes it), or re-plan it: make lock",
+            )
+        check_cutoff(cutoff, f"{args.lock}'s {CUTOFF_LINE.strip()}")
         texts = rehash(list(locks.values()))
         written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
         changed = {path: text for path, text in texts.items() if locks[path].text != text}

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import tempfile
 import time
 import urllib.error
@@ -128,16 +129,24 @@ def index_url() -> str:
     return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
 
 
-def check_cutoff(value: str | None) -> None:
-    """pip takes --uploaded-prior-to as an ISO-8601 time; anything else would fail every step as unsimulable."""
+# The one form of a cutoff: the index's own upload times, which the listings compare with it as text (a date alone, an
+# offset or no zone would compare wrong, keeping files uploaded after the cutoff or dropping ones before it).
+CUTOFF_FORM = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
+
+
+def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
+    """A cutoff in the index's form (2026-12-02T23:01:00Z), a real time; anything else is refused naming `where`."""
     if value is None:
         return
     try:
-        datetime.datetime.fromisoformat(value)
+        valid = bool(CUTOFF_FORM.fullmatch(value)) and bool(datetime.datetime.fromisoformat(value))
     except ValueError:
+        valid = False
+    if not valid:
         raise UserError(
-            f"--uploaded-prior-to {value!r} is not an ISO-8601 time", "write it as 2026-12-02T23:01:00Z"
-        ) from None
+            f"{where} {value!r} is not a time in the index's form (UTC, to the second, ending in Z)",
+            "write it as 2026-12-02T23:01:00Z",
+        )
 
 
 def index_settings() -> str:
