@@ -150,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_output(parser, "--lock", stdout=False, help="plan without the current lock and write a new lock here")
     parser.add_argument(
-        "--uploaded-prior-to", metavar="YYYY-MM-DDTHH:MM:SSZ", help="resolve as the index stood then (default for --lock: now)"
+        "--uploaded-prior-to",
+        metavar="YYYY-MM-DDTHH:MM:SSZ",
+        help="resolve as the index stood then (default for --lock: now)",
     )
 
     def planned() -> int:
