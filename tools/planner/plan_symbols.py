@@ -13,7 +13,7 @@ Judged: the cuBLAS of the core's CUDA major (PROVIDERS). Its other CUDA librarie
 by the gate's `cuda-symbols` in the built image. Where a symbol is missing, the plan names the fix's condition and the
 command that finds the newest release meeting it; the plan reads no other release (each is another 190 to 280 MB):
 
-    python -m tools.planner.plan_symbols newest NAME --cublas VERSION --below VERSION [--uploaded-prior-to YYYY-MM-DDTHH:MM:SSZ]
+    python -m tools.planner.plan_symbols newest NAME --cublas VERSION --below VERSION [--uploaded-prior-to TIME]
 
 prints the newest release of the TransformerEngine core NAME below --below whose libraries that cuBLAS exports every
 symbol of (exit 0), or says that none does (exit 1).
