@@ -55,6 +55,19 @@ def default_sigint():
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def path_without(folder, absent) -> str:
+    """`folder` made a PATH of links to every tool on this one but those named `absent` (a build engine, kubectl, aws:
+    a command a test runs must refuse before it reaches one, never start it)."""
+    import os
+    from pathlib import Path
+
+    for directory in os.environ["PATH"].split(os.pathsep):
+        for tool in Path(directory).glob("*") if Path(directory).is_dir() else ():
+            if tool.name not in absent and not (folder / tool.name).exists() and os.access(tool, os.X_OK):
+                (folder / tool.name).symlink_to(tool)
+    return str(folder)
+
+
 def hide_cuda13(command: list[str], empty_dir) -> list[str]:
     """Run `command` in a private mount namespace where this machine's own CUDA 13 runtime is hidden.
 

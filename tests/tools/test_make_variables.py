@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, path_without
 from slime_image.walls import WALLS
 
 MAKEFILE = (ROOT / "Makefile").read_text()
@@ -103,12 +103,7 @@ PATHS = {"VENV", "REPORTS", "DOCKERFILE", "MEGATRON_REPO", "SLIME_REPO", "APEX_R
 @pytest.fixture(scope="module")
 def path_without_engines(tmp_path_factory) -> str:
     """A PATH with every tool of this one but the engines, kubectl and aws."""
-    folder = tmp_path_factory.mktemp("bin")
-    for directory in os.environ["PATH"].split(os.pathsep):
-        for tool in Path(directory).glob("*") if Path(directory).is_dir() else ():
-            if tool.name not in ABSENT and not (folder / tool.name).exists() and os.access(tool, os.X_OK):
-                (folder / tool.name).symlink_to(tool)
-    return str(folder)
+    return path_without(tmp_path_factory.mktemp("bin"), ABSENT)
 
 
 def hostile(marker: str) -> str:

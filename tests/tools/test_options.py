@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import re
 from pathlib import Path
 from unittest import mock
 
 import pytest
+from conftest import path_without
 from slime_image.errors import UserError
 from slime_image.options import InputPath, Number, Output, Parser, add_number, add_output, add_path
 
@@ -46,12 +46,7 @@ def command_modules() -> list[str]:
 
 @pytest.fixture(scope="module")
 def path_without_engines(tmp_path_factory) -> str:
-    folder = tmp_path_factory.mktemp("bin")
-    for directory in os.environ["PATH"].split(os.pathsep):
-        for tool in Path(directory).glob("*") if Path(directory).is_dir() else ():
-            if tool.name not in ABSENT and not (folder / tool.name).exists() and os.access(tool, os.X_OK):
-                (folder / tool.name).symlink_to(tool)
-    return str(folder)
+    return path_without(tmp_path_factory.mktemp("bin"), ABSENT)
 
 
 @pytest.fixture(autouse=True)
