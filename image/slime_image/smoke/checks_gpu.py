@@ -76,15 +76,23 @@ def tms_pause_resume(ctx: Context) -> Result:
     return pause_resume_verdict(child, path)
 
 
-def pause_resume_verdict(child: Child, path: str) -> Result:
-    """What the pause_resume probe's run under the preload `path` says: pass, or how the train actor breaks."""
-    name = os.path.basename(path)
+def probe_report(child: Child, dies: str, raised: str) -> dict | Result:
+    """A probe's JSON report, or the failure when it printed none (`dies`, with why) or reported an error (`raised`)."""
     report = child.json()
     if report is None:
         why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
-        return Result(FAIL, f"a worker started with LD_PRELOAD={name} dies ({why})", child.tail(4))
+        return Result(FAIL, f"{dies} ({why})", child.tail(4))
     if "error" in report:
-        return Result(FAIL, f"pause/resume under {name} raised {report['error']}", "\n".join(report["where"]))
+        return Result(FAIL, f"{raised} {report['error']}", "\n".join(report["where"]))
+    return report
+
+
+def pause_resume_verdict(child: Child, path: str) -> Result:
+    """What the pause_resume probe's run under the preload `path` says: pass, or how the train actor breaks."""
+    name = os.path.basename(path)
+    report = probe_report(child, f"a worker started with LD_PRELOAD={name} dies", f"pause/resume under {name} raised")
+    if isinstance(report, Result):
+        return report
     freed = report["freed"] / lookups.GIB
     detail = (
         f"LD_PRELOAD={path}, TMS_INIT_ENABLE=1, TMS_INIT_ENABLE_CPU_BACKUP=1; 1 GiB allocated in the region "
@@ -120,12 +128,11 @@ def sglang_graph_pool(ctx: Context) -> Result:
 
 def graph_pool_verdict(child: Child) -> Result:
     """What the graph_pool probe's run says: pass, or how the graph pool breaks across a pause."""
-    report = child.json()
-    if report is None:
-        why = "timed out" if child.returncode is None else f"exit code {child.returncode}"
-        return Result(FAIL, f"an engine-like process capturing a CUDA graph dies ({why})", child.tail(4))
-    if "error" in report:
-        return Result(FAIL, f"capturing through SGLang's code raised {report['error']}", "\n".join(report["where"]))
+    report = probe_report(
+        child, "an engine-like process capturing a CUDA graph dies", "capturing through SGLang's code raised"
+    )
+    if isinstance(report, Result):
+        return report
     mib = 1 << 20
     detail = (
         f"captured by {report['site']}: {report['bytes'] / mib:.0f} MiB written by a replay\n"
