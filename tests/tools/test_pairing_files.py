@@ -59,7 +59,7 @@ def test_an_unknown_or_mistyped_table_or_key_is_refused_by_name(tmp_path, old, n
 def test_the_args_a_pairing_may_set_are_the_dockerfile_s_args(tmp_path, recipe_copy):
     """A new ARG of the Dockerfile is a pairing's to set with no change to the schema, and one it lacks is refused."""
     pin = "ab12" * 16  # a download pin's form: 64 lower-case hex digits (test_download_pins.py)
-    text = V030.replace("[args]\n", f'[args]\nNEW_TOOL_SHA256 = "{pin}"\n')
+    text = V030.replace("[args]\n", f'[args]\n# NEW_TOOL_SHA256 from: a test\nNEW_TOOL_SHA256 = "{pin}"\n')
     folder = folder_with(tmp_path, "v0.3.0", text)
     with pytest.raises(UserError, match=r"NEW_TOOL_SHA256 is no ARG slime\.Dockerfile declares"):
         pairings.load("v0.3.0", folder)
@@ -142,6 +142,7 @@ READ_NONE = {
     "tools.k8s.k8s_validate": "imports the renderer for NODE_RESOURCES, load_overlay and yaml_problem",
     "tools.planner.lock_hashes": "imports the planner's index settings (plan_replay), which import the recipe's reader",
     "tools.planner.plan_symbols": "imports the planner's index settings and cache (plan_replay), as lock_hashes does",
+    "tools.planner.base_manifest": "takes a pin's form from download_pins, whose check of a recipe reads the pairings",
 }
 
 

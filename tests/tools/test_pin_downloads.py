@@ -157,7 +157,9 @@ def test_each_pin_is_written_with_a_note_of_where_it_came_from_and_holds_every_c
         text,
         re.M,
     ), text
-    assert download_pins.notes(toml)["SGL_ROUTER_SHA256"].startswith(f"{unpinned.urls()['SGL_ROUTER_URL']}/")
+    assert download_pins.in_pairing(unpinned.toml, toml)["SGL_ROUTER_SHA256"].source.startswith(
+        f"{unpinned.urls()['SGL_ROUTER_URL']}/"
+    )
     assert f'\nSGL_ROUTER_SHA256 = "{router}"\n' in toml
     # The default pairing's value is copied into the Dockerfile, where its note is not: the pairing file holds it.
     assert f"\nARG SGL_ROUTER_SHA256={router}\n" in text and "# SGL_ROUTER_SHA256 from:" not in text
@@ -184,10 +186,11 @@ def test_a_pin_is_never_moved_silently_only_with_update_naming_both(tree, capsys
     tree.real_files()
     old_efa = Recipe.load(tree.dockerfile).args["EFA_INSTALLER_SHA256"]
     old_router = "0" * 64  # as an earlier run pinned it: in the pairing with its note, and in the Dockerfile's copy
-    tree.toml.write_text(
-        download_pins.noted(tree.toml.read_text(), "SGL_ROUTER_SHA256", old_router, "an earlier run", toml=True)
-    )
-    text = download_pins.noted(tree.dockerfile.read_text(), "SGL_ROUTER_SHA256", old_router, None, toml=False)
+    toml = tree.toml.read_text()
+    pins = download_pins.in_pairing(tree.toml, toml)
+    tree.toml.write_text(download_pins.noted(toml, pins, {"SGL_ROUTER_SHA256": (old_router, "an earlier run")}, True))
+    pins = download_pins.in_dockerfile(Recipe.load(tree.dockerfile))
+    text = download_pins.noted(tree.dockerfile.read_text(), pins, {"SGL_ROUTER_SHA256": (old_router, None)}, False)
     tree.dockerfile.write_text(text)
     assert old_efa, "the default pins the EFA installer from a public source"
     before = tree.texts()

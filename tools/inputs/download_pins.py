@@ -11,16 +11,22 @@ pin_downloads writes.
 
 Where each pin came from is said once, beside it: a line `# NAME from: SOURCE` right above the line that sets it, in
 slime.Dockerfile for the pins it declares and in pairings/<name>.toml for a pairing's (the Dockerfile's copy of the
-default pairing's values carries none). `unnoted` finds a pin without one; pin_downloads writes it (`noted`).
+default pairing's values carries none). `in_dockerfile` and `in_pairing` read each pin with its note, for every
+command alike (the rules, the pairings' schema, plan, build, docs, fingerprint, pin_downloads, draft): one without its
+note is refused, `FILE:LINE: ...` and a fix line; pin_downloads and draft write both (`noted`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+import tomllib
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 
 from slime_image.errors import UserError
 from slime_image.fetch import HEX
+from slime_image.lock_file import as_typed
 
 BASE = "BASE_IMAGE"
 SUFFIX = "_SHA256"
@@ -85,69 +91,140 @@ def check(values: Mapping[str, str], where: str) -> None:
 
 
 def in_recipe(recipe) -> list[tuple[str, str]]:
-    """(name, why) for each malformed pin a build of `recipe` sees, where named: a build argument given or the line
-    of the Dockerfile's ARG default."""
+    """(why, fix) for each problem a build of `recipe` sees in its pins: a malformed one, where named (a build argument
+    given, or the Dockerfile's line), then each of the Dockerfile's own pins without its note."""
     given = dict(recipe.build_args)
+    pins = in_dockerfile(recipe)
     found = []
     for name, value in recipe.args.items():
         why = problem(name, value)
         if why:
-            where = "a build argument" if name in given else f"{recipe.path.name}:{recipe.arg_lines[name][-1]}"
-            found.append((name, f"{where}: {why}"))
-    return found
+            where = "a build argument" if name in given else f"{as_typed(recipe.path)}:{pins[name].line}"
+            found.append((f"{where}: {why}", fix(name)))
+    return found + [(why, NOTE_FIX) for why in unnoted(recipe.path, pins, _set_by_pairings(recipe))]
 
 
 def check_recipe(recipe) -> None:
-    """Refuse a build or a plan of `recipe` that sees a malformed pin, naming the first."""
+    """Refuse a build or a plan of `recipe` that sees a problem in its pins, naming the first."""
     found = in_recipe(recipe)
     if found:
-        name, why = found[0]
-        raise UserError(why, fix(name))
+        raise UserError(*found[0])
+
+
+def _set_by_pairings(recipe) -> set[str]:
+    """The Dockerfile's ARGs the pairings set: their defaults are the default pairing's copies, noted in its file."""
+    from tools.inputs import pairings  # which reads this module for its schema
+
+    return {name for pairing in pairings.every(recipe=recipe).values() for name in pairing.args}
+
+
+# Where each pin came from, said on the line right above the line that sets it. One reader for both files a pin is set
+# in (`in_dockerfile`, `in_pairing`): every command that reads or writes a pin finds it and its note there, so that a
+# file gives the same answer to all of them, however its lines are spaced, quoted or cased.
+NOTE = re.compile(r"\s*#\s*(\w+)\s+from:\s*(\S.*?)\s*")
+NOTE_FIX = (
+    "write `# NAME from: <where the value came from>` on the line right above the line that sets it "
+    "(python -m tools.release.pin_downloads writes both for the downloads it pins)"
+)
+ALONE_FIX = "set each download pin on a line of its own, with its `# NAME from: SOURCE` note on the line above"
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    value: str
+    line: int  # the line that sets it, from 1
+    source: str | None  # what its note says, or None where the line above is no note of it
+
+
+def _source(lines: list[str], line: int, name: str) -> str | None:
+    above = NOTE.fullmatch(lines[line - 2]) if line > 1 else None
+    return above[2] if above and above[1] == name else None
+
+
+def in_dockerfile(recipe) -> dict[str, Pin]:
+    """Each pin the Dockerfile of `recipe` gives a default (the last, as a build takes it), as Docker's parser reads
+    its ARG lines (any case, any spacing); a pin's ARG must set it alone, on one line, for a note to stand above it."""
+    lines = recipe.path.read_text().split("\n")
+    found = {}
+    for ins in recipe.of("ARG"):
+        for item in ins.value:
+            name, sep, value = item.partition("=")
+            if not (sep and is_pin(name)):
+                continue
+            if len(ins.value) > 1 or lines[ins.line - 1].rstrip().endswith("\\"):
+                raise UserError(
+                    f"{as_typed(recipe.path)}:{ins.line}: ARG {name} is not set on a line of its own", ALONE_FIX
+                )
+            found[name] = Pin(name, value.strip('"'), ins.line, _source(lines, ins.line, name))
+    return found
+
+
+def in_pairing(path: Path, text: str) -> dict[str, Pin]:
+    """Each pin of a pairing's [args] (`text`, the file at `path`) with the line that sets it, a line TOML reads as
+    that key and value alone however it is spaced or quoted; one set any other way (inline, dotted) is refused."""
+    try:
+        args = tomllib.loads(text).get("args", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"{as_typed(path)}: not TOML: {exc}", "fix the syntax the parser names") from None
+    lines = text.split("\n")
+    found, table = {}, None
+    for number, line in enumerate(lines, 1):
+        header = re.fullmatch(r"\s*\[\s*([^\[\]]*?)\s*\]\s*(#.*)?", line)
+        if header:
+            table = header[1].strip("\"'")
+            continue
+        try:
+            item = tomllib.loads(line) if table == "args" else {}
+        except tomllib.TOMLDecodeError:
+            continue
+        for name, value in item.items():
+            if is_pin(name) and args.get(name) == value:
+                found[name] = Pin(name, value, number, _source(lines, number, name))
+    hidden = [name for name in args if is_pin(name) and name not in found]
+    if hidden:
+        raise UserError(f"{as_typed(path)}: [args] {hidden[0]} is not set on a line of its own", ALONE_FIX)
+    return found
+
+
+def pinned(pin: Pin) -> bool:
+    """The pin holds bytes: a *_SHA256 set, a base with a digest (an empty one or a tag is taken with a warning)."""
+    return bool(pin.value.partition("@")[2] if pin.name == BASE else pin.value)
+
+
+def unnoted(path: Path, pins: Mapping[str, Pin], exempt: Collection[str] = ()) -> list[str]:
+    """Why each pin of `pins` (read from `path`) that holds bytes is wrong without its note, `FILE:LINE: ...`."""
+    return [
+        f"{as_typed(path)}:{pin.line}: {pin.name} is pinned with no `{note(pin.name, 'SOURCE')}` line above it, "
+        "saying where the pin came from"
+        for pin in pins.values()
+        if pinned(pin) and pin.source is None and pin.name not in exempt
+    ]
+
+
+def check_noted(path: Path, pins: Mapping[str, Pin]) -> None:
+    found = unnoted(path, pins)
+    if found:
+        raise UserError(found[0], NOTE_FIX)
 
 
 def note(name: str, source: str) -> str:
     return f"# {name} from: {source}"
 
 
-def setting(name: str, toml: bool) -> re.Pattern:
-    """The line that sets `name`: `NAME = "..."` in a pairing, `ARG NAME=...` in the Dockerfile."""
-    return re.compile(rf'^{name} = "[^"\n]*"$' if toml else rf"^ARG {name}=\S*$")
-
-
-def _noted_above(lines: list[str], at: int, name: str) -> bool:
-    return at > 0 and lines[at - 1].startswith(note(name, ""))
-
-
-def noted(text: str, name: str, value: str, source: str | None, toml: bool) -> str:
-    """`text` with `name` set to `value` and, unless `source` is None, the note above it saying `source`."""
+def noted(text: str, pins: Mapping[str, Pin], values: Mapping[str, tuple[str, str | None]], toml: bool) -> str:
+    """`text` (whose `pins` the readers found) with each of `values` (name -> (value, source)) set on its line and,
+    unless its source is None, the note above it saying that source."""
     lines = text.split("\n")
-    found = [i for i, line in enumerate(lines) if setting(name, toml).match(line)]
-    if len(found) != 1:
-        raise UserError(f"no single line sets {name}", f"set {name} once (slime.Dockerfile, pairings/*.toml)")
-    at = found[0]
-    lines[at] = f'{name} = "{value}"' if toml else f"ARG {name}={value}"
-    if source is not None:
-        if _noted_above(lines, at, name):
+    missing = [name for name in values if name not in pins]
+    if missing:
+        raise UserError(f"no line sets {missing[0]}", f"set {missing[0]} once (slime.Dockerfile, pairings/*.toml)")
+    for name in sorted(values, key=lambda n: pins[n].line, reverse=True):  # from the bottom: a note moves the rest
+        value, source = values[name]
+        at = pins[name].line - 1
+        lines[at] = f'{name} = "{value}"' if toml else f"ARG {name}={value}"
+        if source is not None and pins[name].source is not None:
             lines[at - 1] = note(name, source)
-        else:
+        elif source is not None:
             lines.insert(at, note(name, source))
     return "\n".join(lines)
-
-
-def notes(text: str) -> dict[str, str]:
-    """NAME -> SOURCE of each note in `text`."""
-    return dict(re.findall(r"^# (\w+) from: (\S.*)$", text, re.MULTILINE))
-
-
-def unnoted(text: str, values: Mapping[str, str], toml: bool) -> list[str]:
-    """The pins of `values` set in `text` with a value (a base: a digest) but no note right above saying where it came
-    from."""
-    lines = text.split("\n")
-    missing = []
-    for name, value in values.items():
-        if not is_pin(name) or not (value.partition("@")[2] if name == BASE else value):
-            continue
-        at = next((i for i, line in enumerate(lines) if setting(name, toml).match(line)), None)
-        if at is not None and not (_noted_above(lines, at, name) and name in notes(lines[at - 1])):
-            missing.append(name)
-    return missing

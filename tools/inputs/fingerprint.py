@@ -60,6 +60,8 @@ def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:
     Another base is another input, so it enters the digest; the Dockerfile's own base pinned by its digest (what
     slime.Dockerfile asks of production builds) is the same input and leaves the fingerprint as it is."""
     digests = pairing_inputs(pairing)
+    # A pin the build would refuse (its form, its note) is refused here too: no fingerprint of a tree no build takes.
+    download_pins.check_recipe(Recipe.load(build_args=pairing.build_arg_values))
     if base is not None and not same_base(base, Recipe.load().defaults["BASE_IMAGE"]):
         digests["BASE_IMAGE"] = base
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]

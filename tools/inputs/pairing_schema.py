@@ -13,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 from slime_image.errors import UserError
+from slime_image.lock_file import as_typed
 
 from tools.inputs import download_pins
 
@@ -81,7 +82,13 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             )
         if not isinstance(value, str):
             raise UserError(f"{path}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
-        download_pins.check({name: value}, f"{path}: [args]")
+    # Each pin by its form, then its note, read as every command reads a pairing's pins (download_pins.in_pairing).
+    pins = download_pins.in_pairing(path, path.read_text())
+    for pin in pins.values():
+        found = download_pins.problem(pin.name, pin.value)
+        if found:
+            raise UserError(f"{as_typed(path)}:{pin.line}: [args] {found}", download_pins.fix(pin.name))
+    download_pins.check_noted(path, pins)
     for table, keys in TABLES.items():
         held = data.get(table, {})
         if not isinstance(held, dict):

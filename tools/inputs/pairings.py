@@ -148,12 +148,6 @@ def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[s
     pairings = list(every(folder, recipe).values())
     for pairing in pairings:
         found += unmet_slime_requirements(pairing, recipe.context / REQUIREMENTS)
-        text = ((folder or FOLDER) / f"{pairing.name}.toml").read_text()
-        found += [
-            f"{pairing.name}: [args] {name} is pinned with no `{download_pins.note(name, 'SOURCE')}` line above it, "
-            "saying where the pin came from"
-            for name in download_pins.unnoted(text, pairing.args, toml=True)
-        ]
         undeclared = sorted(set(pairing.build_arg_values) - set(recipe.defaults))
         found += [f"{pairing.name}: ARG {name} has no default in {recipe.path.name}" for name in undeclared]
     if len({frozenset(p.args) for p in pairings}) > 1:
@@ -304,12 +298,14 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
     ]
     text = "\n".join(lines) + "\n"
     # A pin carried with its release keeps the note of where it came from (make lint wants one beside each pin).
-    kept = download_pins.notes((FOLDER / f"{last.name}.toml").read_text())
-    for name, source in kept.items():
-        if args.get(name):
-            source = f"carried from {last.name}, whose pin came from {source}"
-            text = download_pins.noted(text, name, args[name], source, toml=True)
-    return text
+    path = FOLDER / f"{last.name}.toml"
+    carried = {
+        name: (args[name], f"carried from {last.name}, whose pin came from {pin.source}")
+        for name, pin in download_pins.in_pairing(path, path.read_text()).items()
+        if pin.source is not None and args.get(name)
+    }
+    drafted = download_pins.in_pairing(Path(f"{release.ref}.toml"), text)
+    return download_pins.noted(text, drafted, carried, toml=True)
 
 
 def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:

@@ -21,7 +21,7 @@ from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import download_pins, pairings, pip_cli, run_shell
+from tools.inputs import download_pins, pip_cli, run_shell
 from tools.inputs.lock import existing_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
@@ -364,14 +364,7 @@ def installs_by_content(recipe: Recipe) -> list[str]:
 def download_pins_by_form(recipe: Recipe) -> list[str]:
     """A download pin (a *_SHA256, the base's digest) is 64 lower-case hex digits, nothing else, and says where it came
     from on the line above it (W50); the defaults the pairings set carry their notes in their own files."""
-    problems = [why for _, why in download_pins.in_recipe(recipe)]
-    set_by_pairings = {name for pairing in pairings.every(recipe=recipe).values() for name in pairing.build_arg_values}
-    own = {name: value for name, value in recipe.defaults.items() if name not in set_by_pairings}
-    return problems + [
-        f"line {recipe.arg_lines[name][-1]}: ARG {name} is pinned with no `{download_pins.note(name, 'SOURCE')}` "
-        "line above it, saying where the pin came from"
-        for name in download_pins.unnoted(recipe.path.read_text(), own, toml=False)
-    ]
+    return [why for why, _ in download_pins.in_recipe(recipe)]
 
 
 # Build arguments whose value changes with every commit of this repository.

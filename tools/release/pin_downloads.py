@@ -139,6 +139,7 @@ def pin(
     """Write each pin (name -> (the pin it had, the one written)) with its note, all or none; a pin set to other bytes
     moves only with `update`."""
     recipe = Recipe.load(dockerfile, build_args={**pairing.build_arg_values, **given})
+    download_pins.check_recipe(recipe)  # the pins it keeps, read as every command reads them
     wanted = downloads(recipe.args)
     found = digests(wanted)
     pins = {name: (recipe.args[name], digest) for name, digest in found.items()}
@@ -156,10 +157,13 @@ def pin(
         for name, d in wanted.items()
     }
     toml = pairings.FOLDER / f"{pairing.name}.toml"
-    text = download_pins.noted(dockerfile.read_text(), EFA, found[EFA], source[EFA], toml=False)
-    if pairings.matches(pairing, Recipe.load(dockerfile)):  # the default's values are copies in the Dockerfile
-        text = download_pins.noted(text, ROUTER, found[ROUTER], None, toml=False)
-    router = download_pins.noted(toml.read_text(), ROUTER, found[ROUTER], source[ROUTER], toml=True)
+    own = Recipe.load(dockerfile)
+    values = {EFA: (found[EFA], source[EFA])}
+    if pairings.matches(pairing, own):  # the default's values are copies in the Dockerfile
+        values[ROUTER] = (found[ROUTER], None)
+    text = download_pins.noted(dockerfile.read_text(), download_pins.in_dockerfile(own), values, toml=False)
+    paired = download_pins.in_pairing(toml, toml.read_text())
+    router = download_pins.noted(toml.read_text(), paired, {ROUTER: (found[ROUTER], source[ROUTER])}, toml=True)
     write_all({dockerfile: text, toml: router})
     return pins
 
