@@ -11,6 +11,7 @@ import itertools
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,7 +22,7 @@ from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import download_pins, pip_cli, run_shell
+from tools.inputs import download_pins, pairings, pip_cli, run_shell
 from tools.inputs.lock import existing_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
@@ -130,6 +131,14 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
     words = set(" ".join(steps[0].value).split())
     names = [*(["PAIRING"] if "PAIRING" in recipe.defaults else []), *recipe.version_names]
     return [f"line {steps[0].line}: slime-record does not name {name}" for name in names if name not in words]
+
+
+def every_lock(recipe: Recipe) -> list[Path]:
+    """The locks the recipe's PIP_CONSTRAINT lines name for its own defaults and for each pairing (pairings/*.toml):
+    a build of any of them reads its own, so make lint holds each to the one form, not the default's alone."""
+    given = [tuple(sorted(p.build_arg_values.items())) for p in pairings.every(recipe=recipe).values()]
+    builds = [recipe, *(replace(recipe, build_args=args) for args in given)]
+    return list(dict.fromkeys(path for build in builds for _, path in build.constraint_files))
 
 
 def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:
@@ -338,7 +347,7 @@ def installs_by_content(recipe: Recipe) -> list[str]:
     trees and fetched files install with the lock set aside (PIP_CONSTRAINT=)."""
     problems = []
     try:
-        existing_locks([path for _, path in recipe.constraint_files])  # each in the one form: every pin hashed
+        existing_locks(every_lock(recipe))  # each in the one form: every pin hashed
     except LockError as exc:
         problems.append(exc.cause)
     for ins in recipe.of("RUN"):
@@ -456,7 +465,7 @@ def guards() -> dict[str, Guard]:
 def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None) -> int:
     recipe = Recipe.load(dockerfile)
     # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
-    existing_locks([path for _, path in recipe.constraint_files])
+    existing_locks(every_lock(recipe))
     found = violations(recipe)
     for name, problems in found.items():
         for problem in problems:
