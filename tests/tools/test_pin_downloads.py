@@ -265,8 +265,8 @@ def test_every_pin_or_none_is_written(unpinned):
 @pytest.mark.parametrize(
     "words, cause",
     [
-        (["EFA_INSTALLER_SHA256=" + "0" * 64], "only a *_URL=<mirror> may be given"),
-        (["EFA_INSTALLER_URL"], "only a *_URL=<mirror> may be given"),
+        (["EFA_INSTALLER_SHA256=" + "0" * 64], "only the URL a pinned file is served from may be given"),
+        (["EFA_INSTALLER_URL"], "only the URL a pinned file is served from may be given"),
         (["EFA_INSTALLER_URL=file:///a", "EFA_INSTALLER_URL=file:///b"], "EFA_INSTALLER_URL is given twice"),
     ],
 )
@@ -275,6 +275,22 @@ def test_a_build_arg_other_than_one_mirror_each_is_refused(tree, capsys, words, 
     assert pin_downloads.main([w for word in words for w in ("--build-arg", word)]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+    assert tree.texts() == before
+
+
+@pytest.mark.parametrize(
+    "name", sorted(Recipe.load().declared - set(pin_downloads.SERVED_BY.values()) | {"NOT_DECLARED_URL"})
+)
+def test_a_build_arg_that_serves_no_file_it_pins_is_refused_naming_those_that_do(tree, capsys, name):
+    """Every build argument but the URLs of the files it pins: a mirror of git sources or pip's index, a version, a
+    pin itself, one the Dockerfile lacks. Before, any *_URL was taken and reached nothing."""
+    before = tree.texts()
+    assert pin_downloads.main(["--build-arg", f"{name}=http://127.0.0.1:9/x"]) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err and f"--build-arg '{name}=" in lines[0], lines
+    assert "EFA_INSTALLER_URL=<mirror> or SGL_ROUTER_URL=<mirror>" in lines[0] and lines[1].startswith("fix: "), lines
+    assert "EFA_INSTALLER_SHA256, SGL_ROUTER_SHA256" in lines[0]
     assert tree.texts() == before
 
 

@@ -10,8 +10,9 @@ Each pin it writes gets the note above it saying where it came from (tools/input
 that the file no longer matches is the moment a changed upstream file must stop a maintainer: it is refused, naming
 both digests, and moved only with --update. It writes every pin or none.
 
-A --build-arg names a mirror for a *_URL the Dockerfile declares (the bytes pinned must be upstream's: use a mirror
-only when it serves them; the note names the URL the file came from).
+A --build-arg names a mirror for the URL a pinned file is served from, EFA_INSTALLER_URL or SGL_ROUTER_URL, and no
+other (the bytes pinned must be upstream's: use a mirror only when it serves them; the note names the URL the file
+came from).
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ EFA = "EFA_INSTALLER_SHA256"
 ROUTER = "SGL_ROUTER_SHA256"
 INSTALLER = "aws-efa-installer/efa_installer.sh"  # what the Dockerfile runs from the unpacked tarball
 ROUTER_NAME = "sglang-router"
+# The build argument naming where each pinned file is served: what a --build-arg may point at a mirror.
+SERVED_BY = {EFA: "EFA_INSTALLER_URL", ROUTER: "SGL_ROUTER_URL"}
 
 
 @dataclass(frozen=True)
@@ -96,12 +99,12 @@ def downloads(args: dict[str, str]) -> dict[str, Download]:
     router = args["SGL_ROUTER_VERSION"]
     return {
         EFA: Download(
-            f"{args['EFA_INSTALLER_URL']}/aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz",
+            f"{args[SERVED_BY[EFA]]}/aws-efa-installer-{args['EFA_INSTALLER_VERSION']}.tar.gz",
             f"a gzip tarball holding {INSTALLER}",
             installer_unlike,
         ),
         ROUTER: Download(
-            f"{args['SGL_ROUTER_URL']}/{args['SGL_ROUTER_RELEASE']}/sglang_router-{router}-cp38-abi3-manylinux_2_28_"
+            f"{args[SERVED_BY[ROUTER]]}/{args['SGL_ROUTER_RELEASE']}/sglang_router-{router}-cp38-abi3-manylinux_2_28_"
             f"{ARCH}.whl",
             f"a wheel of {ROUTER_NAME} {router}",
             lambda path: wheel_unlike(ROUTER_NAME, router, path),
@@ -169,13 +172,17 @@ def pin(
 
 
 def given_urls(words: list[str]) -> dict[str, str]:
-    """The --build-arg NAME=URL words, each a *_URL given once with a value."""
+    """The --build-arg NAME=URL words, each the URL of a file it pins (SERVED_BY), given once with a value: any other
+    build argument reaches no download it pins, and would be taken in silence."""
     given: dict[str, str] = {}
+    known = " or ".join(f"{url}=<mirror>" for url in SERVED_BY.values())
     for word in words:
         name, sep, value = word.partition("=")
-        if not name.endswith("_URL") or not sep or not value:
+        if name not in SERVED_BY.values() or not sep or not value:
             raise UserError(
-                f"--build-arg {word!r}: only a *_URL=<mirror> may be given", "give NAME_URL=URL, or leave it out"
+                f"--build-arg {word!r}: only the URL a pinned file is served from may be given ({known}); "
+                f"the pins it writes are {', '.join(SERVED_BY)}",
+                f"give {known}, or leave it out",
             )
         if name in given:
             raise UserError(f"--build-arg {name} is given twice", f"give {name} once")
