@@ -86,12 +86,22 @@ def pip_sources(reports: Path) -> dict[tuple[str, str], dict]:
     found: dict[tuple[str, str], dict] = {}
     for report in sorted(reports.glob("*.json")):
         for record in read_json(report, list, {"name": str, "version": str}):
+            _digest(report, record)
             found[canonical(record["name"]), record["version"]] = record
     return found
 
 
 def _hash(sha256: str) -> list[dict]:
     return [{"alg": "SHA-256", "content": sha256}]
+
+
+def _digest(path: Path, record: dict) -> str | None:
+    """The record's sha256, held to the form fetch.py and pip write it (64 lower-case hex): the SBOM names bytes by
+    it, so one in any other form is refused, naming the record, never copied in."""
+    sha256 = record.get("sha256")
+    if sha256 is not None and not (isinstance(sha256, str) and fetch.HEX.fullmatch(sha256)):
+        raise unreadable(path, f"sha256 {sha256!r} is no sha256 (64 lower-case hex digits)")
+    return sha256
 
 
 def python_components(site_packages: Path, reports: Path, versions: dict) -> tuple[list[dict], list[str]]:
@@ -150,6 +160,7 @@ def download_components(downloads: Path) -> list[dict]:
     components = []
     for record in sorted(downloads.glob("*.json")):
         taken = read_json(record, dict, {"file": str, "sha256": str, "pinned": bool})
+        _digest(record, taken)
         purl = f"pkg:generic/{taken['file']}?checksum=sha256:{taken['sha256']}"
         component = {
             "type": "file",
@@ -193,6 +204,20 @@ def source_components(versions: dict) -> list[dict]:
     return [*components, component]
 
 
+def unique(components: list[dict]) -> list[dict]:
+    """Each component once by its bom-ref (CycloneDX requires them unique): the same file recorded twice is one
+    component; two different components under one bom-ref are refused, naming it."""
+    found: dict[str, dict] = {}
+    for component in components:
+        ref = component["bom-ref"]
+        if found.setdefault(ref, component) != component:
+            raise UserError(
+                f"two different components have the bom-ref {ref}: the SBOM could not say which one the image holds",
+                "rebuild the image: one distribution, package or file appears twice in what the build recorded",
+            )
+    return list(found.values())
+
+
 def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, status: Path, release: Path) -> dict:
     python, unaccounted = python_components(site_packages, reports, versions)
     if unaccounted:
@@ -202,7 +227,7 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
             "every pip install of slime.Dockerfile passes --report and keeps it (pip_reports.py)",
         )
     components = [*python, *deb_components(status, os_release(release)), *download_components(downloads)]
-    components += source_components(versions)
+    components = unique(components + source_components(versions))
     body = json.dumps(components, sort_keys=True).encode()
     return {
         "bomFormat": "CycloneDX",
@@ -228,13 +253,27 @@ def main(argv: list[str] | None = None) -> int:
     add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
     add_path(parser, "--site-packages", default=SITE_PACKAGES)
     add_path(parser, "--versions", default=VERSIONS, help="the image's versions.json (slime-record)")
-    add_path(parser, "--pip-reports", default=PIP_REPORTS, help="what each pip step installed (pip_reports.py)")
-    add_path(parser, "--downloads", default=DOWNLOADS, help="what fetch.py took")
-    add_path(parser, "--dpkg-status", default=DPKG_STATUS)
-    add_path(parser, "--os-release", default=OS_RELEASE)
+    # Without these the image's own, taken as none where it has none (no file fetched, no dpkg); one given that does
+    # not exist is a mistyped path, refused rather than read as none.
+    optional = {
+        "pip_reports": PIP_REPORTS,
+        "downloads": DOWNLOADS,
+        "dpkg_status": DPKG_STATUS,
+        "os_release": OS_RELEASE,
+    }
+    add_path(parser, "--pip-reports", help="what each pip step installed (pip_reports.py)")
+    add_path(parser, "--downloads", help="what fetch.py took")
+    add_path(parser, "--dpkg-status")
+    add_path(parser, "--os-release")
 
     def run() -> int:
         args = parser.parse_args(argv)
+        for name, default in optional.items():
+            given = getattr(args, name)
+            if given is not None and not given.exists():
+                flag = f"--{name.replace('_', '-')}"
+                raise UserError(f"{flag} {given} does not exist", f"pass {flag} an existing path, or leave it out")
+            setattr(args, name, given or default)
         if not args.versions.is_file() or not args.site_packages.is_dir():
             raise UserError(
                 f"{args.versions} or {args.site_packages} is missing: this is no built image",

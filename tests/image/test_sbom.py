@@ -135,6 +135,22 @@ MALFORMED = {
     "pip report without version": ("pip-reports/00-a.json", '[{"name": "a"}]'),
     "download record not JSON": ("downloads/x.json", "{"),
     "download record without sha256": ("downloads/x.json", '{"file": "x", "pinned": true}'),
+    # A hash in any form but 64 lower-case hex was copied into the SBOM as the bytes' name.
+    "pip report sha256 upper-case": (
+        "pip-reports/00-a.json",
+        json.dumps([{"name": "a", "version": "1.0", "sha256": "C" * 64}]),
+    ),
+    "pip report sha256 short": (
+        "pip-reports/00-a.json",
+        json.dumps([{"name": "a", "version": "1.0", "sha256": "c" * 63}]),
+    ),
+    "pip report sha256 not text": ("pip-reports/00-a.json", json.dumps([{"name": "a", "version": "1.0", "sha256": 1}])),
+    "download record sha256 prefixed": (
+        "downloads/x.json",
+        json.dumps({"file": "x", "sha256": "sha256:" + "d" * 64, "pinned": True}),
+    ),
+    # Two different components under one bom-ref (here the same file and digest, pinned and not).
+    "download records one ref": ("downloads/y.json", json.dumps({"file": "x", "sha256": "d" * 64, "pinned": False})),
     "dpkg status without Version": ("status", "Package: libc6\nStatus: install ok installed\n"),
     "os-release not UTF-8": ("os-release", b"ID=\xff\n"),
 }
@@ -155,5 +171,32 @@ def test_every_file_it_reads_written_wrong_is_named_in_two_lines(tmp_path, capsy
     assert sbom.main([*argv, "--out", str(out)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and lines[0].startswith("slime-sbom: ") and lines[1].startswith("fix: "), lines
-    assert str(tmp_path / name) in lines[0] or "not UTF-8" in lines[0], lines
+    assert str(tmp_path / name) in lines[0] or "not UTF-8" in lines[0] or "bom-ref" in lines[0], lines
     assert not out.exists()
+
+
+def test_the_same_component_recorded_twice_is_one(tmp_path):
+    given = inputs(tmp_path)
+    (tmp_path / "downloads" / "y.json").write_text((tmp_path / "downloads" / "x.json").read_text())
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 0
+    document = json.loads((tmp_path / "sbom.cdx.json").read_text())
+    refs = [c["bom-ref"] for c in document["components"]]
+    assert len(refs) == len(set(refs)) and sum("pkg:generic/x?" in ref for ref in refs) == 1
+    assert sbom_check.invalid(json.dumps(document)) is None
+
+
+# The options slime-sbom reads as none when the image has none: given and missing, each was read as none, silently.
+OPTIONAL = ("--pip-reports", "--downloads", "--dpkg-status", "--os-release")
+
+
+@pytest.mark.parametrize("option", OPTIONAL)
+def test_a_path_given_that_does_not_exist_is_refused_naming_it(tmp_path, capsys, option):
+    given = {**inputs(tmp_path), option: tmp_path / "missing"}
+    argv = [str(word) for flag, path in given.items() for word in (flag, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err, lines
+    assert lines[0] == f"slime-sbom: {option} {tmp_path / 'missing'} does not exist" and lines[1].startswith("fix: ")
+    assert not (tmp_path / "sbom.cdx.json").exists()
