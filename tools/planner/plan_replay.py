@@ -135,7 +135,8 @@ CUTOFF_FORM = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
 
 
 def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
-    """A cutoff in the index's form (2026-12-02T23:01:00Z), a real time; anything else is refused naming `where`."""
+    """A cutoff in the index's form (2026-12-02T23:01:00Z), a real time, not yet to come (the index cannot have been
+    seen as it will stand: a plan under it would change as uploads arrive); anything else is refused naming `where`."""
     if value is None:
         return
     try:
@@ -146,6 +147,12 @@ def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
         raise UserError(
             f"{where} {value!r} is not a time in the index's form (UTC, to the second, ending in Z)",
             "write it as 2026-12-02T23:01:00Z",
+        )
+    now = datetime.datetime.now(datetime.UTC)
+    if datetime.datetime.fromisoformat(value) > now:
+        raise UserError(
+            f"{where} {value} is in the future (it is {now:%Y-%m-%dT%H:%M:%SZ}): the index cannot have been seen then",
+            "give a time that has passed, or leave the cutoff out for the index as it stands",
         )
 
 
