@@ -39,6 +39,8 @@ _VERSION = re.compile(
 )
 _PIN = re.compile(rf"({_NAME.pattern})==(\S+)")
 _RESTORE = "or restore the committed lock: git checkout -- {path}"
+# The repository this module is read from (a clone: the image holds no .git), whose locks git can restore.
+_REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 class LockError(UserError):
@@ -47,7 +49,12 @@ class LockError(UserError):
     def __init__(self, path: Path | str, line: int | None, cause: str, fix: str):
         path = as_typed(Path(path))
         where = f"{path}:{line}" if line else f"{path}"
-        super().__init__(f"{where}: {cause}", f"{fix}, {_RESTORE.format(path=path)}")
+        super().__init__(f"{where}: {cause}", f"{fix}, {_RESTORE.format(path=path)}" if committed(path) else fix)
+
+
+def committed(path: Path) -> bool:
+    """`path` lies in the repository, where git can restore it; a file elsewhere has no committed copy to restore."""
+    return (_REPOSITORY / ".git").exists() and path.resolve().is_relative_to(_REPOSITORY)
 
 
 def as_typed(path: Path) -> Path:

@@ -7,6 +7,7 @@ import re
 
 import pytest
 from conftest import LOCKS
+from slime_image.lock_file import LockError, read_lock
 
 from tools.inputs import pairings, rules
 from tools.inputs.recipe import Recipe
@@ -31,3 +32,13 @@ def test_a_malformed_lock_of_any_pairing_is_refused_by_lint(recipe_copy, capsys,
     lines = err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in err, lines
     assert lines[0].startswith(f"rules: {path}:{line}: ") and lines[1].startswith("fix: "), lines
+
+
+def test_a_malformed_lock_outside_the_repository_is_not_told_to_git_checkout(tmp_path):
+    """Its fix said `git checkout -- /tmp/...`, which no repository holds; a lock of the tree's still says it."""
+    lock = tmp_path / "x.lock"
+    lock.write_text(f"six==1.16.0 \\\n    --hash=sha256:{'A' * 64}\n")
+    with pytest.raises(LockError) as caught:
+        read_lock(lock)
+    assert caught.value.cause.startswith(f"{lock}:2: ") and "git checkout" not in caught.value.fix
+    assert f"git checkout -- locks/{LOCKS[0].name}" in LockError(LOCKS[0], 3, "a cause", "a fix").fix
