@@ -26,7 +26,8 @@ PYTHON       ?= python3
 VENV         ?= .venv
 VPY           = $(call q,$(VENV)/bin/python)
 IMAGE        ?= slime-image
-TAG          ?= $(shell $(VPY) -m tools.release.versions $(pairing_opt) tag)
+# Its default's refusal (a pairing that does not exist) is left to the target that reads TAG, which says it once.
+TAG          ?= $(shell $(VPY) -m tools.release.versions $(pairing_opt) tag 2>/dev/null)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
@@ -62,6 +63,8 @@ refuse_empty = $(if $(given_empty),$(empty_named))
 
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
+# TAG's default is empty where versions refused it: the refusal is said here, once, in its two lines.
+need_tag = [ -n $(call q,$(TAG)) ] || { $(VPY) -m tools.release.versions $(pairing_opt) tag >/dev/null; exit 1; }
 need_engine = $(call need,docker,install Docker (https://docs.docker.com/engine/install/)); \
 	timeout 5 docker info >/dev/null 2>&1 || { echo "make $@: no Docker engine answers on this machine ('docker info' failed): start dockerd, or use make plan / make test, which need none" >&2; exit 1; }
 
@@ -285,6 +288,7 @@ push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPR
 	@compression=$(call q,$(COMPRESSION)); case "$$compression" in gzip) ;; zstd) $(call need,skopeo,install skopeo (apt-get install skopeo): docker push writes gzip only) ;; \
 	  *) echo "make push: COMPRESSION=$$compression is neither gzip nor zstd" >&2; echo "fix: COMPRESSION=zstd (faster to unpack on a node) or gzip (the default)" >&2; exit 1 ;; esac
 	@$(call need,aws,install the AWS CLI v2 (https://docs.aws.amazon.com/cli/latest/userguide/getting-started-install.html))
+	@$(need_tag)
 	@$(need_engine)
 	@account=$(call q,$(AWS_ACCOUNT_ID)); region=$(call q,$(AWS_REGION)); repo=$(call q,$(ECR_REPOSITORY)); \
 	image=$(call q,$(IMAGE):$(TAG)); tag=$(call q,$(TAG)); compression=$(call q,$(COMPRESSION)); \
@@ -315,6 +319,7 @@ push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPR
 
 .PHONY: canary
 canary: venv ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2 iterations on 1 GPU, about 5 min; CANARY_ARGS=--learn: the policy learns) in the built image; reports in REPORTS/
+	@$(need_tag)
 	@$(need_engine)
 	@image=$(call q,$(IMAGE):$(TAG)); docker image inspect "$$image" >/dev/null 2>&1 || { echo "make canary: image $$image is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@$(reports_dir)
@@ -324,6 +329,7 @@ canary: venv ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2
 
 .PHONY: smoke-test
 smoke-test: venv ## Run the smoke suite (all stages) in the built image on this host's GPUs; reports in REPORTS/
+	@$(need_tag)
 	@$(need_engine)
 	@image=$(call q,$(IMAGE):$(TAG)); docker image inspect "$$image" >/dev/null 2>&1 || { echo "make smoke-test: image $$image is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@$(reports_dir)

@@ -213,3 +213,15 @@ def test_a_variable_naming_one_thing_given_empty_is_refused_before_anything_runs
         f"fix: give {variable} a value, or leave it unset for its default",
     ], proc.stderr
     assert list(tmp_path.iterdir()) == [] and proc.stdout == ""
+
+
+@pytest.mark.parametrize("target", sorted(t for t, names in variables_read().items() if "PAIRING" in names))
+def test_a_pairing_that_does_not_exist_is_refused_once(tmp_path, path_without_engines, target):
+    """`make build PAIRING=nope` said its refusal twice: TAG's default (versions) and then the build. Every target
+    that reads PAIRING, itself or through TAG, says it at most once, in its two lines, and fails."""
+    if target == "help":
+        pytest.skip("help prints the variables it is given and runs nothing")
+    run = run_make(target, "PAIRING", "no-such-pairing", path_without_engines, tmp_path, [])
+    said = run.stderr.count("no pairing 'no-such-pairing'")
+    assert run.returncode != 0 and said <= 1, f"make {target} said it {said} times:\n{run.stderr}"
+    assert "Traceback" not in run.stderr, run.stderr
