@@ -101,6 +101,18 @@ def test_rule_fails_on_broken_copy(recipe_copy, rule):
     assert all(not problems for name, problems in found.items() if name != rule and name not in also), found
 
 
+@pytest.mark.parametrize("rule", sorted(BROKEN))
+def test_a_rule_names_the_line_as_every_pin_and_lock_error_does(recipe_copy, rule, capsys):
+    """`FILE:LINE: cause`, the one form of a located error (lock_file, download_pins); the rules said `line N:`."""
+    dockerfile = recipe_copy(BROKEN[rule])
+    assert rules.report(dockerfile) == 1
+    said = capsys.readouterr().err.splitlines()
+    assert not [line for line in said if re.search(r"\bline \d+:", line)], said
+    assert any(line.startswith(f"{rule}: {dockerfile}:") for line in said) or not any(
+        re.search(rf"^{rule}: .*:\d+: ", line) for line in said
+    ), said
+
+
 def test_duplicate_version_default_is_caught(recipe_copy):
     dockerfile = recipe_copy(
         lambda t: t.replace("ARG MBRIDGE_VERSION=0.15.1", "ARG MBRIDGE_VERSION=0.15.1\nARG SGLANG_VERSION=0.5.9")

@@ -386,7 +386,7 @@ def per_commit_args_after_the_last_run(recipe: Recipe) -> list[str]:
     runs = [i.line for i in recipe.of("RUN")]
     last = max(runs) if runs else 0
     return [
-        f"line {i.line}: ARG {i.value[0].split('=')[0]} comes before the RUN at line {last}: each commit would "
+        f"line {i.line}: ARG {i.value[0].split('=')[0]} comes before the last RUN (line {last}), so each commit would "
         "rebuild every layer after it; declare it after the last RUN"
         for i in recipe.of("ARG")
         if i.value and i.value[0].split("=")[0] in PER_COMMIT_ARGS and i.line < last
@@ -466,7 +466,11 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
     recipe = Recipe.load(dockerfile)
     # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
     existing_locks(every_lock(recipe))
-    found = violations(recipe)
+    # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.
+    found = {
+        name: [re.sub(r"^line (\d+): ", rf"{dockerfile}:\1: ", problem) for problem in problems]
+        for name, problems in violations(recipe).items()
+    }
     for name, problems in found.items():
         for problem in problems:
             print(f"{name}: {problem}", file=sys.stderr)
