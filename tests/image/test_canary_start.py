@@ -30,7 +30,7 @@ def test_each_step_of_a_real_start_is_timed():
 def test_a_start_over_its_goal_warns_naming_its_slowest_step():
     row = start.row(lines(H200_LEARN))
     assert row.result.status == WARN
-    assert row.result.summary.startswith("engine up in 172 s (goal 60 s): rollout-manager 23, router 3")
+    assert row.result.summary.startswith("engine up in 172 s (goal 45 s): rollout-manager 23, router 3")
     assert row.check.fix.startswith("the slowest step is cuda-graphs")
     assert "decode CUDA graphs captured: 36 batch sizes" in row.result.detail
 
