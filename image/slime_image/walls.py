@@ -463,7 +463,8 @@ WALLS = (
         "--enable-elastic-expert-backup); SGLang 0.5.23 makes the first lazy itself, not the second",
         "the `sglang-lazy-imports` patch moves each such import to right before the statements that use it, found "
         "with ast in the installed SGLang and refused where a use is evaluated when the module loads; it retires "
-        "itself per import where SGLang already imports the name where used",
+        "itself per import where SGLang already imports the name where used. Partial: torchvision is still reached "
+        "through sglang.srt.configs, the backup manager's own imports through the scheduler module",
     ),
 )
 

@@ -5,8 +5,10 @@ its module-top imports serve features a slime job never runs: `sglang.srt.utils.
 `decode_jpeg` (for decoding a multimodal request's JPEG on the GPU), which loads torchvision whole, and
 `sglang.srt.entrypoints.engine` imports the elastic-EP expert backup manager (started only under
 --enable-elastic-expert-backup). The patch removes each such import from the module's top and imports the name
-right before each statement that uses it, so the module loads without it and a job that never reaches that
-statement never imports it. SGLang 0.5.23 imports `decode_jpeg` where it is used itself.
+right before each statement that uses it, so the module loads without it. What that saves is for -X importtime in
+the image to tell: read statically, `sglang.srt.configs` still imports torchvision (`nano_nemotron_vl` imports
+`multimodal.internvl_utils`; 0.5.15.post1's `deepseek_ocr` too) and the scheduler module the engine imports still
+imports what the backup manager does (model config, loader). SGLang 0.5.23 imports `decode_jpeg` where used itself.
 
 Each use is found with ast. A move is refused, with nothing changed, when the name is used where the module's own
 loading evaluates it (module or class body, a decorator, a default, an annotation), is bound otherwise in the
@@ -28,8 +30,10 @@ TARGET = "sglang_root"
 CHANGES = (
     "the module-top imports of `decode_jpeg` (torchvision, in `sglang/srt/utils/common.py`) and of "
     "`run_expert_backup_manager` (the elastic-EP expert backup manager, in `sglang/srt/entrypoints/engine.py`) move "
-    "to right before each statement that uses them, so importing SGLang's engine no longer loads them; found with "
-    "ast in 0.5.12.post1 and 0.5.15.post1, refused where a use is evaluated when the module loads"
+    "to right before each statement that uses them, found with ast in 0.5.12.post1 and 0.5.15.post1 and refused "
+    "where a use is evaluated when the module loads; the engine's import still reaches torchvision through "
+    "`sglang.srt.configs` (`nano_nemotron_vl` imports `multimodal.internvl_utils`) and the backup manager's own "
+    "imports through the scheduler, so only these two modules' own edges go"
 )
 RETIRES = (
     "per import: `not-needed` when SGLang already imports the name where it is used (`decode_jpeg` from 0.5.23 on)"
