@@ -1,5 +1,5 @@
-"""The torch_memory_saver preload library slime's train workers get, whether slime is patched, and what the memory
-saver keeps of SGLang's CUDA graphs across a pause."""
+"""The torch_memory_saver preload library slime's train workers get, whether slime is patched, what the memory
+saver keeps of SGLang's CUDA graphs across a pause, and what SGLang's engine imports when it loads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import ast
 import os
 
 from slime_image import tms_preload
-from slime_image.patches import PATCHES, sglang_graph_cpu_backup
+from slime_image.patches import PATCHES, sglang_graph_cpu_backup, sglang_lazy_imports
 from slime_image.patches.base import ALREADY_APPLIED, NOT_NEEDED, WOULD_APPLY
 from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
@@ -93,7 +93,7 @@ def slime_patched(ctx: Context) -> Result:
     root = lookups.slime_root(ctx)
     if root is None:
         return lookups.no_slime(ctx)
-    # SGLang's own patch has a check of its own, naming its wall (sglang-graph-backup).
+    # SGLang's patches each have a check of their own, naming its wall (sglang-graph-backup, sglang-lazy-imports).
     ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET]
     report, child = lookups.patcher_report(ctx, root, ids)
     if report is None:
@@ -127,6 +127,29 @@ def sglang_graph_backup(ctx: Context) -> Result:
     if outcome.status in (ALREADY_APPLIED, NOT_NEEDED):
         return Result(PASS, outcome.message)
     return Result(FAIL, f"SGLang's capture site is not one the image knows: {outcome.message}")
+
+
+@check(
+    "sglang-lazy-imports",
+    ("W56",),
+    BUILD,
+    "each rollout engine's start pays for torchvision and the elastic-EP expert backup manager in every process "
+    "that imports SGLang's engine",
+    "apply the image's patch: slime-patch --slime-root <slime> --only sglang-lazy-imports (the image does)",
+)
+def sglang_lazy_imports_check(ctx: Context) -> Result:
+    """SGLang's engine module and `sglang.srt.utils.common` import `run_expert_backup_manager` and torchvision's
+    `decode_jpeg` where they are used, not when they load: read from SGLang's source (the same reading as the
+    patch's; the import time itself is measured with `-X importtime` in the image)"""
+    folder = ctx.sglang_root / "sglang" if ctx.sglang_root else lookups.package_dir("sglang")
+    if folder is None or not folder.is_dir():
+        return Result(FAIL, "sglang is not installed")
+    outcome = sglang_lazy_imports.plan(folder.parent)
+    if outcome.status == WOULD_APPLY:
+        return Result(FAIL, f"SGLang imports at module load what a job does not use: {outcome.message}")
+    if outcome.status in (ALREADY_APPLIED, NOT_NEEDED):
+        return Result(PASS, outcome.message)
+    return Result(FAIL, f"SGLang's imports are not a shape the image knows: {outcome.message}")
 
 
 def nested_region_refusals(source: str) -> list[int]:
