@@ -458,11 +458,11 @@ WALLS = (
         "does its scheduler process start and import the scheduler's stack (~14 s)",
         "slime spawns SGLang's launch_server, whose Engine spawns the scheduler and detokenizer after the server "
         "process finished its own imports; each spawned process imports the stack from nothing, one after the other",
-        "the `engine-server-trampoline` patch makes slime's server process first start multiprocessing's forkserver "
-        "preloading the scheduler's modules, then import SGLang, both at once; the `sglang-forkserver-children` patch "
-        "forks the Engine's scheduler and detokenizer from it, with the parent's environment as of start(), where the "
-        "child would load what a spawned one would (else spawned as before); SLIME_IMAGE_PARALLEL_IMPORTS=0 in the "
-        "engine's environment turns it off",
+        "the `engine-server-trampoline` patch makes slime's server process first spawn one waiting process per child "
+        "the Engine will start, each importing that child's modules, then import SGLang, all at once; the "
+        "`sglang-prespawned-children` patch runs the Engine's scheduler and detokenizer in them, with the parent's "
+        "environment as of start(), where the child would start with the same loader and CUDA variables (else "
+        "spawned as before); SLIME_IMAGE_PARALLEL_IMPORTS=0 in the engine's environment turns it off",
     ),
 )
 

@@ -1,4 +1,4 @@
-"""W57's two patches, engine-server-trampoline (slime) and sglang-forkserver-children (SGLang), on the real slime
+"""W57's two patches, engine-server-trampoline (slime) and sglang-prespawned-children (SGLang), on the real slime
 releases of both pairings (from the slime mirror) and the real SGLang wheels they pair with, and the build gate's
 check of both halves (parallel-imports); edge shapes are the real files edited here."""
 
@@ -12,7 +12,7 @@ import artifacts
 import pytest
 from conftest import IMAGE_BIN, by_id, run_suite
 from slime_image.patches import engine_server_trampoline as SLIME_HALF
-from slime_image.patches import sglang_forkserver_children as SGLANG_HALF
+from slime_image.patches import sglang_prespawned_children as SGLANG_HALF
 
 PATCHER = IMAGE_BIN / "slime-patch"
 IDS = f"{SLIME_HALF.ID},{SGLANG_HALF.ID}"

@@ -3,8 +3,8 @@
 from slime_image.patches import (
     engine_server_trampoline,
     gpuless_head_validate_args,
-    sglang_forkserver_children,
     sglang_graph_cpu_backup,
+    sglang_prespawned_children,
     tms_preload_cuda_aware,
 )
 
@@ -13,5 +13,5 @@ PATCHES = [
     gpuless_head_validate_args,
     sglang_graph_cpu_backup,
     engine_server_trampoline,
-    sglang_forkserver_children,
+    sglang_prespawned_children,
 ]

@@ -1,11 +1,12 @@
-"""engine-server-trampoline (wall W57), slime's half; SGLang's is sglang-forkserver-children.
+"""engine-server-trampoline (wall W57), slime's half; SGLang's is sglang-prespawned-children.
 
 slime's launch_server_process imports SGLang's HTTP server in the engine actor and spawns a process running
 launch_server, which imports it again, and only after that starts the scheduler, which imports the scheduler's stack
 in a third process: two imports of ~15 s, one after the other. The patch makes the spawned process run
-`launch_server` of slime_image/parallel_imports.py (copied verbatim into slime's tree), which first starts
-multiprocessing's forkserver preloading the scheduler's modules, then imports the HTTP server; the server's arguments
-travel pickled, so the process imports nothing of SGLang before the forkserver runs. encoder_only's branch is left.
+`launch_server` of slime_image/parallel_imports.py (copied verbatim into slime's tree), which first spawns the
+processes that wait for the Engine's children, each importing the child's modules, then imports the HTTP server; the
+server's arguments travel pickled, so the process imports nothing of SGLang before they start. encoder_only's branch
+is left.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ CHANGES = (
     "`launch_server_process` in `slime/backends/sglang_utils/sglang_engine.py` no longer imports SGLang's "
     "`http_server` in the engine actor: it spawns `launch_server` of `slime_image_parallel_imports.py` (a verbatim "
     "copy of `image/slime_image/parallel_imports.py`) with the server's arguments pickled; in the server process that "
-    "starts multiprocessing's forkserver preloading SGLang's scheduler modules, then imports `http_server` and runs "
-    "its `launch_server`, so both imports run at once (encoder_only's branch unchanged)"
+    "spawns one waiting process per child the Engine will start (schedulers for this node, or the data-parallel "
+    "controller, and the detokenizer), each importing that child's modules, then imports `http_server` and runs its "
+    "`launch_server`, so the imports run at once (encoder_only's branch unchanged)"
 )
 RETIRES = "never on its own: a `launch_server_process` of another shape is refused, nothing changed"
 ENGINE = Path("slime/backends/sglang_utils/sglang_engine.py")
@@ -38,7 +40,7 @@ PACKAGES = (
     Path("slime/backends/sglang_utils/__init__.py"),
 )
 HTTP_SERVER = "sglang.srt.entrypoints.http_server"
-MARKER = "# slime-image W57: the server process preloads the scheduler's modules in a forkserver, then imports SGLang"
+MARKER = "# slime-image W57: the server process spawns its children's waiting processes, then imports SGLang"
 IMPORT = f"from {MODULE_NAME} import launch_server, server_process_args\n"
 ARGS_DUE, ARGS_OURS = "(server_args,)", "server_process_args(server_args)"
 
@@ -101,16 +103,18 @@ def plan(root: Path) -> Outcome:
     shape = (state, ast.unparse(args.value))
     if shape == ("ours", ARGS_OURS):
         if (root / MODULE).exists() and (root / MODULE).read_text() == MODULE_SOURCE:
-            return Outcome(ALREADY_APPLIED, f"{path}:{statement.lineno}: the server process preloads a forkserver")
+            return Outcome(ALREADY_APPLIED, f"{path}:{statement.lineno}: the server process spawns waiting processes")
         return Outcome(WOULD_APPLY, f"refresh {root / MODULE}", {root / MODULE: MODULE_SOURCE})
     if shape != ("due", ARGS_DUE):
         return Outcome(ERROR, f"{path}:{spawn.lineno}: spawns launch_server with args={shape[1]}: unrecognised shape")
     if heavy:
-        return Outcome(ERROR, f"{', '.join(heavy)}: imports before the server process could start the forkserver")
+        return Outcome(
+            ERROR, f"{', '.join(heavy)}: imports before the server process could start the waiting processes"
+        )
     indent = " " * statement.col_offset
     # From the end, so that the import's position stays right.
     patched = replace_node_span(text, args.value, args.value, ARGS_OURS, whole_lines=False)
     patched = replace_node_span(patched, statement, statement, f"{indent}{MARKER}\n{indent}{IMPORT}", whole_lines=True)
-    message = f"{path}:{statement.lineno}: spawn the server through a trampoline that preloads a forkserver"
+    message = f"{path}:{statement.lineno}: spawn the server through a trampoline that spawns waiting processes"
     # The module is written before the call site, so an interrupted run never leaves a dangling import.
     return Outcome(WOULD_APPLY, message, {root / MODULE: MODULE_SOURCE, path: patched})

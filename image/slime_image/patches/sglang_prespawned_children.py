@@ -1,12 +1,12 @@
-"""sglang-forkserver-children (wall W57), SGLang's half; slime's is engine-server-trampoline.
+"""sglang-prespawned-children (wall W57), SGLang's half; slime's is engine-server-trampoline.
 
 SGLang's Engine starts its scheduler (or data-parallel controller) and detokenizer processes with `mp.Process`, spawned:
-each imports the scheduler's stack from nothing, after the server process imported its own. slime's half starts a
-forkserver that imports those modules meanwhile. The patch makes each `mp.Process` of Engine's
+each imports the scheduler's stack from nothing, after the server process imported its own. slime's half spawns
+waiting processes that import those modules meanwhile. The patch makes each `mp.Process` of Engine's
 `_launch_scheduler_processes` and `_launch_detokenizer_subprocesses` a `slime_image_parallel_imports.Process` (a
-verbatim copy of slime_image/parallel_imports.py): forked from that forkserver when the server process started it and
-the child would load what a spawned one would, running its target with the parent's environment and resource limits
-as of start(); otherwise spawned, as before.
+verbatim copy of slime_image/parallel_imports.py): its target runs in a waiting process where one started with the
+loader's and CUDA's variables and the interpreter the child would start with, with the parent's environment and
+resource limits as of start(); otherwise it is spawned, as before.
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pathlib import Path
 from slime_image import parallel_imports
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome
 
-ID = "sglang-forkserver-children"
+ID = "sglang-prespawned-children"
 WALLS = ("W57",)
 TARGET = "sglang_root"
 CHANGES = (
     "in `sglang/srt/entrypoints/engine.py`, each `mp.Process` of `Engine._launch_scheduler_processes` and "
     "`Engine._launch_detokenizer_subprocesses` becomes `slime_image_parallel_imports.Process` (a verbatim copy of "
-    "`image/slime_image/parallel_imports.py`): forked from the forkserver slime's server process started with the "
-    "scheduler's modules imported, when the child's loader variables and interpreter match, running with the "
-    "parent's environment as of start(); otherwise spawned as before"
+    "`image/slime_image/parallel_imports.py`): its target runs in one of the processes slime's server process spawned "
+    "beforehand, which imported the child's modules, when the child's loader and CUDA variables and interpreter are "
+    "those it started with, with the parent's environment and limits as of start(); otherwise spawned as before"
 )
 RETIRES = "never on its own: an Engine of another shape is refused, nothing changed"
 ENGINE = Path("sglang/srt/entrypoints/engine.py")
@@ -34,7 +34,7 @@ MODULE_SOURCE = Path(parallel_imports.__file__).read_text()
 METHODS = ("_launch_scheduler_processes", "_launch_detokenizer_subprocesses")
 DUE, OURS = "mp.Process", "slime_image_parallel_imports.Process"
 ANCHOR = "import multiprocessing as mp"
-MARKER = "# slime-image W57: from the forkserver that preloaded the scheduler's modules, where it can be"
+MARKER = "# slime-image W57: in a waiting process that imported the child's modules, where one fits"
 IMPORT = "from sglang.srt.entrypoints import slime_image_parallel_imports"
 
 
@@ -78,7 +78,7 @@ def plan(root: Path) -> Outcome:
     where = ", ".join(f"{path}:{call.lineno}" for call, _ in every)
     if kinds == {OURS} and imported:
         if (root / MODULE).exists() and (root / MODULE).read_text() == MODULE_SOURCE:
-            return Outcome(ALREADY_APPLIED, f"the Engine's children can start from the forkserver at {where}")
+            return Outcome(ALREADY_APPLIED, f"the Engine's children can run in waiting processes at {where}")
         return Outcome(WOULD_APPLY, f"refresh {root / MODULE}", {root / MODULE: MODULE_SOURCE})
     if kinds != {DUE} or imported:
         return Outcome(ERROR, f"{path}: partly patched ({where}): unrecognised shape, nothing changed")
@@ -91,6 +91,6 @@ def plan(root: Path) -> Outcome:
         edits.append((_offset(lines, statement.lineno, 0), 0, f"{' ' * statement.col_offset}{MARKER}\n"))
     for at, length, insert in sorted(set(edits), reverse=True):
         text = text[:at] + insert + text[at + length :]
-    message = f"start the Engine's scheduler and detokenizer children from the preloaded forkserver at {where}"
+    message = f"run the Engine's scheduler and detokenizer children in waiting processes at {where}"
     # The module is written before the engine that imports it, so an interrupted run never leaves a dangling import.
     return Outcome(WOULD_APPLY, message, {root / MODULE: MODULE_SOURCE, path: text})
