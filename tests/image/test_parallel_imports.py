@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from slime_image import parallel_imports
 from slime_image.patches import engine_server_trampoline, sglang_prespawned_children
 
@@ -48,7 +49,7 @@ class ServerArgs:
     nnodes: int = 1
     dp_size: int = 1
     detokenizer_worker_num: int = 1
-    standin_one_gpu_each: bool = False  # the last scheduler sees one GPU, as SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS
+    standin_differ: str = ""  # a variable the last scheduler starts with that its waiting process did not
     standin_die: bool = False  # the server process is killed once its children started
 """,
     "sglang/srt/managers/scheduler.py": f"""\
@@ -122,13 +123,13 @@ log(module="http_server", start=start, end=time.time())
 
 
 @contextlib.contextmanager
-def one_gpu(on):
-    if on:
-        os.environ["CUDA_VISIBLE_DEVICES"] = "1"
+def differ(variable):
+    if variable:
+        os.environ[variable] = "1"
     try:
         yield
     finally:
-        os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        os.environ.pop(variable, None)
 
 
 def launch_server(server_args):
@@ -141,7 +142,7 @@ def launch_server(server_args):
         reader, writer = mp.Pipe(duplex=False)
         child = Process(target=scheduler.run, args=(f"scheduler{{rank}}", writer))
         last = rank == server_args.tp_size - 1
-        with adapter.configure_subprocess(), one_gpu(server_args.standin_one_gpu_each and last):
+        with adapter.configure_subprocess(), differ(server_args.standin_differ if last else ""):
             child.start()
         children.append(child)
         readers.append(reader)
@@ -254,8 +255,10 @@ def test_memory_saver_schedulers_take_waiting_processes_started_with_its_loader_
         assert child["import"]["start"] < server["end"], (child, server)
 
 
-def test_a_child_whose_cuda_variables_differ_from_its_waiting_process_is_spawned(tmp_path):
-    server, roles, waiting = started(tmp_path, tp_size=2, standin_one_gpu_each=True)
+@pytest.mark.parametrize("variable", ["CUDA_VISIBLE_DEVICES", "LD_LIBRARY_PATH"])
+def test_a_child_whose_cuda_or_loader_variables_differ_from_its_waiting_process_is_spawned(tmp_path, variable):
+    """One GPU per process (SGLANG_ONE_VISIBLE_DEVICE_PER_PROCESS), or another library path."""
+    server, roles, waiting = started(tmp_path, tp_size=2, standin_differ=variable)
     mismatched = roles["scheduler1"]
     assert mismatched["pid"] not in waiting and mismatched["ppid"] == server["pid"], mismatched
     assert mismatched["at"] - server["end"] >= IMPORT_SECONDS * 0.9  # it imported the stack only after start()
