@@ -6,6 +6,9 @@
 #   bash benchmarks/device/start-run.sh canary   the canary with those caches removed, then again with them
 #   bash benchmarks/device/start-run.sh cold     the canary first on a fresh machine, and what it wrote
 #   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
+#   bash benchmarks/device/start-run.sh one NAME [OPTIONS]   one canary as it finds the machine, reports named NAME
+#   bash benchmarks/device/start-run.sh patch    this checkout's start patches (W56, W57) applied to the staged trees,
+#                                                for an image built before them
 # Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
 set -u
 source "$(dirname "$0")/image-env.sh"
@@ -46,9 +49,18 @@ case ${1:-} in
     written > "$OUT/written-cold.txt"
     ;;
   imports)
-    python -X importtime -c "import sglang.srt.entrypoints.engine" 2> "$OUT/importtime.txt"
-    sort -t'|' -k2 -n -r "$OUT/importtime.txt" | head -40 > "$OUT/importtime-top.txt"
-    cat "$OUT/importtime-top.txt" | head -25
+    tag=${2:-}
+    python -X importtime -c "import sglang.srt.entrypoints.engine" 2> "$OUT/importtime$tag.txt"
+    sort -t'|' -k2 -n -r "$OUT/importtime$tag.txt" | head -40 > "$OUT/importtime$tag-top.txt"
+    head -12 "$OUT/importtime$tag-top.txt"
     ;;
-  *) echo "usage: $0 learn|canary|cold|imports" >&2 && exit 2 ;;
+  one)
+    shift && canary "$@"
+    ;;
+  patch)
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    slime-patch --slime-root /opt/slime --sglang-root "$site" \
+      --only sglang-lazy-imports,engine-server-trampoline,sglang-prespawned-children | tee "$OUT/patch.txt"
+    ;;
+  *) echo "usage: $0 learn|canary|cold|imports|one|patch" >&2 && exit 2 ;;
 esac
