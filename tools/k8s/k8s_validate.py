@@ -19,8 +19,6 @@ from decimal import Decimal
 from pathlib import Path
 from typing import NamedTuple
 
-import jsonschema
-import kubernetes_validate
 import yaml
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
@@ -80,6 +78,10 @@ def crd_schema(root: Path, version: str, kind: str) -> dict:
 
 
 def crd_errors(doc: dict, root: Path) -> list[str]:
+    # Imported where a manifest is validated: jsonschema's import builds an IRI grammar (rfc3987_syntax, about 1.5 s of
+    # CPU), which every command importing the policies (wall_guards, docs) and every early refusal would pay for.
+    import jsonschema
+
     errors = []
     for version in KUBERAY_VERSIONS:
         validator = jsonschema.Draft7Validator(crd_schema(root, version, doc["kind"]))
@@ -90,6 +92,8 @@ def crd_errors(doc: dict, root: Path) -> list[str]:
 
 
 def core_errors(doc: dict) -> list[str]:
+    import kubernetes_validate  # imports jsonschema: see crd_errors
+
     errors = []
     for version in KUBERNETES_VERSIONS:
         try:
