@@ -7,7 +7,7 @@
 #   bash benchmarks/device/start-run.sh cold     the canary first on a fresh machine, and what it wrote
 #   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
 #   bash benchmarks/device/start-run.sh one NAME [OPTIONS]   one canary as it finds the machine, reports named NAME
-#   bash benchmarks/device/start-run.sh patch    this checkout's start patches (W56, W57) applied to the staged trees,
+#   bash benchmarks/device/start-run.sh patch    this checkout's start patch pair (W56) applied to the staged trees,
 #                                                for an image built before them
 # Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
 set -u
@@ -60,7 +60,7 @@ case ${1:-} in
   patch)
     site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     slime-patch --slime-root /opt/slime --sglang-root "$site" \
-      --only sglang-lazy-imports,engine-server-trampoline,sglang-prespawned-children | tee "$OUT/patch.txt"
+      --only engine-server-trampoline,sglang-prespawned-children | tee "$OUT/patch.txt"
     ;;
   *) echo "usage: $0 learn|canary|cold|imports|one|patch" >&2 && exit 2 ;;
 esac

@@ -1,4 +1,4 @@
-"""The SGLang engine's server and scheduler processes import the stack at the same time (wall W57).
+"""The SGLang engine's server and scheduler processes import the stack at the same time (wall W56).
 
 slime starts SGLang's HTTP server in a spawned process (the server process), which imports SGLang (~15 s), then
 starts the scheduler and detokenizer in spawned processes, which import it again (~14 s) only then. Two patches copy
@@ -32,7 +32,7 @@ import threading
 import types
 
 SWITCH = "SLIME_IMAGE_PARALLEL_IMPORTS"  # "0" in the engine's environment: the server starts no waiting process
-MARKER = "slime_image_w57_waiting"  # the server process's waiting processes, in its sys.modules, for both copies
+MARKER = "slime_image_w56_waiting"  # the server process's waiting processes, in its sys.modules, for both copies
 # What each child of the Engine runs, in the SGLang versions the image pairs.
 SCHEDULER = ("sglang.srt.managers.scheduler",)
 DP_CONTROLLER = ("sglang.srt.managers.data_parallel_controller", "sglang.srt.managers.scheduler")
@@ -180,7 +180,7 @@ class Waiting:
 def start_waiting(plan: dict) -> None:
     """Spawn a waiting process for each child in the plan, with CUDA's variables SGLang will set and the child's
     loader variables; record them where `Process` (SGLang's copy of this module) finds them."""
-    registry = types.ModuleType(MARKER, "the server process's waiting processes (slime-image W57)")
+    registry = types.ModuleType(MARKER, "the server process's waiting processes (slime-image W56)")
     registry.pid = os.getpid()
     registry.waiting = [
         Waiting(modules, loader, plan["environ"], number) for number, (modules, loader) in enumerate(plan["waiting"])

@@ -454,20 +454,6 @@ WALLS = (
     ),
     Wall(
         "W56",
-        "a rollout engine takes a minute or more to come up, most of it Python imports: slime's rollout manager, the "
-        "engine's Ray actor, its imports and SGLang's scheduler process each import the stack, ~15 s each, one "
-        "after the other",
-        "SGLang's engine module imports at its top what a slime job never runs: sglang.srt.utils.common imports "
-        "torchvision's decode_jpeg (GPU JPEG decoding of multimodal requests), which loads torchvision whole with "
-        "torch._dynamo, and sglang.srt.entrypoints.engine imports the elastic-EP expert backup manager (only under "
-        "--enable-elastic-expert-backup); SGLang 0.5.23 makes the first lazy itself, not the second",
-        "the `sglang-lazy-imports` patch moves each such import to right before the statements that use it, found "
-        "with ast in the installed SGLang and refused where a use is evaluated when the module loads; it retires "
-        "itself per import where SGLang already imports the name where used. Partial: torchvision is still reached "
-        "through sglang.srt.configs, the backup manager's own imports through the scheduler module",
-    ),
-    Wall(
-        "W57",
         "every rollout engine start spends ~30 s importing: the server process imports SGLang (~15 s), and only then "
         "does its scheduler process start and import the scheduler's stack (~14 s)",
         "slime spawns SGLang's launch_server, whose Engine spawns the scheduler and detokenizer after the server "

@@ -1,4 +1,4 @@
-"""W57's mechanism, run for real on the CPU: slime's engine actor spawns the server process through the trampoline,
+"""W56's mechanism, run for real on the CPU: slime's engine actor spawns the server process through the trampoline,
 which spawns the waiting processes that import the children's modules while it imports the HTTP server, and SGLang's
 Engine starts its children through `Process`, both from image/slime_image/parallel_imports.py placed where the two
 patches copy it.

@@ -1,4 +1,4 @@
-"""W57's two patches, engine-server-trampoline (slime) and sglang-prespawned-children (SGLang), on the real slime
+"""W56's two patches, engine-server-trampoline (slime) and sglang-prespawned-children (SGLang), on the real slime
 releases of both pairings (from the slime mirror) and the real SGLang wheels they pair with, and the build gate's
 check of both halves (parallel-imports); edge shapes are the real files edited here."""
 
@@ -70,7 +70,7 @@ def test_both_pairings_get_both_halves_and_the_gate_passes_only_then(tmp_path, t
     slime, sglang = slime_release(tmp_path, tag), site(tmp_path, PAIRINGS[tag])
     before = snapshot(slime, sglang)
     row = gate(slime, sglang)
-    assert row["status"] == "fail" and "W57" in row["walls"] and SLIME_HALF.ID in row["summary"], row
+    assert row["status"] == "fail" and "W56" in row["walls"] and SLIME_HALF.ID in row["summary"], row
     assert SGLANG_HALF.ID in row["summary"], row
 
     code, results = patch(slime, sglang, "--check")
@@ -91,12 +91,12 @@ def test_both_pairings_get_both_halves_and_the_gate_passes_only_then(tmp_path, t
     source = (slime / SLIME_HALF.MODULE).read_text()
     assert source == (sglang / SGLANG_HALF.MODULE).read_text() == SLIME_HALF.MODULE_SOURCE
     engine = (slime / SLIME_HALF.ENGINE).read_text()
-    assert engine.count("slime-image W57") == 1 and "encode_server import launch_server_process" in engine
+    assert engine.count("slime-image W56") == 1 and "encode_server import launch_server_process" in engine
     assert "args=server_process_args(server_args)" in engine and "args=(server_args,)" not in engine
     sglang_engine = (sglang / SGLANG_HALF.ENGINE).read_text()
     sites = CHILD_SITES[PAIRINGS[tag]]
     assert sglang_engine.count("slime_image_parallel_imports.Process(") == sites
-    assert sglang_engine.count("slime-image W57") == sites + 1 and " mp.Process(" not in sglang_engine
+    assert sglang_engine.count("slime-image W56") == sites + 1 and " mp.Process(" not in sglang_engine
     for path in (p for p in after if before.get(p) != after[p]):
         compile(path.read_text(), str(path), "exec")
 

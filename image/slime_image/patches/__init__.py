@@ -4,7 +4,6 @@ from slime_image.patches import (
     engine_server_trampoline,
     gpuless_head_validate_args,
     sglang_graph_cpu_backup,
-    sglang_lazy_imports,
     sglang_prespawned_children,
     tms_preload_cuda_aware,
 )
@@ -13,7 +12,6 @@ PATCHES = [
     tms_preload_cuda_aware,
     gpuless_head_validate_args,
     sglang_graph_cpu_backup,
-    sglang_lazy_imports,
     engine_server_trampoline,
     sglang_prespawned_children,
 ]

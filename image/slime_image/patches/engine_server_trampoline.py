@@ -1,4 +1,4 @@
-"""engine-server-trampoline (wall W57), slime's half; SGLang's is sglang-prespawned-children.
+"""engine-server-trampoline (wall W56), slime's half; SGLang's is sglang-prespawned-children.
 
 slime's launch_server_process imports SGLang's HTTP server in the engine actor and spawns a process running
 launch_server, which imports it again, and only after that starts the scheduler, which imports the scheduler's stack
@@ -18,7 +18,7 @@ from slime_image import parallel_imports
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, replace_node_span
 
 ID = "engine-server-trampoline"
-WALLS = ("W57",)
+WALLS = ("W56",)
 TARGET = "slime_root"
 CHANGES = (
     "`launch_server_process` in `slime/backends/sglang_utils/sglang_engine.py` no longer imports SGLang's "
@@ -40,7 +40,7 @@ PACKAGES = (
     Path("slime/backends/sglang_utils/__init__.py"),
 )
 HTTP_SERVER = "sglang.srt.entrypoints.http_server"
-MARKER = "# slime-image W57: the server process spawns its children's waiting processes, then imports SGLang"
+MARKER = "# slime-image W56: the server process spawns its children's waiting processes, then imports SGLang"
 IMPORT = f"from {MODULE_NAME} import launch_server, server_process_args\n"
 ARGS_DUE, ARGS_OURS = "(server_args,)", "server_process_args(server_args)"
 

@@ -1,4 +1,4 @@
-"""sglang-prespawned-children (wall W57), SGLang's half; slime's is engine-server-trampoline.
+"""sglang-prespawned-children (wall W56), SGLang's half; slime's is engine-server-trampoline.
 
 SGLang's Engine starts its scheduler (or data-parallel controller) and detokenizer processes with `mp.Process`, spawned:
 each imports the scheduler's stack from nothing, after the server process imported its own. slime's half spawns
@@ -18,7 +18,7 @@ from slime_image import parallel_imports
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome
 
 ID = "sglang-prespawned-children"
-WALLS = ("W57",)
+WALLS = ("W56",)
 TARGET = "sglang_root"
 CHANGES = (
     "in `sglang/srt/entrypoints/engine.py`, each `mp.Process` of `Engine._launch_scheduler_processes` and "
@@ -34,7 +34,7 @@ MODULE_SOURCE = Path(parallel_imports.__file__).read_text()
 METHODS = ("_launch_scheduler_processes", "_launch_detokenizer_subprocesses")
 DUE, OURS = "mp.Process", "slime_image_parallel_imports.Process"
 ANCHOR = "import multiprocessing as mp"
-MARKER = "# slime-image W57: in a waiting process that imported the child's modules, where one fits"
+MARKER = "# slime-image W56: in a waiting process that imported the child's modules, where one fits"
 IMPORT = "from sglang.srt.entrypoints import slime_image_parallel_imports"
 
 

@@ -11,7 +11,6 @@ from slime_image.patches import (
     PATCHES,
     engine_server_trampoline,
     sglang_graph_cpu_backup,
-    sglang_lazy_imports,
     sglang_prespawned_children,
 )
 from slime_image.patches.base import ALREADY_APPLIED, NOT_NEEDED, WOULD_APPLY
@@ -99,8 +98,8 @@ def slime_patched(ctx: Context) -> Result:
     root = lookups.slime_root(ctx)
     if root is None:
         return lookups.no_slime(ctx)
-    # SGLang's patches and W57's pair have checks of their own, naming their walls (sglang-graph-backup,
-    # sglang-lazy-imports, parallel-imports).
+    # SGLang's patches and W56's pair have checks of their own, naming their walls (sglang-graph-backup,
+    # parallel-imports).
     ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET and p is not engine_server_trampoline]
     report, child = lookups.patcher_report(ctx, root, ids)
     if report is None:
@@ -137,31 +136,8 @@ def sglang_graph_backup(ctx: Context) -> Result:
 
 
 @check(
-    "sglang-lazy-imports",
-    ("W56",),
-    BUILD,
-    "each rollout engine's start pays for torchvision and the elastic-EP expert backup manager in every process "
-    "that imports SGLang's engine",
-    "apply the image's patch: slime-patch --slime-root <slime> --only sglang-lazy-imports (the image does)",
-)
-def sglang_lazy_imports_check(ctx: Context) -> Result:
-    """SGLang's engine module and `sglang.srt.utils.common` import `run_expert_backup_manager` and torchvision's
-    `decode_jpeg` where they are used, not when they load: read from SGLang's source (the same reading as the
-    patch's; the import time itself is measured with `-X importtime` in the image)"""
-    folder = ctx.sglang_root / "sglang" if ctx.sglang_root else lookups.package_dir("sglang")
-    if folder is None or not folder.is_dir():
-        return Result(FAIL, "sglang is not installed")
-    outcome = sglang_lazy_imports.plan(folder.parent)
-    if outcome.status == WOULD_APPLY:
-        return Result(FAIL, f"SGLang imports at module load what a job does not use: {outcome.message}")
-    if outcome.status in (ALREADY_APPLIED, NOT_NEEDED):
-        return Result(PASS, outcome.message)
-    return Result(FAIL, f"SGLang's imports are not a shape the image knows: {outcome.message}")
-
-
-@check(
     "parallel-imports",
-    ("W57",),
+    ("W56",),
     BUILD,
     "the rollout engine's server and scheduler processes import SGLang one after the other (~15 s each) at every "
     "engine start",
@@ -183,7 +159,7 @@ def parallel_imports(ctx: Context) -> Result:
     lines = "\n".join(f"{i}: {o.status}: {o.message}" for i, o in outcomes)
     missing = [i for i, o in outcomes if o.status != ALREADY_APPLIED]
     if missing:
-        return Result(FAIL, f"W57 not in place: {', '.join(missing)} not applied", lines)
+        return Result(FAIL, f"W56 not in place: {', '.join(missing)} not applied", lines)
     return Result(PASS, "the server starts its children's waiting processes; the Engine's children run in them", lines)
 
 
