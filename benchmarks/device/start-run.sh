@@ -7,8 +7,8 @@
 #   bash benchmarks/device/start-run.sh cold     the canary first on a fresh machine, and what it wrote
 #   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
 #   bash benchmarks/device/start-run.sh one NAME [OPTIONS]   one canary as it finds the machine, reports named NAME
-#   bash benchmarks/device/start-run.sh patch    this checkout's start patch pair (W56) applied to the staged trees,
-#                                                for an image built before them
+#   bash benchmarks/device/start-run.sh patch IDS  this checkout's patches IDS (comma-separated) applied to the
+#                                                staged trees, for an image built before them
 # Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
 set -u
 source "$(dirname "$0")/image-env.sh"
@@ -59,8 +59,7 @@ case ${1:-} in
     ;;
   patch)
     site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-    slime-patch --slime-root /opt/slime --sglang-root "$site" \
-      --only engine-server-trampoline,sglang-prespawned-children | tee "$OUT/patch.txt"
+    slime-patch --slime-root /opt/slime --sglang-root "$site" --only "$2" | tee "$OUT/patch.txt"
     ;;
   *) echo "usage: $0 learn|canary|cold|imports|one|patch" >&2 && exit 2 ;;
 esac
