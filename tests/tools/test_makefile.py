@@ -9,7 +9,6 @@ import os
 import re
 import shutil
 import subprocess
-import time
 
 import pytest
 from conftest import ROOT, UNKNOWN_PAIRING_FIX
@@ -48,9 +47,9 @@ def _make(*args, path=None, env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")} | (env_extra or {})
     if path:
         env["PATH"] = path
-    start = time.monotonic()
-    run = subprocess.run([shutil.which("make"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    return run, time.monotonic() - start
+    # No timing is asserted (a loaded machine is slow, not wrong): a target that went on past its refusal to a plan or
+    # a build would print more than its refusal's lines, which each test holds to, or run into the timeout.
+    return subprocess.run([shutil.which("make"), *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
 
 
 def _own_lines(stderr):
@@ -58,7 +57,7 @@ def _own_lines(stderr):
 
 
 def test_help_is_the_default_and_lists_every_target():
-    run, _ = _make()
+    run = _make()
     assert run.returncode == 0
     targets = re.findall(r"^([a-z][a-z-]*):.*## ", (ROOT / "Makefile").read_text(), re.MULTILINE)
     for target in targets:
@@ -71,9 +70,8 @@ def test_help_is_the_default_and_lists_every_target():
 def test_docker_targets_fail_fast_without_an_engine(target):
     if shutil.which("docker") and subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
         pytest.skip("a Docker engine answers here")
-    run, seconds = _make(target, env_extra={"AWS_ACCOUNT_ID": "123456789012"})
+    run = _make(target, env_extra={"AWS_ACCOUNT_ID": "123456789012"})
     assert run.returncode != 0
-    assert seconds < 5
     lines = _own_lines(run.stderr)
     if target == "build":  # docker is the first builder found; the fix names the one that needs no daemon
         assert len(lines) == 2 and "Docker engine" in lines[0] and lines[1].startswith("fix: "), run.stderr
@@ -84,8 +82,8 @@ def test_docker_targets_fail_fast_without_an_engine(target):
 
 
 def test_build_without_any_image_builder_names_them(tmp_path):
-    run, seconds = _make("build", path=_path_without(tmp_path, "docker"))
-    assert run.returncode != 0 and seconds < 5
+    run = _make("build", path=_path_without(tmp_path, "docker"))
+    assert run.returncode != 0
     assert _own_lines(run.stderr) == [
         "make build: no image builder found (docker, podman or buildah)",
         "fix: install one (apt-get install -y buildah works without a daemon), or set ENGINE=",
@@ -97,7 +95,7 @@ def test_build_with_an_unknown_engine_says_which_are_known(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "kaniko").write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "kaniko").chmod(0o755)
-    run, _ = _make("build", "ENGINE=kaniko", path=f"{bin_dir}:{_path_without(tmp_path, 'docker')}")
+    run = _make("build", "ENGINE=kaniko", path=f"{bin_dir}:{_path_without(tmp_path, 'docker')}")
     assert run.returncode != 0
     assert _own_lines(run.stderr)[-2:] == [
         "make build: ENGINE=kaniko is not one this recipe knows",
@@ -107,7 +105,7 @@ def test_build_with_an_unknown_engine_says_which_are_known(tmp_path):
 
 @pytest.mark.parametrize("engine", ["buildah", "podman"])
 def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engine):
-    run, _ = _make(
+    run = _make(
         "-s", "build", "DRY_RUN=1", f"ENGINE={engine}", "BUILD_ARGS=PIP_INDEX_URL=https://mirror.example/simple"
     )
     epoch = tools_build.EPOCH
@@ -119,7 +117,7 @@ def test_daemonless_engines_build_in_docker_format_with_the_same_arguments(engin
 
 
 def test_build_of_another_pairing_passes_its_whole_set_quoted_and_tags_it():
-    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", "PAIRING=v0.3.0")
+    run = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", "PAIRING=v0.3.0")
     assert run.returncode == 0, run.stderr
     assert "--build-arg PAIRING=v0.3.0" in run.stdout
     assert "--build-arg SGLANG_VERSION=0.5.12.post1" in run.stdout
@@ -128,7 +126,7 @@ def test_build_of_another_pairing_passes_its_whole_set_quoted_and_tags_it():
 
 
 def test_build_of_an_unknown_pairing_names_the_ones_there_are():
-    run, _ = _make("build", "ENGINE=buildah", "PAIRING=v9")  # without an enclosing `make test`'s MAKE* variables
+    run = _make("build", "ENGINE=buildah", "PAIRING=v9")  # without an enclosing `make test`'s MAKE* variables
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert _own_lines(run.stderr)[-2:] == [
         "make build: no pairing 'v9' (" + str(ROOT / "pairings" / "v9.toml") + " does not exist)",
@@ -137,16 +135,16 @@ def test_build_of_an_unknown_pairing_names_the_ones_there_are():
 
 
 def test_push_without_aws_cli_names_it(tmp_path):
-    run, seconds = _make("push", path=_path_without(tmp_path, "aws"))
-    assert run.returncode != 0 and seconds < 5
+    run = _make("push", path=_path_without(tmp_path, "aws"))
+    assert run.returncode != 0
     lines = _own_lines(run.stderr)
     assert len(lines) == 1 and lines[0].startswith("make push: 'aws' is not installed"), run.stderr
 
 
 @pytest.mark.parametrize("compression", ["lz4"])  # given empty: the venv recipe refuses it first (test_make_variables)
 def test_push_with_a_compression_it_does_not_know_names_both(compression):
-    run, seconds = _make("push", f"COMPRESSION={compression}")
-    assert run.returncode != 0 and seconds < 5 and "Traceback" not in run.stderr
+    run = _make("push", f"COMPRESSION={compression}")
+    assert run.returncode != 0 and "Traceback" not in run.stderr
     assert _own_lines(run.stderr) == [
         f"make push: COMPRESSION={compression} is neither gzip nor zstd",
         "fix: COMPRESSION=zstd (faster to unpack on a node) or gzip (the default)",
@@ -154,7 +152,7 @@ def test_push_with_a_compression_it_does_not_know_names_both(compression):
 
 
 def test_push_zstd_without_skopeo_names_it(tmp_path):
-    run, _ = _make("push", "COMPRESSION=zstd", path=_path_without(tmp_path, "skopeo"))
+    run = _make("push", "COMPRESSION=zstd", path=_path_without(tmp_path, "skopeo"))
     assert run.returncode != 0
     assert _own_lines(run.stderr)[0].startswith("make push: 'skopeo' is not installed: install skopeo"), run.stderr
 
@@ -168,8 +166,8 @@ def test_push_without_credentials_says_so(tmp_path):
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     path = f"{bin_dir}:{_path_without(tmp_path, 'docker', 'aws')}"
-    run, seconds = _make("push", path=path)
-    assert run.returncode != 0 and seconds < 5
+    run = _make("push", path=path)
+    assert run.returncode != 0
     lines = _own_lines(run.stderr)
     assert len(lines) == 1 and "no AWS credentials" in lines[0], run.stderr
 
@@ -178,14 +176,14 @@ def test_push_without_credentials_says_so(tmp_path):
 def test_cluster_targets_fail_fast_without_a_cluster(target):
     if subprocess.run(["kubectl", "cluster-info"], capture_output=True, timeout=20).returncode == 0:
         pytest.skip("a cluster answers here")
-    run, seconds = _make(target, "OVERLAY=b300", "IMAGE=x", "NAMESPACE=slime", "NUM_NODES=1", "FSX_CLAIM=fsx")
-    assert run.returncode != 0 and seconds < 15
+    run = _make(target, "OVERLAY=b300", "IMAGE=x", "NAMESPACE=slime", "NUM_NODES=1", "FSX_CLAIM=fsx")
+    assert run.returncode != 0
     lines = _own_lines(run.stderr)
     assert len(lines) == 1 and "kubectl reaches no cluster" in lines[0], run.stderr
 
 
 def test_cluster_targets_without_kubectl_name_it(tmp_path):
-    run, _ = _make("deploy", path=_path_without(tmp_path, "kubectl"))
+    run = _make("deploy", path=_path_without(tmp_path, "kubectl"))
     assert _own_lines(run.stderr) == [
         "make deploy: 'kubectl' is not installed: install kubectl (https://kubernetes.io/docs/tasks/tools/)"
     ]
@@ -207,7 +205,7 @@ def test_make_build_passes_what_the_verification_build_of_the_pairing_passed(nam
 
 
 def test_docker_builds_with_buildx_and_loads_the_image_with_every_file_at_the_inputs_time():
-    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=docker")
+    run = _make("-s", "build", "DRY_RUN=1", "ENGINE=docker")
     assert run.stdout.startswith("docker buildx build --platform linux/amd64 -f ")
     epoch = tools_build.EPOCH
     assert f" --build-arg SOURCE_DATE_EPOCH={epoch} --output type=docker,rewrite-timestamp=true " in run.stdout
@@ -216,9 +214,9 @@ def test_docker_builds_with_buildx_and_loads_the_image_with_every_file_at_the_in
 def test_a_build_that_takes_bytes_it_does_not_name_says_so():
     """The default pins the EFA installer and the base from public sources: only the router wheel, which needs
     pin_downloads where GitHub answers, is taken unchecked. A base named by its tag alone is warned about."""
-    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah")
+    run = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah")
     warned = [line for line in run.stderr.splitlines() if line.startswith("make build: warning: ")]
     assert len(warned) == 1 and "SGL_ROUTER_SHA256 is empty" in warned[0], run.stderr
     tag = Recipe.load().defaults["BASE_IMAGE"].split("@")[0]
-    run, _ = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", f"BUILD_ARGS=BASE_IMAGE={tag}")
+    run = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", f"BUILD_ARGS=BASE_IMAGE={tag}")
     assert f"BASE_IMAGE {tag} is a tag" in run.stderr
