@@ -112,10 +112,11 @@ def check_recipe(recipe) -> None:
 
 
 def _set_by_pairings(recipe) -> set[str]:
-    """The Dockerfile's ARGs the pairings set: their defaults are the default pairing's copies, noted in its file."""
+    """The Dockerfile's ARGs the pairings set: their defaults are the default pairing's copies, noted in its file. The
+    pairings are slime.Dockerfile's, read against it whatever Dockerfile is planned (a peer's declares other ARGs)."""
     from tools.inputs import pairings  # which reads this module for its schema
 
-    return {name for pairing in pairings.every(recipe=recipe).values() for name in pairing.args}
+    return {name for pairing in pairings.every().values() for name in pairing.args} & set(recipe.args)
 
 
 # Where each pin came from, said on the line right above the line that sets it. One reader for both files a pin is set
