@@ -111,6 +111,20 @@ def assert_each_refused(found: dict[str, list], where: str, name: str, readers: 
         assert lines[1].startswith("fix: ") and "# NAME from:" in lines[1], (reader, lines)
 
 
+def readers_on(tree, tmp_path, path, text: str, pin_line: str) -> tuple[dict, int]:
+    """Every reader's answer with `path` holding `text` (then restored), and the line `pin_line` is on; no reader
+    may write."""
+    before = path.read_text()
+    path.write_text(text)
+    try:
+        files = written(tree)
+        found = run_readers(tree, tmp_path)
+        assert written(tree) == files, "a reader wrote"
+    finally:
+        path.write_text(before)
+    return found, text.split("\n").index(pin_line) + 1
+
+
 @pytest.mark.parametrize("spelling", DOCKERFILE_SPELLINGS)
 def test_a_dockerfile_pin_without_its_note_is_refused_by_every_reader(tree, tmp_path, spelling):
     path = tree / "slime.Dockerfile"
@@ -119,14 +133,7 @@ def test_a_dockerfile_pin_without_its_note_is_refused_by_every_reader(tree, tmp_
         rf"^# {OWN} from: .*\nARG {OWN}=.*$", DOCKERFILE_SPELLINGS[spelling], before, count=1, flags=re.M
     )
     assert count == 1
-    path.write_text(text)
-    try:
-        line = text.split("\n").index(DOCKERFILE_SPELLINGS[spelling]) + 1
-        files = written(tree)
-        found = run_readers(tree, tmp_path)
-        assert written(tree) == files, "a reader wrote"
-    finally:
-        path.write_text(before)
+    found, line = readers_on(tree, tmp_path, path, text, DOCKERFILE_SPELLINGS[spelling])
     mine = {reader: got for reader, got in found.items() if reader not in PAIRING_ONLY}
     assert_each_refused(mine, f"slime.Dockerfile:{line}", OWN, 5)
 
@@ -137,14 +144,7 @@ def test_a_pairing_s_pin_without_its_note_is_refused_by_every_reader(tree, tmp_p
     before = path.read_text()
     text, count = re.subn(rf'^{PAIRED} = ""$', PAIRING_SPELLINGS[spelling], before, flags=re.M)
     assert count == 1
-    path.write_text(text)
-    try:
-        line = text.split("\n").index(PAIRING_SPELLINGS[spelling]) + 1
-        files = written(tree)
-        found = run_readers(tree, tmp_path)
-        assert written(tree) == files, "a reader wrote"
-    finally:
-        path.write_text(before)
+    found, line = readers_on(tree, tmp_path, path, text, PAIRING_SPELLINGS[spelling])
     assert_each_refused(found, f"pairings/{PAIRING}.toml:{line}", PAIRED, 6)
 
 
