@@ -280,6 +280,15 @@ class Recipe:
                 mapping[ins.value[1].rstrip("/")] = self.context / substitute(ins.value[0], self.args)
         return mapping
 
+    @property
+    def reads(self) -> dict[str, Path]:
+        """What a plan or a rule of this recipe reads besides its options (what -> a file or a folder): the files its
+        COPY lines take from the context, and the repository's locks, pairings and base manifests."""
+        return {
+            **{f"the source of COPY {image}": source for image, source in self.copies.items()},
+            **{f"{folder}/": ROOT / folder for folder in ("locks", "pairings", "base-manifests")},
+        }
+
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
         """The pip steps of the built stages' RUN lines, in order, and what installs there that the planner cannot

@@ -464,6 +464,8 @@ def guards() -> dict[str, Guard]:
 
 def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None) -> int:
     recipe = Recipe.load(dockerfile)
+    if args is not None:
+        guard_report.check_not_read(guard_report.report_outputs(args), recipe.reads)
     # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
     existing_locks(every_lock(recipe))
     # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.

@@ -79,6 +79,9 @@ def run(args, arch: str) -> int:
     build_args = {**(pairing.build_arg_values if pairing else {}), **given_build_args(args.build_arg)}
     recipe = Recipe.load(args.dockerfile, args.context, args.target, build_args or None)
     download_pins.check_recipe(recipe)  # a malformed pin would fail the build at its download, after the whole plan
+    # make lock's --lock replaces the lock it reads on purpose, whole or not at all; no other output may be a file the
+    # plan reads without an option naming it.
+    guard_report.check_not_read({k: v for k, v in outputs.items() if k != "--lock"}, recipe.reads)
     lock_file = pairing.lock if pairing else None
     if lock_file is not None and args.lock is None and not lock_file.is_file():
         if pairing.draft:
