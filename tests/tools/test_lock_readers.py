@@ -284,3 +284,43 @@ def test_every_command_that_reads_a_lock_refuses_each_malformed_one_in_two_lines
     ]
     assert wrong == []
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+KINDS = {
+    "a link to /dev/null": lambda path: path.symlink_to("/dev/null"),
+    "a link to itself": lambda path: path.symlink_to(path.name),
+    "a folder": lambda path: path.mkdir(),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@pytest.mark.parametrize("module, prog, argv", [(m, p, a) for m, runs in READS.items() for p, a in runs])
+def test_every_command_that_reads_a_lock_refuses_one_that_is_no_regular_file(repo, tmp_path, module, prog, argv, kind):
+    """The sweep's `make lock` over a lock linked to /dev/null said it wrote the lock (into /dev/null), one linked to
+    itself ended in a traceback, and the rest called such a lock missing: each is refused as no regular file."""
+    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
+    argv = [w.replace("{work}", str(tmp_path)).replace("{versions}", str(tmp_path / "versions.json")) for w in argv]
+    locks = [repo / "locks" / f"{name}.lock" for name in pairings.names()]
+    saved = {path: path.read_bytes() for path in locks}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    env |= {**USER, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}
+    try:
+        for path in locks:
+            path.unlink()
+            KINDS[kind](path)
+        run = subprocess.run(
+            [sys.executable, "-m", module, *argv], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+        )
+    finally:
+        for path, text in saved.items():
+            if path.is_dir() and not path.is_symlink():
+                path.rmdir()
+            else:
+                path.unlink(missing_ok=True)
+            path.write_bytes(text)
+    said = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(said) == 2, run.stderr[-2000:]
+    # A writer's output check may see the folder first (`cannot write a file there`): refused the same, named.
+    assert re.search(r"is not a regular file|cannot write a file there", said[0]) and "locks/" in said[0], said
+    assert said[1].startswith("fix: ") and "Traceback" not in run.stderr, run.stderr
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

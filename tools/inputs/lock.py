@@ -8,6 +8,7 @@ index's own, where a command has read the index's pages."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from slime_image.errors import UserError
@@ -23,6 +24,7 @@ SOURCE_LINE = "# built from source, not pinned here: "
 def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and its stack locks)") -> dict[Path, Lock]:
     """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
     form (lock_file.read_lock); a missing one is refused, naming them all."""
+    regular_files(path for _, path in recipe.constraint_files)
     missing = [path for _, path in recipe.constraint_files if not path.is_file()]
     if missing:
         shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
@@ -35,6 +37,7 @@ def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
     not pairings) COPYs, its stack locks then its lock, each a file in the one form: a build without one would fail
     late at its COPY, or at pip, and a default without one could not be built at all."""
     recipe = Recipe.load(dockerfile, build_args=pairing.build_arg_values)
+    regular_files(path for _, path in recipe.constraint_files)
     missing = [path for _, path in recipe.constraint_files if not path.is_file()]
     if missing:
         shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
@@ -47,8 +50,24 @@ def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
 
 def existing_locks(paths: list[Path]) -> dict[Path, Lock]:
     """Those of `paths` that exist, read as locks (what make lock is about to replace: a malformed one is refused
-    before the plan starts, not after it)."""
+    before the plan starts, not after it). A path that is there but is no regular file of its own (a folder, a
+    device, a link, a link that loops) is refused: read, it is no lock; written, the lock would go into what it
+    points at (a lock linked to /dev/null was 'written' there)."""
+    regular_files(paths)
     return {path: read_lock(path) for path in paths if path.is_file()}
+
+
+def regular_files(paths) -> None:
+    """Refuse a lock's path that is there but is no regular file of its own (a folder, a device, a link, a link that
+    loops): every command that reads or writes a lock checks it here first."""
+    for path in paths:
+        if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
+            # The link's own path, as typed (as_typed would follow it to what it points at).
+            shown = os.path.relpath(os.path.abspath(path)) if os.path.abspath(path).startswith(os.getcwd()) else path
+            raise UserError(
+                f"{shown} is not a regular file (a link, a folder or a device): it cannot be a lock",
+                f"remove it and restore the committed lock: git checkout -- {shown}, or make lock",
+            )
 
 
 def lock_inputs(lock: Lock) -> dict[str, str]:

@@ -31,7 +31,7 @@ from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
-from tools.inputs.lock import CUTOFF_LINE, lock_cutoff, unlisted
+from tools.inputs.lock import CUTOFF_LINE, lock_cutoff, regular_files, unlisted
 from tools.planner import index_http
 from tools.planner.plan_index import JSON_PAGE, SDIST_SUFFIXES, WORKERS, Pin
 from tools.planner.plan_replay import check_cutoff, index_url
@@ -165,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(argv)
         args.lock = Path(args.lock)
+        stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
+        regular_files([args.lock, *stacks])
         if not args.lock.is_file():
             raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
-        stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
         locks = {path: read_lock(path) for path in (args.lock, *stacks)}  # each in the one form, before the index
         cutoff = lock_cutoff(locks[args.lock])
         if not cutoff:

@@ -32,7 +32,7 @@ from slime_image.options import Parser, add_output, add_path
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings
-from tools.inputs.lock import existing_locks
+from tools.inputs.lock import existing_locks, regular_files
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
@@ -83,6 +83,7 @@ def run(args, arch: str) -> int:
     # plan reads without an option naming it.
     guard_report.check_not_read({k: v for k, v in outputs.items() if k != "--lock"}, recipe.reads)
     lock_file = pairing.lock if pairing else None
+    regular_files([lock_file] if lock_file else [])
     if lock_file is not None and args.lock is None and not lock_file.is_file():
         if pairing.draft:
             raise UserError(
