@@ -224,3 +224,11 @@ def test_a_drafted_pairing_carries_a_pin_with_the_note_of_where_it_came_from(pai
     pins = download_pins.in_pairing(Path("draft.toml"), text)
     assert pins["SGL_ROUTER_SHA256"].source == f"carried from {DEFAULT}, whose pin came from a release page"
     assert download_pins.unnoted(Path("draft.toml"), pins) == []
+
+
+def test_a_base_naming_two_digests_is_no_pin():
+    """Only the last `@` was read, so `...@sha256:abcd@sha256:<a good digest>` passed every entry (the sweep); each
+    entry reads a pin through problem()."""
+    assert download_pins.problem("BASE_IMAGE", f"{BASE}@sha256:{DIGEST}") is None
+    why = download_pins.problem("BASE_IMAGE", f"{BASE}@sha256:abcd@sha256:{DIGEST}")
+    assert why and "more than one digest" in why

@@ -66,7 +66,9 @@ def problem(name: str, value: str) -> str | None:
     if name == BASE and "@" in value:
         digest = value.rpartition("@")[2]
         algorithm, colon, encoded = digest.partition(":")
-        if not colon:
+        if value.count("@") > 1:
+            why = "the reference names more than one digest"
+        elif not colon:
             why = "it names no algorithm"
         elif f"{algorithm}:" != ALGORITHM:
             why = f"its algorithm is {algorithm!r}, not sha256"
