@@ -220,3 +220,19 @@ def test_a_build_that_takes_bytes_it_does_not_name_says_so():
     tag = Recipe.load().defaults["BASE_IMAGE"].split("@")[0]
     run = _make("-s", "build", "DRY_RUN=1", "ENGINE=buildah", f"BUILD_ARGS=BASE_IMAGE={tag}")
     assert f"BASE_IMAGE {tag} is a tag" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    ["ARG EFA_INSTALLER_SHA256", "# ARG EFA_INSTALLER_SHA256={digest}", "ARG efa_installer_sha256={digest}"],
+)
+def test_a_download_pin_the_recipe_uses_but_does_not_set_is_warned_as_empty(recipe_copy, spelling):
+    """The sweep: with the EFA pin declared without its default, commented out or misspelt, the build dropped its
+    warning while the download went unchecked. The pins are those the RUN lines use (tools/release/build.unpinned)."""
+    digest = Recipe.load().args["EFA_INSTALLER_SHA256"]
+    pin = f"ARG EFA_INSTALLER_SHA256={digest}"
+    dockerfile = recipe_copy(lambda text: text.replace(pin, spelling.format(digest=digest), 1))
+    assert not re.search(rf"^{pin}$", dockerfile.read_text(), re.MULTILINE)
+    warnings = tools_build.unpinned(Recipe.load(dockerfile))
+    assert "EFA_INSTALLER_SHA256 is empty: that download is taken unchecked" in warnings, warnings
+    assert "EFA_INSTALLER_SHA256 is empty: that download is taken unchecked" not in tools_build.unpinned(Recipe.load())

@@ -148,13 +148,16 @@ def command(engine: str, platform: str, args: list[str], reference: str, epoch: 
     return [*build, "-f", str(DOCKERFILE), *flags, "-t", reference]
 
 
-def unpinned(args: dict[str, str]) -> list[str]:
-    """What a build with these build arguments takes without knowing its bytes (W50): a base named by its tag alone,
-    a download whose *_SHA256 is empty."""
+def unpinned(recipe: Recipe) -> list[str]:
+    """What a build of `recipe` takes without knowing its bytes (W50): a base named by its tag alone, a download whose
+    *_SHA256 is empty. The pins are those its RUN lines use, declared or not: an ARG without its default, commented
+    out or misspelt leaves the download as unchecked as an empty one, and must say so as loudly."""
+    args = recipe.args
+    used = {name for ins in recipe.of("RUN") for name in re.findall(r"\$\{?(\w+_SHA256)\b", ins.original)}
     found = [
         f"{name} is empty: that download is taken unchecked"
-        for name, v in args.items()
-        if name.endswith("_SHA256") and not v
+        for name in sorted(used | {name for name in args if name.endswith("_SHA256")})
+        if not args.get(name)
     ]
     if "@sha256:" not in args.get("BASE_IMAGE", ""):
         found.append(f"BASE_IMAGE {args.get('BASE_IMAGE')} is a tag, which a registry can move to other bytes")
@@ -192,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             raise UserError(f"BUILD_ARGS {args.build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
         given = build_args(pairing, extra)
         line = [*command(engine, args.platform, given, f"{args.image}:{tag}", EPOCH), str(ROOT)]
-        warnings = unpinned(Recipe.load(build_args=dict(a.split("=", 1) for a in given)).args)
+        warnings = unpinned(Recipe.load(build_args=dict(a.split("=", 1) for a in given)))
         if args.dry_run:
             print(shlex.join(line))
         elif engine == "docker" and subprocess.run(["docker", "info"], capture_output=True, timeout=10).returncode:
