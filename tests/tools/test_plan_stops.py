@@ -91,3 +91,18 @@ def test_every_child_of_the_planner_starts_through_plan_children():
             and node.func.attr in ("run", "Popen", "call", "check_call", "check_output")
         ]
         assert sorted(started) == sorted(asked.get(path.name, [])), f"{path.name}: start it through PlanChildren"
+
+
+def test_the_plan_s_own_temporary_files_go_in_its_folder(tmp_path):
+    """The sweep: a SIGTERM a few seconds into make lock left an empty tmpXXXXXXXX in TMPDIR (a TemporaryDirectory of
+    the plan process itself, cut between its making and its `with`). Inside a plan, the process's own temporary files
+    are made in the plan's folder, which goes whole when the plan ends."""
+    import tempfile
+
+    from tools.planner.plan_env import PlanChildren
+
+    before = tempfile.gettempdir()
+    with PlanChildren(tmp_path) as children:
+        made = Path(tempfile.mkdtemp())
+        assert made.parent == children.folder
+    assert not made.exists() and tempfile.gettempdir() == before

@@ -158,12 +158,16 @@ class PlanChildren(Children):
         if self.where is not None:
             self.where.mkdir(parents=True, exist_ok=True)
         self.folder = Path(tempfile.mkdtemp(prefix=f"{self.name}.tmp-", suffix=PARTIAL, dir=self.where))
+        # The plan's own temporary files too (a resolution's report, the lock's versions): a TemporaryDirectory a
+        # SIGTERM interrupts between its making and its `with` is left behind, but not outside this folder.
+        self.tempdir, tempfile.tempdir = tempfile.tempdir, str(self.folder)
         return self
 
     def __exit__(self, *exc) -> None:
         try:
             self.stop()  # first: a child still running would write into the folder
         finally:
+            tempfile.tempdir = self.tempdir
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def start(self, command: list[str], env: dict[str, str] | None = None, **kwargs) -> subprocess.Popen:
