@@ -48,6 +48,10 @@ def given_build_args(words: list[str]) -> dict[str, str]:
         raise UserError(
             f"--build-arg {malformed[0]!r} is not NAME=VALUE", "write it as --build-arg TORCH_VERSION=2.11.0"
         )
+    names = [w.split("=", 1)[0] for w in words]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice:  # the last would win silently, as make build and pin_downloads refuse
+        raise UserError(f"--build-arg {twice} is given twice", f"give {twice} once")
     return dict(w.split("=", 1) for w in words)
 
 
