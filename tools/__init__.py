@@ -4,8 +4,16 @@ and its verification), k8s/ (EKS). The commands over all of them stand here: doc
 is copied into the image.
 """
 
+import signal
 import sys
 from pathlib import Path
+
+# A Ctrl-C before handle_start's hook is in place (the imports below take a moment on a loaded machine) is held, and
+# raised once the hook can say it in two lines: it ended in a traceback from inside those imports.
+_held: list[int] = []
+_before = signal.getsignal(signal.SIGINT)
+if _before is signal.default_int_handler:
+    signal.signal(signal.SIGINT, lambda number, frame: _held.append(number))
 
 # The tools share image/'s slime_image; the virtualenv's .pth lists image/, a Python without it does not, and the
 # next import would then end in a traceback instead of naming the virtualenv.
@@ -21,6 +29,10 @@ check(FIX, prog="tools")
 from slime_image.errors import handle_start  # noqa: E402
 
 handle_start(FIX)
+if _before is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _before)
+    if _held:
+        raise KeyboardInterrupt
 
 # The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
 COMMANDS = (
