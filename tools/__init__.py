@@ -10,7 +10,7 @@ from pathlib import Path
 
 # A Ctrl-C before handle_start's hook is in place (the imports below take a moment on a loaded machine) is held, and
 # raised once the hook can say it in two lines: it ended in a traceback from inside those imports.
-_held: list[int] = []
+_held = []
 _before = signal.getsignal(signal.SIGINT)
 if _before is signal.default_int_handler:
     signal.signal(signal.SIGINT, lambda number, frame: _held.append(number))
