@@ -99,13 +99,6 @@ def report_outputs(args: argparse.Namespace) -> dict[str, str | None]:
     return {"--report-json": args.report_json, "--report-junit": args.report_junit}
 
 
-def check_not_read(outputs: dict[str, str | None], reads: dict[str, Path]) -> None:
-    """A command's outputs against what it reads that no option names (what -> a file or a folder: the recipe's COPY
-    sources, the locks, the pairings), refused before the work as an output over an option's input is: a report
-    written over a lock or requirements.txt said OK and left the tree broken."""
-    check_outputs(outputs, reads)
-
-
 def write_reports(
     args: argparse.Namespace, made: list[Row], tool: str, stage: str, files: dict[Path, str] | None = None
 ) -> None:

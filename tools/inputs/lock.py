@@ -24,12 +24,18 @@ SOURCE_LINE = "# built from source, not pinned here: "
 def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and its stack locks)") -> dict[Path, Lock]:
     """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
     form (lock_file.read_lock); a missing one is refused, naming them all."""
+    missing = _missing(recipe)
+    if missing:
+        raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {missing}, which does not exist", fix, code=2)
+    return {path: read_lock(path) for _, path in recipe.constraint_files}
+
+
+def _missing(recipe: Recipe) -> str:
+    """The locks the recipe's PIP_CONSTRAINT lines name that do not exist, as a list to show (empty: none); one there
+    that is no regular file is refused first (it would look missing, or be read through its link)."""
     regular_files(path for _, path in recipe.constraint_files)
     missing = [path for _, path in recipe.constraint_files if not path.is_file()]
-    if missing:
-        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
-        raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {shown}, which does not exist", fix, code=2)
-    return {path: read_lock(path) for _, path in recipe.constraint_files}
+    return ", ".join(str(path.relative_to(recipe.context)) for path in missing)
 
 
 def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
@@ -37,12 +43,10 @@ def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
     not pairings) COPYs, its stack locks then its lock, each a file in the one form: a build without one would fail
     late at its COPY, or at pip, and a default without one could not be built at all."""
     recipe = Recipe.load(dockerfile, build_args=pairing.build_arg_values)
-    regular_files(path for _, path in recipe.constraint_files)
-    missing = [path for _, path in recipe.constraint_files if not path.is_file()]
+    missing = _missing(recipe)
     if missing:
-        shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
         raise UserError(
-            f"pairing {pairing.name} has no lock ({shown} missing)",
+            f"pairing {pairing.name} has no lock ({missing} missing)",
             f"make lock PAIRING={pairing.name}, then commit the lock with the pairing",
         )
     return recipe_locks(recipe)
@@ -63,7 +67,8 @@ def regular_files(paths) -> None:
     for path in paths:
         if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
             # The link's own path, as typed (as_typed would follow it to what it points at).
-            shown = os.path.relpath(os.path.abspath(path)) if os.path.abspath(path).startswith(os.getcwd()) else path
+            whole = Path(os.path.abspath(path))
+            shown = whole.relative_to(Path.cwd()) if whole.is_relative_to(Path.cwd()) else whole
             raise UserError(
                 f"{shown} is not a regular file (a link, a folder or a device): it cannot be a lock",
                 f"remove it and restore the committed lock: git checkout -- {shown}, or make lock",
