@@ -27,6 +27,8 @@ from slime_image.errors import UserError
 HASH_OPTION = "--hash=sha256:"
 CONTINUED = " \\"
 _HEX = re.compile(r"[0-9a-f]{64}")
+# Anything but printable ASCII and a tab: str.strip and \d read Unicode spaces and digits that pip reads otherwise.
+_ODD = re.compile(r"[^\t\x20-\x7e]")
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508's name
 # PEP 440's version, in any spelling it normalizes (case, separators, a leading v), a local label after `+`.
 _VERSION = re.compile(
@@ -35,7 +37,7 @@ _VERSION = re.compile(
     r"(?:-\d+|[-_.]?(?:post|rev|r)[-_.]?\d*)?"
     r"(?:[-_.]?dev[-_.]?\d*)?"
     r"(?:\+[a-z0-9]+(?:[-_.][a-z0-9]+)*)?",
-    re.IGNORECASE,
+    re.IGNORECASE | re.ASCII,
 )
 _PIN = re.compile(rf"({_NAME.pattern})==(\S+)")
 _RESTORE = "or restore the committed lock: git checkout -- {path}"
@@ -135,6 +137,15 @@ def parse_lock(text: str, path: Path | str) -> Lock:
         raw = lines[number - 1]
         if "\r" in raw:
             raise LockError(path, number, "ends in a carriage return (CRLF)", "write the lock with LF line ends")
+        odd = _ODD.search(raw)
+        if odd:
+            raise LockError(
+                path,
+                number,
+                f"holds U+{ord(odd[0]):04X} at column {odd.start() + 1}: pip splits and strips a line by other "
+                "rules than these (a Unicode space or digit, a control character)",
+                "write the lock in printable ASCII, spaces and tabs (make lock writes it so)",
+            )
         stripped = raw.strip()
         if not stripped:
             continue
