@@ -163,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="YYYY-MM-DDTHH:MM:SSZ",
         help="resolve as the index stood then (default for --lock: now)",
     )
+    parser.not_with("--assume-empty-base", "--base-manifest")  # a manifest given is the base planned from
 
     def planned() -> int:
         args = parser.parse_args(argv)
