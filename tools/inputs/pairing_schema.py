@@ -50,9 +50,14 @@ def _strings(path: Path, where: str, value) -> list[str]:
 
 def read(path: Path) -> dict:
     """The file's TOML, or a UserError naming it: a file that does not parse is no pairing, and no list of the
-    pairings may leave it out silently."""
+    pairings may leave it out silently. Every command reads the folder here first (pairings.every), so one that is not
+    UTF-8 text is named here too, not as text of no file."""
+    data = path.read_bytes()
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise UserError(f"{path}:{line}: not UTF-8 text", "save it as UTF-8 text, or remove the file") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{path}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
 
