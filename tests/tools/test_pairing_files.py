@@ -243,4 +243,5 @@ def test_make_targets_that_list_pairings_fail_on_a_file_that_is_not_toml(tree, t
     finally:
         broken.unlink()
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert f"{broken}: not TOML: " in proc.stderr, proc.stderr
+    # Named as typed, from the folder make runs in, as every message names a file (test_paths_as_typed.py).
+    assert f": pairings/{broken.name}: not TOML: " in proc.stderr, proc.stderr
