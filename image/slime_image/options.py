@@ -12,8 +12,12 @@ twice (argparse keeps the last silently), and, once parsed, an output that is a 
 folder it reads (atomic_write.check_outputs). tests/tools/test_options.py walks every parser of the project and fails
 on a parser, an output, a number or a path option declared any other way, and runs each refusal through its command.
 
+Nothing given is ignored (issue 52): a word no (sub)command takes is refused, and so is an option given where the
+command would not read it, declared with `only_with` and `not_with` (tests/tools/test_ignored_arguments.py).
+
 A refused value is a UserError naming the option; argparse lets it through (it catches only its own errors, TypeError
-and ValueError), so each command parses its arguments inside run_command, which ends it in two lines.
+and ValueError), so each command parses its arguments inside run_command, which ends it in two lines; argparse's own
+refusals (an unknown choice, a missing argument) become UserErrors too (`Parser.error`), not its usage.
 """
 
 from __future__ import annotations
@@ -50,17 +54,72 @@ class _Once(argparse._StoreAction):
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse.ArgumentParser for every command: each option taking one value given at most once, and the outputs
-    checked against the paths the command reads once all are parsed (its subcommands' parsers are Parsers too)."""
+    """argparse.ArgumentParser for every command: each option taking one value given at most once, the outputs
+    checked against the paths the command reads once all are parsed, and nothing given left unread (its subcommands'
+    parsers are Parsers too)."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.register("action", None, _Once)
         self.register("action", "store", _Once)
         self.given: dict[str, object] = {}
+        self.seen: set[str] = set()  # the dests of what the command line gave, defaults aside
+        self.needs: list[tuple[str, tuple[str, ...], bool]] = []  # (option, others, read only with them)
+
+    def only_with(self, option: str, *others: str) -> None:
+        """`option` is read only where one of `others` is given: alone it would be ignored, so it is refused."""
+        self.needs.append((option, others, True))
+
+    def not_with(self, option: str, *others: str) -> None:
+        """`option` is not read where one of `others` is given: with it, it would be ignored, so it is refused."""
+        self.needs.append((option, others, False))
+
+    def error(self, message: str):
+        raise UserError(message, f"give what {self.prog} takes (--help lists it)", code=2)
+
+    def _get_values(self, action, arg_strings):
+        if action.option_strings or arg_strings:  # an optional positional left out is called with none
+            self.seen.add(action.dest)
+        return super()._get_values(action, arg_strings)
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            taker = self._chosen(parsed)
+            raise UserError(
+                f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
+                f"leave it out (--help lists what {taker.prog} takes)",
+                code=2,
+            )
+        return parsed
+
+    def _chosen(self, parsed) -> Parser:
+        """The parser of the subcommand `parsed` chose, else this one: the one that left the words unread."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and getattr(parsed, action.dest, None) in action.choices:
+                return action.choices[getattr(parsed, action.dest)]._chosen(parsed)
+        return self
+
+    def _check_needs(self) -> None:
+        dests = {flag: action.dest for flag, action in self._option_string_actions.items()}
+        for option, others, needed in self.needs:
+            given = [other for other in others if dests[other] in self.seen]
+            if dests[option] not in self.seen or bool(given) == needed:
+                continue
+            if needed:
+                raise UserError(
+                    f"{option} is read only with {' or '.join(others)}: without it, {option} would be ignored",
+                    f"give {others[0]} too, or leave {option} out",
+                    code=2,
+                )
+            raise UserError(
+                f"{option} is not read with {given[0]}: {option} would be ignored",
+                f"leave out {option} or {given[0]}",
+                code=2,
+            )
 
     def parse_known_args(self, args=None, namespace=None):
-        self.given = {}
+        self.given, self.seen = {}, set()
         parsed, extra = super().parse_known_args(args, namespace)
         outputs, inputs = {}, {}
         for action in self._actions:
@@ -72,6 +131,7 @@ class Parser(argparse.ArgumentParser):
                 for number, one in enumerate(values, 1):
                     inputs[action.type.option + (f" #{number}" if len(values) > 1 else "")] = one
         check_outputs(outputs, inputs)
+        self._check_needs()
         return parsed, extra
 
 

@@ -52,10 +52,20 @@ def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build wr
     return UserError(f"{path}: {why}", fix)
 
 
+def read_text(path: Path) -> str:
+    """The text of a file it reads, or a UserError naming the file: one that is not UTF-8 was refused naming none."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise unreadable(path, f"line {line}: not UTF-8 text") from None
+
+
 def read_json(path: Path, shape: type, fields: dict[str, type] | None = None):
     """The JSON document at `path`, of type `shape` (a list: of objects), each object holding `fields` as typed."""
     try:
-        document = json.loads(path.read_text())
+        document = json.loads(read_text(path))
     except ValueError as exc:
         raise unreadable(path, f"not JSON ({exc})") from None
     objects = document if shape is list else [document]
@@ -133,7 +143,7 @@ def python_components(site_packages: Path, reports: Path, versions: dict) -> tup
 
 def os_release(path: Path) -> dict[str, str]:
     found = {}
-    for line in path.read_text().splitlines() if path.is_file() else []:
+    for line in read_text(path).splitlines() if path.is_file() else []:
         key, sep, value = line.partition("=")
         if sep:
             found[key] = value.strip().strip('"')
@@ -218,7 +228,22 @@ def unique(components: list[dict]) -> list[dict]:
     return list(found.values())
 
 
+def read_versions(path: Path) -> dict:
+    """The image's versions.json as slime-record writes it: `versions`, names with text values, and `tag`, text or
+    null; anything else (a value that is a table, a list, a number; no versions at all) is refused, never dropped."""
+    recorded = read_json(path, dict)
+    given = recorded.get("versions")
+    if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
+        raise unreadable(path, "its versions are not names with text values", "run slime-record again")
+    if not isinstance(recorded.get("tag"), (str, type(None))):
+        raise unreadable(path, f"its tag {recorded['tag']!r} is not text", "run slime-record again")
+    return {**given, "tag": recorded.get("tag")}
+
+
 def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, status: Path, release: Path) -> dict:
+    # What is read quickly first: a malformed record of these was named only after every pip report was read.
+    fetched = download_components(downloads)
+    debs = deb_components(status, os_release(release))
     python, unaccounted = python_components(site_packages, reports, versions)
     if unaccounted:
         raise UserError(
@@ -226,7 +251,7 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
             f"{', '.join(unaccounted[:5])}",
             "every pip install of slime.Dockerfile passes --report and keeps it (pip_reports.py)",
         )
-    components = [*python, *deb_components(status, os_release(release)), *download_components(downloads)]
+    components = [*python, *debs, *fetched]
     components = unique(components + source_components(versions))
     body = json.dumps(components, sort_keys=True).encode()
     return {
@@ -279,11 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{args.versions} or {args.site_packages} is missing: this is no built image",
                 "run slime-sbom in the image, after slime-record",
             )
-        recorded = read_json(args.versions, dict)
-        given = recorded.get("versions", {})
-        if not isinstance(given, dict) or not all(isinstance(v, str) for v in given.values()):
-            raise unreadable(args.versions, "its versions are not names with text values", "run slime-record again")
-        versions = {**given, "tag": recorded.get("tag") if isinstance(recorded.get("tag"), str) else None}
+        versions = read_versions(args.versions)
         reads = (args.pip_reports, args.downloads, args.dpkg_status, args.os_release)
         document = sbom(args.site_packages, *reads[:2], versions, *reads[2:])
         write_output(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")

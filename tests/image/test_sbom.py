@@ -128,6 +128,12 @@ MALFORMED = {
     "versions not JSON": ("versions.json", "{not json"),
     "versions a list": ("versions.json", "[]"),
     "versions not text": ("versions.json", '{"versions": {"SLIME_COMMIT": 1}}'),
+    # A value that is a table or a list, no versions at all, a tag that is no text: each was taken (issue 52).
+    "versions nested": ("versions.json", '{"versions": {"SLIME_COMMIT": {"commit": "a"}}, "tag": "t"}'),
+    "versions a list of values": ("versions.json", '{"versions": {"SLIME_COMMIT": ["a"]}, "tag": "t"}'),
+    "versions absent": ("versions.json", '{"tag": "t"}'),
+    "versions tag nested": ("versions.json", '{"versions": {"SLIME_COMMIT": "a"}, "tag": {"name": "t"}}'),
+    "versions not UTF-8": ("versions.json", b'{"versions": {"SLIME_COMMIT": "\xff"}}'),
     "METADATA without Name": ("site-packages/a-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nVersion: 1.0\n"),
     "METADATA without Version": ("site-packages/a-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: a\n"),
     "pip report not JSON": ("pip-reports/00-a.json", "[{"),
@@ -153,6 +159,7 @@ MALFORMED = {
     "download records one ref": ("downloads/y.json", json.dumps({"file": "x", "sha256": "d" * 64, "pinned": False})),
     "dpkg status without Version": ("status", "Package: libc6\nStatus: install ok installed\n"),
     "os-release not UTF-8": ("os-release", b"ID=\xff\n"),
+    "download record not UTF-8": ("downloads/x.json", b'{"file": "\xff"}'),
 }
 
 
@@ -171,8 +178,28 @@ def test_every_file_it_reads_written_wrong_is_named_in_two_lines(tmp_path, capsy
     assert sbom.main([*argv, "--out", str(out)]) == 2
     lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 2 and lines[0].startswith("slime-sbom: ") and lines[1].startswith("fix: "), lines
-    assert str(tmp_path / name) in lines[0] or "not UTF-8" in lines[0] or "bom-ref" in lines[0], lines
+    assert str(tmp_path / name) in lines[0] or "bom-ref" in lines[0], lines
     assert not out.exists()
+
+
+# The inputs read at once, before the pip reports and the site-packages, which an image holds hundreds of.
+QUICK = ("versions.json", "downloads/", "status", "os-release")
+
+
+@pytest.mark.parametrize(
+    "case", [c for c, (name, _) in MALFORMED.items() if name.startswith(QUICK) and c != "download records one ref"]
+)
+def test_every_quick_input_is_refused_before_the_pip_reports_are_read(tmp_path, capsys, case):
+    """A malformed download record was named only once every pip report had been read: here a broken pip report
+    stands beside it, and the quick input's refusal comes first."""
+    given = inputs(tmp_path)
+    (tmp_path / "pip-reports" / "00-a.json").write_text("[{")
+    name, text = MALFORMED[case]
+    (tmp_path / name).write_bytes(text if isinstance(text, bytes) else text.encode())
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"slime-sbom: {tmp_path / name}: "), lines
 
 
 def test_the_same_component_recorded_twice_is_one(tmp_path):

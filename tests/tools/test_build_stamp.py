@@ -52,8 +52,6 @@ def test_a_value_the_pairing_declares_is_refused_as_a_pairing(arg):
         ("PAIRING=v0.3.0", "the pairing is chosen with its whole set of values", "make build PAIRING=<name>"),
         ("IMAGE_INPUTS=0123456789abcdef", "IMAGE_INPUTS is the stamp", "leave IMAGE_INPUTS out"),
         ("NOTANARG=1", "slime.Dockerfile declares no ARG NOTANARG", "pass only the ARGs slime.Dockerfile declares"),
-        ("PIP_INDEX_URL", "'PIP_INDEX_URL' is not NAME=VALUE", "NAME=VALUE"),
-        ("SLIME_REPO_URL=/a SLIME_REPO_URL=/b", "SLIME_REPO_URL is given twice", "give SLIME_REPO_URL once"),
         ("IMAGE_SOURCE='https://x", "No closing quotation", "close each quote"),
     ],
 )

@@ -188,11 +188,11 @@ def test_a_number_cannot_be_declared_without_an_upper_bound():
         Number("--timeout", float, above=0, high=float("inf"))
 
 
-def typed_options() -> list[tuple[str, str, argparse.Action]]:
+def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
     return [
-        (module, flag, action)
+        (module, words, flag, action)
         for module in command_modules()
-        for parser in parsers(module)
+        for parser, words in commands(module)
         for flag, action in valued(parser)
         if isinstance(action.type, (Output, Number, InputPath)) and action.option_strings
     ]
@@ -208,13 +208,13 @@ BAD = {
 }
 
 
-@pytest.mark.parametrize("module, flag, action", typed_options(), ids=lambda x: x if isinstance(x, str) else "")
-def test_every_command_refuses_a_bad_value_in_two_lines(module, flag, action, tmp_path, capsys):
+@pytest.mark.parametrize("module, words, flag, action", typed_options(), ids=lambda x: x if isinstance(x, str) else "")
+def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, action, tmp_path, capsys):
     """In the command itself, not only in its type: the value is parsed where run_command turns the refusal into two
     lines and an exit code, never a traceback; before any work, and nothing is written."""
     for bad in BAD[type(action.type)]:
         bad = bad.format(tmp=tmp_path)
-        code = importlib.import_module(module).main([action.option_strings[-1], bad])
+        code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
         said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "

@@ -150,12 +150,23 @@ def test_every_command_that_reads_pairings_is_enumerated():
     assert set(READS) | set(READ_NONE) == commands_reaching_pairings()
 
 
+# A pairing file no command can read, and what every command says of it after its path.
+UNREADABLE = {
+    "not TOML": (b"[args\nSLIME_REF = 1\n", ": not TOML: "),
+    "not UTF-8": (b'[args]\nSLIME_REF = "v0.2.9"\n\xff\xfe\x00binary\n', ":3: not UTF-8 text"),
+}
+
+
+@pytest.mark.parametrize("unreadable", UNREADABLE)
 @pytest.mark.parametrize("module, argv", [(m, a) for m, argvs in READS.items() for a in argvs])
 def test_a_pairing_file_that_is_not_toml_stops_every_command_that_reads_pairings(
-    tmp_path, monkeypatch, capsys, module, argv
+    tmp_path, monkeypatch, capsys, module, argv, unreadable
 ):
+    """A binary file (not UTF-8) stopped each with `cannot read text that is not UTF-8`, naming no file."""
+    text, said = UNREADABLE[unreadable]
     (tmp_path / "pairings").mkdir()
-    folder = folder_with(tmp_path / "pairings", "v0.2.9", "[args\nSLIME_REF = 1\n")
+    folder = folder_with(tmp_path / "pairings", "v0.2.9", "")
+    (folder / "v0.2.9.toml").write_bytes(text)
     monkeypatch.setattr(pairings, "FOLDER", folder)
     monkeypatch.chdir(ROOT)
     for name, value in USER.items():
@@ -165,7 +176,7 @@ def test_a_pairing_file_that_is_not_toml_stops_every_command_that_reads_pairings
     main = __import__(module, fromlist=["main"]).main
     assert main(argv) != 0
     lines = capsys.readouterr().err.strip().splitlines()
-    assert f"{folder / 'v0.2.9.toml'}: not TOML: " in lines[-2] and lines[-1].startswith("fix: "), lines
+    assert f"{folder / 'v0.2.9.toml'}{said}" in lines[-2] and lines[-1].startswith("fix: "), lines
 
 
 UNLOCKED = V030.replace('SLIME_REF = "v0.3.0"', 'SLIME_REF = "v0.4.0"')
@@ -232,4 +243,5 @@ def test_make_targets_that_list_pairings_fail_on_a_file_that_is_not_toml(tree, t
     finally:
         broken.unlink()
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert f"{broken}: not TOML: " in proc.stderr, proc.stderr
+    # Named as typed, from the folder make runs in, as every message names a file (test_paths_as_typed.py).
+    assert f": pairings/{broken.name}: not TOML: " in proc.stderr, proc.stderr

@@ -3,11 +3,7 @@ trouble is named as lock trouble, with `make lock` as the fix only where it is o
 folder is named. Each ended otherwise before: plan: OK with nothing planned, "Cannot install ray", 283 "NOT LOCKED"
 lines, "fix: make lock"."""
 
-import subprocess
-import sys
-
 import pytest
-from conftest import ROOT
 from test_host_bad_input import assert_refused, tool
 
 from tools.inputs import pairings
@@ -73,23 +69,3 @@ def test_a_megatron_commit_no_pairing_records_is_named_with_where_its_metadata_g
         f"no pairing records what /opt/Megatron-LM declares at MEGATRON_COMMIT={commit}",
         "into the [megatron] table of the pairing that pins it (pairings/<name>.toml)",
     )
-
-
-@pytest.mark.parametrize(
-    "module, argv",
-    [
-        ("tools.planner.plan", ["--build-arg", "PIP_INDEX_URL=x", "--build-arg", "PIP_INDEX_URL=y"]),
-        (
-            "tools.release.build",
-            ["--dry-run", "--engine", "buildah", "--build-args", "PIP_INDEX_URL=x PIP_INDEX_URL=y"],
-        ),
-        ("tools.release.pin_downloads", ["--build-arg", "EFA_INSTALLER_URL=a", "--build-arg", "EFA_INSTALLER_URL=b"]),
-    ],
-)
-def test_a_build_argument_given_twice_is_refused_by_every_command_taking_them(module, argv):
-    """The sweep: the plan let the last of a repeated --build-arg win silently, where make build and pin_downloads
-    refused it."""
-    run = subprocess.run([sys.executable, "-m", module, *argv], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    said = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(said) == 2 and "is given twice" in said[0], run.stderr
-    assert said[1].startswith("fix: give ") and "Traceback" not in run.stderr

@@ -101,7 +101,7 @@ def in_recipe(recipe) -> list[tuple[str, str]]:
     for name, value in recipe.args.items():
         why = problem(name, value)
         if why:
-            where = "a build argument" if name in given else f"{as_typed(recipe.path)}:{pins[name].line}"
+            where = "a build argument" if name in given else f"{recipe.shown}:{pins[name].line}"
             found.append((f"{where}: {why}", fix(name)))
     return found + [(why, NOTE_FIX) for why in unnoted(recipe.path, pins, _set_by_pairings(recipe))]
 
@@ -156,9 +156,7 @@ def in_dockerfile(recipe) -> dict[str, Pin]:
             if not (sep and is_pin(name)):
                 continue
             if len(ins.value) > 1 or lines[ins.line - 1].rstrip().endswith("\\"):
-                raise UserError(
-                    f"{as_typed(recipe.path)}:{ins.line}: ARG {name} is not set on a line of its own", ALONE_FIX
-                )
+                raise UserError(f"{recipe.shown}:{ins.line}: ARG {name} is not set on a line of its own", ALONE_FIX)
             found[name] = Pin(name, value.strip('"'), ins.line, _source(lines, ins.line, name))
     return found
 

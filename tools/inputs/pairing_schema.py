@@ -50,75 +50,81 @@ def _strings(path: Path, where: str, value) -> list[str]:
 
 def read(path: Path) -> dict:
     """The file's TOML, or a UserError naming it: a file that does not parse is no pairing, and no list of the
-    pairings may leave it out silently."""
+    pairings may leave it out silently. Every command reads the folder here first (pairings.every), so one that is not
+    UTF-8 text is named here too, not as text of no file."""
+    shown, data = as_typed(path), path.read_bytes()
     try:
-        return tomllib.loads(path.read_text())
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise UserError(f"{shown}:{line}: not UTF-8 text", "save it as UTF-8 text, or remove the file") from None
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{path}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
+        raise UserError(f"{shown}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
 
 
 def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
     """`data` with every table and key known and typed, [args] limited to `declared` less `arg` (the pairing's own
     name); a UserError naming the first that is not."""
+    shown = as_typed(path)  # as its user typed it, as every message names a file
     for key in data:
         if key not in TOP:
             raise UserError(
-                f"{path}: unknown {'table [' + key + ']' if isinstance(data[key], dict) else 'key ' + key}"
+                f"{shown}: unknown {'table [' + key + ']' if isinstance(data[key], dict) else 'key ' + key}"
                 f"{_close(key, TOP)}",
                 "a pairing holds draft = [...], [args], [megatron], [upstream] and [known_test_failures], nothing else",
             )
     if "draft" in data:
-        _strings(path, "key draft", data["draft"])
+        _strings(shown, "key draft", data["draft"])
     args = data.get("args")
     if not isinstance(args, dict) or not args:
-        raise UserError(f"{path}: no [args] table", "give the pairing its build arguments under [args]")
+        raise UserError(f"{shown}: no [args] table", "give the pairing its build arguments under [args]")
     allowed = declared - {arg}
     for name, value in args.items():
         if name not in allowed:
             why = "is the file's name" if name == arg else "is no ARG slime.Dockerfile declares"
             raise UserError(
-                f"{path}: [args] {name} {why}{_close(name, allowed)}",
+                f"{shown}: [args] {name} {why}{_close(name, allowed)}",
                 "set only the build arguments slime.Dockerfile declares (an ARG there first, then here)",
             )
         if not isinstance(value, str):
-            raise UserError(f"{path}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
     # Each pin by its form, then its note, read as every command reads a pairing's pins (download_pins.in_pairing).
     pins = download_pins.in_pairing(path, path.read_text())
     for pin in pins.values():
         found = download_pins.problem(pin.name, pin.value)
         if found:
-            raise UserError(f"{as_typed(path)}:{pin.line}: [args] {found}", download_pins.fix(pin.name))
+            raise UserError(f"{shown}:{pin.line}: [args] {found}", download_pins.fix(pin.name))
     download_pins.check_noted(path, pins)
     for table, keys in TABLES.items():
         held = data.get(table, {})
         if not isinstance(held, dict):
-            raise UserError(f"{path}: {table} is not a table", f"write it as [{table}] with its keys under it")
+            raise UserError(f"{shown}: {table} is not a table", f"write it as [{table}] with its keys under it")
         for key, value in held.items():
             if key not in keys:
                 raise UserError(
-                    f"{path}: unknown key {key} in [{table}]{_close(key, keys)}",
+                    f"{shown}: unknown key {key} in [{table}]{_close(key, keys)}",
                     f"[{table}] holds {', '.join(keys)}, nothing else",
                 )
             if keys[key] is list:
-                _strings(path, f"[{table}] {key}", value)
+                _strings(shown, f"[{table}] {key}", value)
             elif not isinstance(value, str):
-                raise UserError(f"{path}: [{table}] {key} is not a string", f'quote it: {key} = "{value}"')
+                raise UserError(f"{shown}: [{table}] {key} is not a string", f'quote it: {key} = "{value}"')
         if table == "megatron" and held and set(held) != set(keys):
             raise UserError(
-                f"{path}: [megatron] lacks {', '.join(set(keys) - set(held))}", "give name, version and requires"
+                f"{shown}: [megatron] lacks {', '.join(set(keys) - set(held))}", "give name, version and requires"
             )
-    _known_failures(path, data.get("known_test_failures", {}))
+    _known_failures(shown, data.get("known_test_failures", {}))
     return data
 
 
-def _known_failures(path: Path, known) -> None:
+def _known_failures(shown: Path, known) -> None:
     fix = '"tests/FILE.py::TEST_NAME" = "why it fails, reviewed, and why it is upstream\'s own"'
     if not isinstance(known, dict):
-        raise UserError(f"{path}: [known_test_failures] must map test ids to reasons", fix)
+        raise UserError(f"{shown}: [known_test_failures] must map test ids to reasons", fix)
     for test, why in known.items():
         if not TEST_ID.fullmatch(test):
             raise UserError(
-                f"{path}: [known_test_failures] must map test ids to reasons: {test!r} is no tests/PATH.py::NAME", fix
+                f"{shown}: [known_test_failures] must map test ids to reasons: {test!r} is no tests/PATH.py::NAME", fix
             )
         if not isinstance(why, str) or not why.strip():
-            raise UserError(f"{path}: [known_test_failures] must map test ids to reasons: {test} has none", fix)
+            raise UserError(f"{shown}: [known_test_failures] must map test ids to reasons: {test} has none", fix)

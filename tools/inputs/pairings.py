@@ -348,15 +348,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.inputs.pairings", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=["list", "args", "lock", "check", "draft", "series"])
-    parser.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
-    add_path(parser, "--slime-tree", help="draft, series: a slime checkout at a release tag")
-    add_output(parser, "--out", stdout=False, help="draft: where to write it (default pairings/<tag>.toml)")
+    # Each command takes what it reads, and only that: `check v0.3.0` or `lock --out F` was taken and ignored.
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the pairings, the default marked")
+    sub.add_parser("check", help="the Dockerfile's ARG defaults are the default pairing's")
+    for command, what in (("args", "its build arguments"), ("lock", "its lock file")):
+        named = sub.add_parser(command, help=f"a pairing's {what}")
+        named.add_argument("name", nargs="?", default=DEFAULT, help="a pairing (default: the Dockerfile's)")
+    draft = sub.add_parser("draft", help="a draft pairing from a slime checkout at a release tag")
+    series = sub.add_parser("series", help="the patch series of a slime checkout, as SLIME_PATCHES declares it")
+    for each in (draft, series):
+        add_path(each, "--slime-tree", required=True, help="a slime checkout at a release tag")
+    add_output(draft, "--out", stdout=False, help="where to write it (default pairings/<tag>.toml)")
 
     def run() -> int:
         args = parser.parse_args(argv)
-        if args.command in ("draft", "series") and args.slime_tree is None:
-            parser.error(f"{args.command} needs --slime-tree DIR")
         if args.command == "list":
             chosen = default().name
             for name in names():

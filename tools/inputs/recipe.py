@@ -15,6 +15,7 @@ from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import UserError, interrupts_held
+from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
 
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
@@ -93,23 +94,24 @@ def requirement_lines(path: Path) -> list[Requirement | str]:
 
 
 def _parse(path: Path) -> tuple[Instruction, ...]:
+    shown = as_typed(path)  # as its user typed it, as every message names the Dockerfile (Recipe.shown)
     if not path.is_file():
-        raise UserError(f"no Dockerfile at {path}", "pass the path of an existing Dockerfile")
+        raise UserError(f"no Dockerfile at {shown}", "pass the path of an existing Dockerfile")
     try:
         path.read_bytes().decode()
     except UnicodeDecodeError as exc:
-        raise UserError(f"{path} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
+        raise UserError(f"{shown} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
     try:
         with interrupts_held():
             commands = dockerfile.parse_file(str(path))
     except dockerfile.GoIOError as exc:
-        raise UserError(f"cannot read {path}: {exc}", "pass the path of a readable Dockerfile") from None
+        raise UserError(f"cannot read {shown}: {exc}", "pass the path of a readable Dockerfile") from None
     except dockerfile.GoParseError as exc:
-        raise UserError(f"{path}: not a valid Dockerfile: {exc}", "fix the syntax the parser names") from None
+        raise UserError(f"{shown}: not a valid Dockerfile: {exc}", "fix the syntax the parser names") from None
     for c in commands:
         if c.cmd.upper() == "RUN" and c.heredocs:
             raise UserError(
-                f"{path}:{c.start_line}: RUN <<{c.heredocs[0].name} (a heredoc) is not simulated: the plan would skip "
+                f"{shown}:{c.start_line}: RUN <<{c.heredocs[0].name} (a heredoc) is not simulated: the plan would skip "
                 "whatever it installs",
                 "write its commands on the RUN line itself, joined with && (as slime.Dockerfile does)",
             )
@@ -119,11 +121,11 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
     for ins in instructions:
         if ins.cmd not in INSTRUCTIONS:
             raise UserError(
-                f"{path}:{ins.line}: unknown instruction {ins.original.split()[0]!r}; Docker would stop here",
+                f"{shown}:{ins.line}: unknown instruction {ins.original.split()[0]!r}; Docker would stop here",
                 f"spell it as one of {', '.join(sorted(INSTRUCTIONS))}",
             )
         if ins.cmd == "FROM" and not ins.value:
-            raise UserError(f"{path}:{ins.line}: FROM names no image", "write FROM <image> [AS <name>]")
+            raise UserError(f"{shown}:{ins.line}: FROM names no image", "write FROM <image> [AS <name>]")
     return instructions
 
 
@@ -155,12 +157,18 @@ class Recipe:
             undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:
                 raise UserError(
-                    f"{path}: no ARG {', '.join(undeclared)}: a build argument the Dockerfile does not declare reaches "
-                    "no step",
+                    f"{recipe.shown}: no ARG {', '.join(undeclared)}: a build argument the Dockerfile does not declare "
+                    "reaches no step",
                     f"pass one of the ARGs {path.name} declares",
                 )
             recipe = cls(recipe.path, recipe.context, recipe.instructions, target, tuple(sorted(build_args.items())))
         return recipe
+
+    @property
+    def shown(self) -> Path:
+        """The Dockerfile's path as its user typed it (relative where it lies in the current folder): every message
+        names it so, whether it was given or the default (an absolute path)."""
+        return as_typed(self.path)
 
     @cached_property
     def stages(self) -> list[Stage]:
@@ -181,7 +189,7 @@ class Recipe:
                 last = stages[-1]
                 stages[-1] = Stage(last.index, last.base, last.alias, (*last.instructions, ins))
         if not stages:
-            raise UserError(f"{self.path}: no FROM instruction", "start the Dockerfile with FROM <image>")
+            raise UserError(f"{self.shown}: no FROM instruction", "start the Dockerfile with FROM <image>")
         return stages
 
     @cached_property
@@ -190,7 +198,7 @@ class Recipe:
         by_alias = {s.alias: s for s in self.stages if s.alias}
         if self.target is not None and self.target not in by_alias:
             raise UserError(
-                f"{self.path}: no stage named {self.target!r}",
+                f"{self.shown}: no stage named {self.target!r}",
                 f"name one of: {', '.join(by_alias)}"
                 if by_alias
                 else "leave --target out: this Dockerfile names no stage (FROM <image> AS <name>); the last is built",
@@ -208,7 +216,7 @@ class Recipe:
         if unset:
             name = unset.group(1) or unset.group(2)
             raise UserError(
-                f"{self.path}:{first.instructions[0].line}: FROM {first.base}: ARG {name} has no default before FROM",
+                f"{self.shown}:{first.instructions[0].line}: FROM {first.base}: ARG {name} has no default before FROM",
                 f"give it one (ARG {name}=<image>) above the FROM; a build without it needs --build-arg {name}=...",
             )
         return first.base
@@ -254,7 +262,7 @@ class Recipe:
         if twice:
             name, lines = next(iter(twice.items()))
             raise UserError(
-                f"{self.path}:{lines[1]}: ARG {name} is given a default twice (first at line {lines[0]})",
+                f"{self.shown}:{lines[1]}: ARG {name} is given a default twice (first at line {lines[0]})",
                 f"declare each version once, at the top of {self.path.name}",
             )
         return {name: self.args[name] for name in self.version_names}
@@ -319,7 +327,7 @@ class Recipe:
         found = self.copies.get(image_path)
         if found is None or not found.is_file():
             raise UserError(
-                f"{self.path}:{line}: {image_path} is not COPY'd from a file in the build context",
+                f"{self.shown}:{line}: {image_path} is not COPY'd from a file in the build context",
                 fix or "COPY the requirements or constraints file into the image before the pip step that reads it",
             )
         return found

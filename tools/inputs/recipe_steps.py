@@ -238,7 +238,7 @@ def _run(recipe, scope: _Scope, ins, steps, unsimulated) -> None:
             found = run_shell.installs(script, env, scope.cwd, scope.own_bins)
         except ValueError as exc:
             raise UserError(
-                f"{recipe.path}:{ins.line}: cannot split the RUN's shell words: {exc}", "check its quoting"
+                f"{recipe.shown}:{ins.line}: cannot split the RUN's shell words: {exc}", "check its quoting"
             ) from None
         via = (*scope.via, "RUN")
         if found and posixpath.basename(scope.shell[0]) not in run_shell.SHELLS:

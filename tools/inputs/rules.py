@@ -472,7 +472,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
     existing_locks(every_lock(recipe))
     # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.
     found = {
-        name: [re.sub(r"^line (\d+): ", rf"{dockerfile}:\1: ", problem) for problem in problems]
+        name: [re.sub(r"^line (\d+): ", rf"{recipe.shown}:\1: ", problem) for problem in problems]
         for name, problems in violations(recipe).items()
     }
     for name, problems in found.items():

@@ -115,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         "with the tree's",
     )
     parser.add_argument("--allow-other-image", action="store_true", help="submit even when the fingerprints differ")
+    parser.only_with("--allow-other-image", "--image-versions")  # no fingerprints are compared without it
     add_number(
         parser,
         "--num-nodes",

@@ -265,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     add_output(output, "--out", help="the file to write (default, or -: stdout)")
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
     guard_report.add_options(parser)
+    parser.not_with("--only", "--get")  # --get prints a setting, and renders no template
 
     def rendered() -> int:
         args = parser.parse_args(argv)

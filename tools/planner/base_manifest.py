@@ -135,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
     )
     add_output(parser, "--out", stdout=False, help="default: base-manifests/<image>.json, where the planner looks")
+    parser.only_with("--constraint", "--inspect")  # the manifest's constraint, read with what pip inspected
+    parser.only_with("--platform", "--registry-manifest")  # the platform whose published layers are weighed
 
     def write() -> int:
         args = parser.parse_args(argv)
@@ -142,7 +144,13 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.out) if args.out else manifest_for(args.image)
         check_writable("--out", out)
         if args.inspect:
-            constraint = args.constraint.read_text() if args.constraint and args.constraint.is_file() else ""
+            if args.constraint and not args.constraint.is_file():  # a mistyped path was read as no constraint
+                raise UserError(
+                    f"--constraint {args.constraint} is not a file: the constraint would be ignored",
+                    "pass --constraint the file `cat /etc/pip/constraint.txt` printed in the image, or leave it out",
+                    code=2,
+                )
+            constraint = args.constraint.read_text() if args.constraint else ""
             data = manifest(args.image, read_inspect(args.inspect), constraint)
         elif args.registry_manifest and out.is_file():
             data, _ = load_manifest(out)  # the planner's reading of it: a broken one is refused the same way

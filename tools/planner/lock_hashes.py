@@ -16,9 +16,7 @@ lists for that version; and the lock and its stack locks are written all or none
 
 from __future__ import annotations
 
-import json
 import sys
-import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +30,7 @@ from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
 from tools.inputs.lock import CUTOFF_LINE, lock_cutoff, regular_files, unlisted
-from tools.planner import index_http
-from tools.planner.plan_index import JSON_PAGE, SDIST_SUFFIXES, WORKERS, Pin
+from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
 from tools.planner.plan_replay import check_cutoff, index_url
 
 PYTHON = (3, 12)
@@ -81,19 +78,7 @@ class Listing:
 
 def version_listings(name: str, versions: set[str], cutoff: str, upstream: str) -> dict[str, Listing]:
     """version -> its Listing, for each of `versions` of `name`, from the index's one page of `name`."""
-    url = urllib.parse.urljoin(upstream, f"{canonicalize_name(name)}/")
-    try:
-        answer = index_http.get(url, {"Accept": JSON_PAGE})
-    except index_http.Unreachable as exc:
-        raise UserError(
-            f"the package index did not answer for {name}: {exc}", "check the network and PIP_INDEX_URL"
-        ) from None
-    if answer.status != 200 or not answer.content_type.startswith(JSON_PAGE):
-        raise UserError(
-            f"{url} gave no PEP 691 JSON page (HTTP {answer.status}, {answer.content_type or 'no type'})",
-            "hash the lock against an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)",
-        )
-    files = json.loads(answer.body).get("files", [])
+    files = project_files(upstream, name, "read to hash the lock's pins")
     found = {}
     for version in versions:
         pin = Pin(version)
@@ -109,7 +94,8 @@ def version_listings(name: str, versions: set[str], cutoff: str, upstream: str) 
         if not allowed:
             raise UserError(
                 f"the index lists no file of {name}=={version} the image can install, with a sha256, before {cutoff}",
-                f"check that {url} lists {name} {version}; a version that is gone needs make lock",
+                f"check that {upstream}{canonicalize_name(name)}/ lists {name} {version}; a version that is gone needs "
+                "make lock",
             )
         found[version] = Listing(tuple(sorted(allowed)), frozenset(every))
     return found

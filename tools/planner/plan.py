@@ -32,7 +32,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
 
 from tools import guard_report
-from tools.inputs import download_pins, pairings
+from tools.inputs import build_arguments, download_pins, pairings
 from tools.inputs.lock import existing_locks, regular_files
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
@@ -40,20 +40,6 @@ from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import lock_texts, locked_plan, stack_paths, write_locks
 from tools.planner.plan_replay import cache_folder, check_cutoff, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
-
-
-def given_build_args(words: list[str]) -> dict[str, str]:
-    """--build-arg NAME=VALUE words as the build takes them."""
-    malformed = [w for w in words if not w.partition("=")[0] or "=" not in w]
-    if malformed:
-        raise UserError(
-            f"--build-arg {malformed[0]!r} is not NAME=VALUE", "write it as --build-arg TORCH_VERSION=2.11.0"
-        )
-    names = [w.split("=", 1)[0] for w in words]
-    twice = next((name for name in names if names.count(name) > 1), None)
-    if twice:  # the last would win silently, as make build and pin_downloads refuse
-        raise UserError(f"--build-arg {twice} is given twice", f"give {twice} once")
-    return dict(w.split("=", 1) for w in words)
 
 
 def check_cache(cache: Path) -> None:
@@ -69,6 +55,7 @@ def check_cache(cache: Path) -> None:
 
 
 def run(args, arch: str) -> int:
+    given = build_arguments.parsed(args.build_arg)
     outputs = {"--json": args.json, **guard_report.report_outputs(args), "--lock": args.lock}
     # What goes to stdout is alone there: with the plan's JSON or a report sent there, the plan's text goes to stderr.
     on_stdout = any(path is not None and str(path) == "-" for path in outputs.values())
@@ -81,7 +68,7 @@ def run(args, arch: str) -> int:
     if args.lock is not None and not cutoff:
         cutoff = time.strftime("%Y-%m-%dT%H:%M:00Z", time.gmtime())
     pairing = pairings.load(args.pairing) if args.pairing else None
-    build_args = {**(pairing.build_arg_values if pairing else {}), **given_build_args(args.build_arg)}
+    build_args = {**(pairing.build_arg_values if pairing else {}), **given}
     recipe = Recipe.load(args.dockerfile, args.context, args.target, build_args or None)
     download_pins.check_recipe(recipe)  # a malformed pin would fail the build at its download, after the whole plan
     # make lock's --lock replaces the lock it reads on purpose, whole or not at all; no other output may be a file the
@@ -163,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         metavar="YYYY-MM-DDTHH:MM:SSZ",
         help="resolve as the index stood then (default for --lock: now)",
     )
+    parser.not_with("--assume-empty-base", "--base-manifest")  # a manifest given is the base planned from
 
     def planned() -> int:
         args = parser.parse_args(argv)

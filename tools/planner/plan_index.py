@@ -36,6 +36,7 @@ from pathlib import Path
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
+from slime_image.errors import UserError
 
 from tools.planner import index_http
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
@@ -44,6 +45,36 @@ JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar")
 WORKERS = 16
 _LEAD = re.compile(r"\s*v?(?:(\d+)!)?(\d+)", re.IGNORECASE)  # PEP 440's epoch and first release number
+
+
+def project_files(index: str, name: str, why: str, code: int | None = None) -> list[dict]:
+    """The files the index's PEP 691 page of `name` lists, for the commands that read it themselves (lock_hashes,
+    plan_symbols); `why` says what they read it for. A project the index does not know is named so, not as a page in
+    the wrong form, and so is an index that does not answer, or answers with no PEP 691 JSON."""
+    url = urllib.parse.urljoin(index.rstrip("/") + "/", f"{canonicalize_name(name)}/")
+    try:
+        answer = index_http.get(url, {"Accept": JSON_PAGE})
+    except index_http.Unreachable as exc:
+        raise UserError(
+            f"the package index did not answer for {name} ({why}): {exc}", "check the network and PIP_INDEX_URL", code
+        ) from None
+    if answer.status in (404, 410):
+        raise UserError(
+            f"the package index knows no project {name} ({why}): {url} answered HTTP {answer.status}",
+            f"spell {name} as the index does, or set PIP_INDEX_URL to an index that serves it",
+            code,
+        )
+    try:
+        page = json.loads(answer.body) if answer.content_type.startswith(JSON_PAGE) else None
+    except ValueError:
+        page = None
+    if answer.status != 200 or not isinstance(page, dict) or not isinstance(page.get("files", []), list):
+        raise UserError(
+            f"{url} gave no PEP 691 JSON page (HTTP {answer.status}, {answer.content_type or 'no type'}) for {why}",
+            "set PIP_INDEX_URL to an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)",
+            code,
+        )
+    return page.get("files", [])
 
 
 def file_version(filename: str) -> str | None:

@@ -91,7 +91,7 @@ def local_tree(recipe: Recipe, path: str, step: PipStep) -> LocalTree:
     declared = pairings.megatron_metadata(ref)
     if declared is None:
         raise UserError(
-            f"{recipe.path}:{step.line}: no pairing records what {path} declares at {ref_arg}={ref}",
+            f"{recipe.shown}:{step.line}: no pairing records what {path} declares at {ref_arg}={ref}",
             "read name, version and requires from that checkout's pyproject into the [megatron] table of the "
             "pairing that pins it (pairings/<name>.toml)",
             code=2,

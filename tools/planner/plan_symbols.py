@@ -51,7 +51,7 @@ from slime_image.smoke import elf_symbols
 from tools.planner import index_http, platforms
 from tools.planner.lock_hashes import PYTHON, image_platforms
 from tools.planner.plan_env import cached_json
-from tools.planner.plan_index import JSON_PAGE
+from tools.planner.plan_index import project_files
 from tools.planner.plan_replay import cache_folder, check_cutoff, index_url
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile
 
@@ -184,22 +184,8 @@ class Index:
         name = canonicalize_name(name)
         if name not in self.pages:
             page = urllib.parse.urljoin(self.url, f"{name}/")
-            try:
-                answer = index_http.get(page, {"Accept": JSON_PAGE})
-            except index_http.Unreachable as exc:
-                raise UserError(
-                    f"the package index did not answer for {name} (W33's check reads its wheels): {exc}",
-                    "check the network and PIP_INDEX_URL, then plan again",
-                    code=2,
-                ) from None
-            if answer.status != 200 or not answer.content_type.startswith(JSON_PAGE):
-                raise UserError(
-                    f"{page} gave no PEP 691 JSON page (HTTP {answer.status}) for W33's check of {name}'s wheels",
-                    "plan against an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)",
-                    code=2,
-                )
             best: dict[Version, tuple[int, str]] = {}
-            for entry in json.loads(answer.body).get("files", []):
+            for entry in project_files(self.url, name, "read for W33's check of its wheels", code=2):
                 uploaded = entry.get("upload-time", "")
                 if entry.get("yanked") or (self.cutoff and uploaded and uploaded > self.cutoff):
                     continue

@@ -25,7 +25,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 from slime_image.record import image_tag
 
-from tools.inputs import download_pins, fingerprint, lock, pairings
+from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import platforms
 from tools.release import image_ref
@@ -62,16 +62,8 @@ def overridable(name: str) -> bool:
 def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     """NAME -> value of the extra build arguments, each refused with its cause and fix unless `overridable`."""
     declared = Recipe.load().declared
-    given: dict[str, str] = {}
-    for arg in extra:
-        name, sep, value = arg.partition("=")
-        if not sep or not name:
-            raise UserError(
-                f"build argument {arg!r} is not NAME=VALUE",
-                "give each as NAME=VALUE, a value with spaces quoted: BUILD_ARGS=\"NAME='a b'\"",
-            )
-        if name in given:
-            raise UserError(f"build argument {name} is given twice", f"give {name} once")
+    given = build_arguments.parsed(extra)
+    for name, value in given.items():
         download_pins.check({name: value}, "build argument")
         if name not in declared:
             raise UserError(
@@ -100,7 +92,6 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
             )
         if name == "BASE_IMAGE":
             image_ref.check_base(value, Recipe.load(build_args=pairing.build_arg_values).args[name])
-        given[name] = value
     return given
 
 

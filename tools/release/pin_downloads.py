@@ -36,7 +36,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
-from tools.inputs import download_pins, pairings
+from tools.inputs import build_arguments, download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, Recipe
 
 ARCH = "x86_64"  # the image's platform, linux/amd64
@@ -174,19 +174,15 @@ def pin(
 def given_urls(words: list[str]) -> dict[str, str]:
     """The --build-arg NAME=URL words, each the URL of a file it pins (SERVED_BY), given once with a value: any other
     build argument reaches no download it pins, and would be taken in silence."""
-    given: dict[str, str] = {}
+    given = build_arguments.parsed(words)
     known = " or ".join(f"{url}=<mirror>" for url in SERVED_BY.values())
-    for word in words:
-        name, sep, value = word.partition("=")
-        if name not in SERVED_BY.values() or not sep or not value:
+    for name, value in given.items():
+        if name not in SERVED_BY.values() or not value:
             raise UserError(
-                f"--build-arg {word!r}: only the URL a pinned file is served from may be given ({known}); "
+                f"--build-arg {f'{name}={value}'!r}: only the URL a pinned file is served from may be given ({known}); "
                 f"the pins it writes are {', '.join(SERVED_BY)}",
                 f"give {known}, or leave it out",
             )
-        if name in given:
-            raise UserError(f"--build-arg {name} is given twice", f"give {name} once")
-        given[name] = value
     return given
 
 

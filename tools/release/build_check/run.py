@@ -32,7 +32,7 @@ from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_number, add_path
 
-from tools.inputs import fingerprint, lock, pairings
+from tools.inputs import build_arguments, fingerprint, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
@@ -421,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(argv)
         repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
+        build_arguments.parsed(args.build_arg)  # a malformed one refused here, not after the base is pushed
         pairing = pairings.load(args.pairing)
         out = args.out or record.folder_for(pairing)
         return verify(pairing, repos, args.work, out, args.build_arg, args.registry_port)

@@ -1,0 +1,68 @@
+"""One reader of NAME=VALUE build arguments (tools/inputs/build_arguments.py) for every command given them (issue 52):
+the plan, make build and pin_downloads each had their own, with three messages for one mistake, and pin_downloads
+answered `--build-arg NAME` with the list of mirrors it takes. Every command whose parser takes build arguments is
+found by its options, and each bad form is refused by each in the same two lines, before any work."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from test_options import command_modules, commands, nothing_outside, path_without_engines  # noqa: F401
+
+from tools.inputs import build_arguments
+
+# The options that take build arguments: as words (--build-arg NAME=VALUE, repeated) or in one (make's BUILD_ARGS).
+OPTIONS = {"build_arg": "--build-arg", "build_args": "--build-args"}
+# What a command needs besides, to reach its build arguments without starting anything (no engine is on the PATH).
+BESIDES = {"tools.release.build": ["--dry-run", "--engine", "buildah"]}
+# Each bad form, and the two lines every command says for it.
+FORMS = {
+    "no '='": (
+        ["EFA_INSTALLER_URL"],
+        "build argument 'EFA_INSTALLER_URL' has no '=': it is no NAME=VALUE",
+        build_arguments.FIX,
+    ),
+    "no NAME": (["=file:///m"], "build argument '=file:///m' has no NAME before its '='", build_arguments.FIX),
+    "given twice": (
+        ["EFA_INSTALLER_URL=file:///a", "EFA_INSTALLER_URL=file:///b"],
+        "build argument EFA_INSTALLER_URL is given twice (EFA_INSTALLER_URL=file:///a, then "
+        "EFA_INSTALLER_URL=file:///b): the last would win unsaid",
+        "give EFA_INSTALLER_URL once",
+    ),
+}
+
+
+def taking_build_arguments() -> list[tuple[str, str]]:
+    return [
+        (module, OPTIONS[action.dest])
+        for module in command_modules()
+        for parser, _ in commands(module)
+        for action in parser._actions
+        if action.dest in OPTIONS
+    ]
+
+
+def test_the_commands_taking_build_arguments_are_found():
+    assert set(taking_build_arguments()) == {
+        ("tools.planner.plan", "--build-arg"),
+        ("tools.release.build", "--build-arg"),
+        ("tools.release.build", "--build-args"),
+        ("tools.release.build_check.run", "--build-arg"),
+        ("tools.release.pin_downloads", "--build-arg"),
+    }
+
+
+@pytest.mark.parametrize("form", FORMS)
+@pytest.mark.parametrize("module, option", taking_build_arguments())
+def test_every_command_refuses_each_bad_form_in_the_same_two_lines(module, option, form, capsys):
+    words, cause, fix = FORMS[form]
+    given = [w for word in words for w in (option, word)] if option == "--build-arg" else [option, " ".join(words)]
+    code = importlib.import_module(module).main([*BESIDES.get(module, []), *given])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2, lines
+    assert lines[0].split(": ", 1)[1] == cause and lines[1] == f"fix: {fix}", lines
+
+
+def test_a_well_formed_value_may_be_empty_or_hold_an_equals_sign():
+    assert build_arguments.parsed(["A=", "B=x=y"]) == {"A": "", "B": "x=y"}

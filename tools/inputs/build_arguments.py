@@ -1,0 +1,35 @@
+"""The one reader of NAME=VALUE build arguments, as `docker build --build-arg` takes them, for every command given them:
+the plan (--build-arg), make build (--build-arg, BUILD_ARGS), the verification build (--build-arg) and pin_downloads
+(--build-arg NAME=URL). Each bad form has one message whatever the command: no '=', no NAME before it, a NAME given
+twice (the last would win silently). What a command then allows of a well-formed one is its own to say.
+"""
+
+from __future__ import annotations
+
+from slime_image.errors import UserError
+
+FIX = "write each build argument as NAME=VALUE, such as PIP_INDEX_URL=https://pypi.org/simple (a value may be empty)"
+
+
+def parsed(words: list[str]) -> dict[str, str]:
+    """NAME -> VALUE of `words`, in their order; a UserError naming the first word in a bad form."""
+    given: dict[str, str] = {}
+    for word in words:
+        name, sep, value = word.partition("=")
+        if not sep:
+            raise UserError(f"build argument {word!r} has no '=': it is no NAME=VALUE", FIX)
+        if not name:
+            raise UserError(f"build argument {word!r} has no NAME before its '='", FIX)
+        if name in given:
+            raise UserError(
+                f"build argument {name} is given twice ({name}={given[name]}, then {word}): the last would win unsaid",
+                f"give {name} once",
+            )
+        given[name] = value
+    return given
+
+
+if __name__ == "__main__":
+    from tools import library_module
+
+    raise SystemExit(library_module(__spec__.name))
