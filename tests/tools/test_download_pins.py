@@ -232,3 +232,45 @@ def test_a_base_naming_two_digests_is_no_pin():
     assert download_pins.problem("BASE_IMAGE", f"{BASE}@sha256:{DIGEST}") is None
     why = download_pins.problem("BASE_IMAGE", f"{BASE}@sha256:abcd@sha256:{DIGEST}")
     assert why and "more than one digest" in why
+
+
+# Every way the sweep set a download pin beside its ARG's default (rows 1, 20): the build would take the download
+# unchecked (an ENV emptying the pin wins over the ARG in every later RUN; an ARG without a default sets nothing), and
+# make lint, the fingerprint and make build all said nothing.
+UNREAD = {
+    "env-over-the-arg": lambda t, n: t.replace(
+        "    PYTHONDONTWRITEBYTECODE=1\n", f"    PYTHONDONTWRITEBYTECODE=1 \\\n    {n}=\n", 1
+    ),
+    "arg-without-default": lambda t, n: re.sub(rf"^ARG {n}=.*$", f"ARG {n}", t, count=1, flags=re.M),
+}
+SHA256_ARGS = sorted(name for name in Recipe.load().declared if name.endswith(download_pins.SUFFIX))
+
+
+@pytest.mark.parametrize("name", SHA256_ARGS)
+@pytest.mark.parametrize("how", UNREAD)
+def test_a_download_pin_set_beside_its_arg_s_default_is_refused_by_lint_fingerprint_and_build(tree, how, name):
+    dockerfile = tree / "slime.Dockerfile"
+    before = dockerfile.read_text()
+    dockerfile.write_text(UNREAD[how](before, name))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    python = str(ROOT / ".venv" / "bin" / "python")
+    runs = {
+        "download-pins-by-form": [python, "-m", "tools.inputs.rules"],
+        "fingerprint": [python, "-m", "tools.inputs.fingerprint"],
+        "make build": ["make", "-s", f"VENV={ROOT / '.venv'}", "build", "DRY_RUN=1", "ENGINE=buildah"],
+    }
+    try:
+        procs = {
+            prog: subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, timeout=120)
+            for prog, command in runs.items()
+        }
+    finally:
+        dockerfile.write_text(before)
+    for prog, proc in procs.items():
+        proc.stderr = "".join(line for line in proc.stderr.splitlines(True) if not line.startswith("make: ***"))
+        if prog == "download-pins-by-form":  # the rules print every finding, each rule's fix after its own
+            assert proc.returncode != 0 and f"{prog}: slime.Dockerfile:" in proc.stderr, proc.stderr
+            assert name in proc.stderr.split(f"{prog}: slime.Dockerfile:")[1].splitlines()[0], proc.stderr
+            continue
+        assert_refused(proc, prog, "slime.Dockerfile:", "set it nowhere else")
+        assert name in proc.stderr.splitlines()[-2]

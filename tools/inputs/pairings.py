@@ -169,6 +169,7 @@ def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing
     for pairing in every(folder, recipe).values():
         if matches(pairing, recipe):
             return pairing
+    download_pins.check_recipe(recipe)  # a pin the Dockerfile sets wrong is why, named at its line (an ARG without one)
     raise UserError(
         f"{recipe.path.name}'s ARG defaults are no pairing's", "run `python -m tools.inputs.pairings check` to see why"
     )

@@ -373,7 +373,8 @@ def installs_by_content(recipe: Recipe) -> list[str]:
 
 def download_pins_by_form(recipe: Recipe) -> list[str]:
     """A download pin (a *_SHA256, the base's digest) is 64 lower-case hex digits, nothing else, and says where it came
-    from on the line above it (W50); the defaults the pairings set carry their notes in their own files."""
+    from on the line above it (W50); the defaults the pairings set carry their notes in their own files. A *_SHA256
+    is set by its ARG's default and nothing else (no ARG without one, no ENV over it)."""
     return [why for why, _ in download_pins.in_recipe(recipe)]
 
 
@@ -439,7 +440,8 @@ RULES = {
         ("W50",),
         download_pins_by_form,
         f"{download_pins.PIN_FIX}; the base: {download_pins.BASE_FIX}; and above each pin its "
-        f"`{download_pins.note('NAME', 'where the value came from')}` line",
+        f"`{download_pins.note('NAME', 'where the value came from')}` line; each *_SHA256 set by its ARG's default "
+        "alone, never by an ENV",
     ),
     "per-commit-args-after-the-last-run": Rule((), per_commit_args_after_the_last_run),
     "patches-then-smoke-gate": Rule(("W3", "W12", "W20"), patches_then_smoke_gate),
