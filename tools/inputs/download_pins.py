@@ -116,7 +116,7 @@ UNREAD_FIX = (
 def unread(recipe) -> list[str]:
     """Why a download pin of `recipe` is not the one this module reads, `FILE:LINE: ...`: an ARG that gives it no
     default at all (a build takes the download unchecked, and nothing warned), and an ENV that sets it (ENV wins over
-    the ARG in every later RUN, so fetch.py would check the download against the ENV's value, an empty one unchecked)."""
+    the ARG in every later RUN, so fetch.py would check the download against the ENV's value: none, if empty)."""
     found = [
         f"{recipe.shown}:{ins.line}: ARG {name} gives the download pin no default: a build takes that download "
         "unchecked, unsaid"
