@@ -11,7 +11,9 @@ import difflib
 import re
 import tomllib
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 
@@ -35,6 +37,45 @@ TOP = ("draft", "args", *TABLES, "known_test_failures")
 # A pytest id of slime's own suite, as its build check reports it: a file under tests/, then its test (a class's, a
 # parameter's). No segment may climb out (`..`), and the name may not be empty (`::` alone).
 TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*(?:\[[^\]\n]+\])?")
+
+
+# Each [args] value by its kind, its name's ending: what the build does with it (`git fetch URL COMMIT`, `pip install
+# NAME==VERSION`, a download from URL, the image's tag) takes anything else too, and takes it wrong (a branch for a
+# commit builds whatever it holds that day; a version `>=0.5` or with a newline leaves the tag and the Dockerfile that
+# promote writes meaning something else). Download pins are download_pins' (their own form and note).
+KINDS = {
+    "_COMMIT": (
+        "a commit",
+        "40 lower-case hex digits, as git rev-parse prints it",
+        re.compile(r"[0-9a-f]{40}").fullmatch,
+    ),
+    "_VERSION": ("a version", "one PEP 440 version, such as 0.5.15.post1, no range", lambda v: _is_version(v)),
+    "_URL": (
+        "an https URL",
+        "https://HOST/...",
+        lambda v: urlsplit(v).scheme == "https" and bool(urlsplit(v).hostname),
+    ),
+}
+
+
+def _is_version(value: str) -> bool:
+    try:
+        Version(value)
+    except InvalidVersion:
+        return False
+    return value == value.strip()
+
+
+def value_problem(name: str, value: str) -> tuple[str, str] | None:
+    """(why, fix) where `value` is not what an [args] value named `name` must be, or None: no value holds a line break
+    or other control character (it would be a line of its own in the Dockerfile and in `pairings args`), and one whose
+    name ends like a KINDS key is of that kind."""
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        return f"{name} = {value!r} holds a line break or a control character", f"write {name} on one line"
+    for ending, (kind, form, fits) in KINDS.items():
+        if name.endswith(ending) and not fits(value):
+            return f"{name} = {value!r} is not {kind}", f"set {name} to {form}"
+    return None
 
 
 def _close(word: str, known) -> str:
@@ -88,6 +129,9 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             )
         if not isinstance(value, str):
             raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+        found = value_problem(name, value)
+        if found:
+            raise UserError(f"{shown}: [args] {found[0]}", found[1])
     # Each pin by its form, then its note, read as every command reads a pairing's pins (download_pins.in_pairing).
     pins = download_pins.in_pairing(path, path.read_text())
     for pin in pins.values():

@@ -1,0 +1,68 @@
+"""Each [args] value of a pairing held to its kind by the schema (sweep 2 rows 5, 14, 29): `APEX_COMMIT = "master"`
+was promoted into slime.Dockerfile and fetched as whatever master held; `SGLANG_VERSION = ""` tagged the image
+`v0.3.0-sgl`; a version with a line break printed a line of its own in `pairings args`; `">=0.5"` was blamed on
+IMAGE= and TAG=. Every value, of every kind, is refused by every command that reads a pairing to use it, naming the
+pairing."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+from test_pairing_files import V030, folder_with
+
+from tools import promote
+from tools.inputs import pairing_schema, pairings
+from tools.inputs.recipe import Recipe
+
+ARGS = pairings.load("v0.3.0").args
+URLS = sorted(name for name in Recipe.load().declared if name.endswith("_URL"))
+# Wrong values of each kind; a line break is wrong in any value.
+WRONG = {
+    "_COMMIT": ["master", ARGS["APEX_COMMIT"][:7], ARGS["APEX_COMMIT"].upper()],
+    "_VERSION": ["", ">=0.5", " 0.5.1", "0.5.*"],
+    "_URL": ["http://example.com/x", "example.com/x", ""],
+}
+CASES = [
+    (name, value)
+    for name in [*ARGS, *URLS]
+    for ending, values in WRONG.items()
+    if name.endswith(ending)
+    for value in values
+] + [(name, f"{ARGS.get(name, 'https://example.com')}\nRUN echo pwned") for name in [*ARGS, *URLS]]
+
+
+def quoted(value: str) -> str:
+    """`value` as a TOML basic string."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+COMMANDS = {
+    "check": ("tools.inputs.pairings", ["check"], "pairings"),
+    "args": ("tools.inputs.pairings", ["args", "v0.3.0"], "pairings"),
+    "build": ("tools.release.build", ["--dry-run", "--engine", "buildah", "--pairing", "v0.3.0"], "make build"),
+    "promote": ("tools.promote", ["v0.3.0"], "promote"),
+}
+
+
+def test_every_kind_is_enumerated():
+    assert set(WRONG) == set(pairing_schema.KINDS)
+    assert {e for e in WRONG if any(n.endswith(e) for n in ARGS)} == {"_COMMIT", "_VERSION"}
+    assert URLS, "the Dockerfile declares a download's URL, a pairing's to set"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("name, value", CASES, ids=[f"{n}={v!r}" for n, v in CASES])
+def test_a_pairing_value_not_of_its_kind_is_refused_naming_the_pairing(
+    tmp_path, monkeypatch, capsys, command, name, value
+):
+    kept = "\n".join(line for line in V030.split("\n") if not line.startswith(f"{name} = "))
+    text = kept.replace("[args]\n", f"[args]\n{name} = {quoted(value)}\n", 1)
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(promote, "write_all", lambda files: pytest.fail(f"promote would write {list(files)}"))
+    module, argv, prog = COMMANDS[command]
+    assert __import__(module, fromlist=["main"]).main(argv) != 0
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert lines[-2].startswith(f"{prog}: {tmp_path / 'v0.3.0.toml'}: [args] {name} = "), lines
+    assert lines[-1].startswith("fix: ") and "pwned" not in captured.out, lines
