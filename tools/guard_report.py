@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError
 from slime_image.options import add_output
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
 from slime_image.smoke.report import Guard, Row
 from slime_image.walls import BY_ID
+
+from tools.inputs.recipe import Recipe
 
 
 def first_line(doc: str | None, fallback: str) -> str:
@@ -77,9 +78,9 @@ def reporting(
     """Run a refusing command's body and write its guards' report (--report-json, --report-junit) whether it refuses
     or not; a refusal still ends the command as it would without the report. `outputs` are the body's own (option ->
     file, - for stdout), checked with the reports' before the body runs against each other and the command's `inputs`
-    (atomic_write.check_outputs). The body returns
+    (Recipe.check_outputs: nor over what the recipe reads). The body returns
     its exit code and the files it made (path -> text), which are written with the reports, all or none."""
-    check_outputs({**outputs, **report_outputs(args)}, inputs)
+    Recipe.load().check_outputs({**outputs, **report_outputs(args)}, also=inputs)
     try:
         code, files = body()
     except UserError as error:

@@ -1,23 +1,54 @@
 """An output over a file the command reads without an option naming it (issue 52's sweep: `plan --json
-locks/v0.3.1.lock` and `rules --report-json pairings/v0.3.1.toml` said OK and replaced the committed file). Every
-output option of the commands that read the recipe (plan, rules), over every thing the recipe reads (Recipe.reads: each
-COPY source, a file in each folder), is refused in two lines before the work, and the file is left as it was."""
+locks/v0.3.1.lock` and `rules --report-json pairings/v0.3.1.toml` said OK and replaced the committed file; sweep 2
+row 3: `pairings draft --out pairings/v0.3.1.toml`, or a lock, replaced it with a draft). Every output option of every
+tools/ command (enumerated from the parsers themselves), over every thing the recipe reads (Recipe.reads: each COPY
+source, a file in each folder), is refused in two lines before the work, and the file is left as it was."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import subprocess
 import sys
 
 import pytest
 from conftest import ROOT
+from slime_image.options import Output
+from test_options import command_modules, commands
 
 from tools.inputs.recipe import Recipe
 
+# Each tools/ command's output options, with the words that reach them (a subcommand, what it requires).
 OUTPUTS = {
-    "tools.planner.plan": ("--json", "--report-json", "--report-junit"),
-    "tools.inputs.rules": ("--report-json", "--report-junit"),
+    ("tools.planner.plan", ()): ("--json", "--report-json", "--report-junit"),
+    ("tools.inputs.rules", ()): ("--report-json", "--report-junit"),
+    ("tools.inputs.pairings", ("draft", "--slime-tree", "scratch-none")): ("--out",),
+    ("tools.planner.base_manifest", ("--image", "example.com/x:1", "--inspect", "none.json")): ("--out",),
+    ("tools.k8s.k8s_render", ("--overlay", "h200")): ("--out", "--report-json", "--report-junit"),
+    ("tools.k8s.k8s_validate", ("none.yaml", "--overlay", "h200", "--image", "x")): ("--report-json", "--report-junit"),
+    ("tools.k8s.grpo_submit", ("--recipe", "kubernetes/launch/qwen3-4b-grpo.yaml", "--dry-run")): (
+        "--report-json",
+        "--report-junit",
+    ),
 }
+# Output options that write what the recipe reads by design, each with why.
+BY_DESIGN = {
+    ("tools.planner.plan", "--lock"): "make lock replaces the lock it planned (another task holds its checks)",
+    ("tools.planner.lock_hashes", "lock"): "rehashes the lock it is given, in place (another task holds its checks)",
+}
+
+
+def test_every_output_option_of_every_tools_command_is_enumerated():
+    found = {
+        (module, action.type.option)
+        for module in command_modules()
+        if module.startswith("tools.")
+        for parser, _ in commands(module)
+        for action in parser._actions
+        if isinstance(action.type, Output) and not isinstance(action, argparse._SubParsersAction)
+    }
+    listed = {(module, option) for (module, _), options in OUTPUTS.items() for option in options}
+    assert found == listed | set(BY_DESIGN)
 
 
 def read_files() -> list[str]:
@@ -34,15 +65,25 @@ def test_the_recipe_reads_what_the_sweep_overwrote():
     assert {"the source of COPY /opt/slime-image", "pairings/", "base-manifests/"} <= set(Recipe.load().reads)
 
 
-@pytest.mark.parametrize("target", read_files())
-@pytest.mark.parametrize("command, option", [(c, o) for c, options in OUTPUTS.items() for o in options])
-def test_an_output_over_what_the_recipe_reads_is_refused(command, option, target):
+# base_manifest remakes the manifests of base-manifests/, where it is there to write.
+CASES = [
+    (c, w, o, t)
+    for (c, w), options in OUTPUTS.items()
+    for o in options
+    for t in read_files()
+    if not (c == "tools.planner.base_manifest" and t.startswith("base-manifests/"))
+]
+
+
+@pytest.mark.parametrize("command, words, option, target", CASES)
+def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option, target):
     path = ROOT / target
     before, mode = path.read_bytes(), path.stat().st_mode
     try:  # a command that went on would replace the committed file: it is put back whatever happens
         run = subprocess.run(
-            [sys.executable, "-m", command, option, target], cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
+            [sys.executable, "-m", command, *words, option, target],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
         after = path.read_bytes()
     finally:
         if path.read_bytes() != before or path.stat().st_mode != mode:
@@ -52,3 +93,11 @@ def test_an_output_over_what_the_recipe_reads_is_refused(command, option, target
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 2, run.stderr
     assert "which the command reads" in lines[0] and lines[1].startswith("fix: "), run.stderr
+
+
+def test_a_draft_may_add_a_pairing_and_a_base_manifest_may_remake_its_own(tmp_path):
+    """The folder a command is there to write in (Recipe.check_outputs' `fills`) takes a new file."""
+    recipe = Recipe.load()
+    recipe.check_outputs({"--out": ROOT / "pairings" / "v9.9.9.toml"}, fills=ROOT / "pairings")
+    manifest = next((ROOT / "base-manifests").glob("*.json"))
+    recipe.check_outputs({"--out": manifest}, fills=ROOT / "base-manifests", replaces=True)

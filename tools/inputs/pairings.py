@@ -32,7 +32,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
 
@@ -310,6 +310,10 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
 
 
 def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
+    # --out over what the recipe reads (a pairing, a lock) is refused before the tree is read; a new pairing is not.
+    recipe = Recipe.load()
+    if out is not None:
+        recipe.check_outputs({"--out": out}, fills=FOLDER)
     release = upstream_release.read(tree)
     target = Path(out) if out else FOLDER / f"{release.ref}.toml"
     if out is None and target.exists():
@@ -317,7 +321,7 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
             f"{target.relative_to(ROOT)} exists: {release.ref} is a pairing already",
             "pass --out FILE to write the draft elsewhere and compare it with the pairing",
         )
-    check_writable("--out", target)
+    recipe.check_outputs({"--out": target}, fills=FOLDER)
     write_atomically(target, draft_text(release, last_before(release.ref), tree))
     return target, release.ref
 

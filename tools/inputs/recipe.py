@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
@@ -296,6 +297,18 @@ class Recipe:
             **{f"the source of COPY {image}": source for image, source in self.copies.items()},
             **{f"{folder}/": ROOT / folder for folder in ("locks", "pairings", "base-manifests")},
         }
+
+    def check_outputs(self, outputs: dict, fills: Path | None = None, replaces: bool = False, also=None) -> None:
+        """The one check of every output option of every tools/ command against what the recipe reads (`reads`;
+        atomic_write.check_outputs, before any work): no output may be one of those files or lie in one of those
+        folders, but in `fills`, the folder the command is there to write in (draft: pairings/, base_manifest:
+        base-manifests/), where it may add a file and, with `replaces`, replace one (draft's --out replaced a pairing).
+        `also`: what else the command reads (what -> path)."""
+        reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
+        if fills is not None and not replaces and Path(fills).is_dir():
+            held = sorted(path for path in Path(fills).iterdir() if path.is_file())
+            reads |= {f"the {path.name} of {Path(fills).name}/": path for path in held}
+        check_outputs(outputs, {**reads, **(also or {})})
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import run_command
 from slime_image.lock_file import LockError
 from slime_image.options import Parser, add_path
@@ -469,7 +468,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
     recipe = Recipe.load(dockerfile)
     if args is not None:
         # An output over what the recipe reads without an option naming it (a lock, requirements.txt) is refused.
-        check_outputs(guard_report.report_outputs(args), recipe.reads)
+        recipe.check_outputs(guard_report.report_outputs(args))
     # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
     existing_locks(every_lock(recipe))
     # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.

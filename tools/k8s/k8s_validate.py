@@ -27,6 +27,7 @@ from yamllint import config as yamllint_config
 from yamllint import linter
 
 from tools import guard_report
+from tools.inputs.recipe import Recipe
 from tools.k8s import job_env
 from tools.k8s.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
 from tools.k8s.kuberay_crds import KUBERAY_VERSIONS, crd_file, crd_root
@@ -362,6 +363,7 @@ def validate(
 
 
 def report(args) -> int:
+    Recipe.load().check_outputs(guard_report.report_outputs(args))  # no report over a lock, a pairing, ...
     overlay = load_overlay(args.overlay)
     try:
         text = args.manifests.read_text()

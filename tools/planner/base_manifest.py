@@ -20,11 +20,12 @@ import re
 import sys
 from pathlib import Path
 
-from slime_image.atomic_write import check_writable, write_atomically
+from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
 
 from tools.inputs import download_pins
+from tools.inputs.recipe import Recipe
 from tools.planner import platforms
 from tools.planner.plan_env import is_distribution, load_manifest
 
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         platform = platforms.canonical(args.platform)  # published_weight reads its os and its architecture
         out = Path(args.out) if args.out else manifest_for(args.image)
-        check_writable("--out", out)
+        Recipe.load().check_outputs({"--out": out}, fills=FOLDER, replaces=True)  # it remakes a manifest there
         if args.inspect:
             if args.constraint and not args.constraint.is_file():  # a mistyped path was read as no constraint
                 raise UserError(

@@ -27,7 +27,6 @@ import sys
 import time
 from pathlib import Path
 
-from slime_image.atomic_write import check_outputs
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
 
@@ -73,7 +72,7 @@ def run(args, arch: str) -> int:
     download_pins.check_recipe(recipe)  # a malformed pin would fail the build at its download, after the whole plan
     # make lock's --lock replaces the lock it reads on purpose, whole or not at all; no other output may be a file the
     # plan reads without an option naming it.
-    check_outputs({k: v for k, v in outputs.items() if k != "--lock"}, recipe.reads)
+    recipe.check_outputs({k: v for k, v in outputs.items() if k != "--lock"})
     lock_file = pairing.lock if pairing else None
     regular_files([lock_file] if lock_file else [])
     if lock_file is not None and args.lock is None and not lock_file.is_file():
