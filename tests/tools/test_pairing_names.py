@@ -47,3 +47,48 @@ def test_a_pairing_by_its_name_is_still_taken(repo):
         [sys.executable, "-m", "tools.inputs.pairings", "lock", "v0.3.0"], cwd=repo, capture_output=True, text=True
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "locks/v0.3.0.lock", proc.stderr
+
+
+# A release named so that its pairing could not be one file of pairings/ told apart from the rest (sweep 2 row 17):
+# `default` was drafted as pairings/default.toml, which `pairings args default` never reads; `a/b` as pairings/a/b.toml,
+# which no list shows. Refused where the name comes from: the slime tree's tag (draft), and a file of the folder.
+TAGS = ["default", "a/b"]  # the tags git takes; the names of files it could not tag, FILES
+FILES = ["default", "x y", "-x", ".x"]
+
+
+def fake_slime_tree(root, tag: str):
+    """A slime checkout at `tag`, as little of one as draft reads (its docker/Dockerfile and requirements.txt)."""
+    (root / "docker").mkdir(parents=True)
+    (root / "docker" / "Dockerfile").write_text("FROM x\nARG SGLANG_IMAGE_TAG=v0.5.15.post1\nRUN true\n")
+    (root / "requirements.txt").write_text("numpy\n")
+    for words in (["init", "-q"], ["add", "-A"], ["-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"]):
+        subprocess.run(["git", "-C", str(root), *words], check=True)
+    subprocess.run(["git", "-C", str(root), "tag", tag], check=True)
+    return root
+
+
+@pytest.mark.parametrize("tag", TAGS)
+def test_a_release_tag_that_names_no_pairing_is_refused_by_draft(tmp_path, monkeypatch, capsys, tag):
+    from tools.inputs import pairings
+
+    tree = fake_slime_tree(tmp_path / "slime", tag)
+    folder = tmp_path / "pairings"
+    shutil.copytree(ROOT / "pairings", folder)
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    assert pairings.main(["draft", "--slime-tree", str(tree)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert f"release tag {tag!r} is " in lines[-2] and lines[-1].startswith("fix: "), lines
+    assert sorted(p.name for p in folder.rglob("*")) == sorted(p.name for p in (ROOT / "pairings").iterdir())
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_a_pairing_file_whose_name_names_no_pairing_stops_every_list(tmp_path, monkeypatch, capsys, name):
+    from tools.inputs import pairings
+
+    folder = tmp_path / "pairings"
+    shutil.copytree(ROOT / "pairings", folder)
+    shutil.copy(folder / "v0.3.0.toml", folder / f"{name}.toml")
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    assert pairings.main(["list"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert f"the pairing {name!r} is " in lines[-2] and lines[-1].startswith("fix: "), lines

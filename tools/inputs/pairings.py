@@ -34,6 +34,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.lock_file import as_typed
 from slime_image.options import Parser, add_output, add_path
 
 from tools.inputs import download_pins, pairing_schema, upstream_release
@@ -72,6 +73,22 @@ class Pairing:
         return [f"{name}={value}" for name, value in self.build_arg_values.items()]
 
 
+# A pairing's name, as a release tag names it: the stem of pairings/<name>.toml and locks/<name>.lock, one file each, so
+# never a path (`a/b` was written as pairings/a/b.toml, which no list showed), nor the word that means the default.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+def check_name(name: str, what: str) -> None:
+    """Refuse `name` (`what` says where it came from) as a pairing's name."""
+    if name == DEFAULT or not NAME.fullmatch(name):
+        why = (
+            "is the word that means the default pairing (make build PAIRING=default)"
+            if name == DEFAULT
+            else "is no pairing's name: one file, pairings/<name>.toml, of letters, digits and . _ + -"
+        )
+        raise UserError(f"{what} {name!r} {why}", "name the pairing by its release tag, such as v0.3.2")
+
+
 def names(folder: Path | None = None) -> list[str]:
     """The pairings, every file checked (`every`): a list is never shown without a file that would not load."""
     return list(every(folder))
@@ -89,6 +106,7 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
     found = {}
     for name in _stems(folder):
         path = folder / f"{name}.toml"
+        check_name(name, f"{as_typed(path)}: the pairing")
         data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)
         found[name] = Pairing(
             name,
@@ -315,6 +333,7 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
     if out is not None:
         recipe.check_outputs({"--out": out}, fills=FOLDER)
     release = upstream_release.read(tree)
+    check_name(release.ref, f"{as_typed(tree)}'s release tag")
     target = Path(out) if out else FOLDER / f"{release.ref}.toml"
     if out is None and target.exists():
         raise UserError(
