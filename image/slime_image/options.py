@@ -193,15 +193,21 @@ class InputPath:
     it) or a folder it fills (an output may go there): never empty, which pathlib would take for the current folder
     (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
 
-    def __init__(self, option: str, reads: bool = True):
-        self.option, self.reads = option, reads
+    def __init__(self, option: str, reads: bool = True, kind: str | None = None, url: bool = False):
+        self.option, self.reads, self.kind, self.url = option, reads, kind, url
 
-    def __call__(self, value: str) -> Path:
+    def __call__(self, value: str) -> Path | str:
         if not value.strip():
             raise UserError(
                 f"{self.option} is empty: as a path it would be the current folder", f"pass {self.option} a path"
             )
-        return Path(value)
+        if self.url and "://" in value:
+            return value
+        path = Path(value)
+        # A path of the wrong kind is refused before any work (`--work /dev/null` failed after the slow checks).
+        if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
+            raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")
+        return path
 
 
 def _flag(flags: tuple[str, ...]) -> str:
@@ -219,9 +225,11 @@ def add_number(parser, *flags: str, kind: type = float, low=None, above=None, hi
     return parser.add_argument(*flags, type=Number(_flag(flags), kind, low, above, high=high), **kwargs)
 
 
-def add_path(parser, *flags: str, reads: bool = True, **kwargs):
-    """parser.add_argument for an option naming a path the command reads (or, `reads` False, a folder it fills)."""
-    return parser.add_argument(*flags, type=InputPath(_flag(flags), reads), **kwargs)
+def add_path(parser, *flags: str, reads: bool = True, kind: str | None = None, url: bool = False, **kwargs):
+    """parser.add_argument for an option naming a path the command reads (or, `reads` False, a folder it fills);
+    `kind`: "file" or "folder", where an existing path of the other kind is refused; `url`: a URL (`://`) is taken too,
+    as it is given."""
+    return parser.add_argument(*flags, type=InputPath(_flag(flags), reads, kind, url), **kwargs)
 
 
 def write_output(target: str, text: str) -> None:

@@ -216,10 +216,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="repro-check", description=__doc__.split("\n\n")[0])
     defaults = Recipe.load().args
     for name, arg in UPSTREAM.items():
-        parser.add_argument(f"--{name}-repo", default=defaults[arg], help=f"path or URL (default {defaults[arg]})")
+        add_path(
+            parser,
+            f"--{name}-repo",
+            kind="folder",
+            url=True,
+            default=defaults[arg],
+            help=f"path or URL (default {defaults[arg]})",
+        )
     parser.add_argument("--pairing", default=pairings.DEFAULT)
     parser.add_argument("--against", help="an image built by make build-check: build once more and compare with it")
-    add_path(parser, "--work", reads=False, default=Path("/var/tmp/slime-build-check"))
+    add_path(parser, "--work", reads=False, kind="folder", default=Path("/var/tmp/slime-build-check"))
 
     def run() -> int:
         args = parser.parse_args(argv)

@@ -147,12 +147,12 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def source_args(repos: dict[str, str], mirrors: Path) -> tuple[list[str], list[str]]:
+def source_args(repos: dict[str, str | Path], mirrors: Path) -> tuple[list[str], list[str]]:
     """Build arguments and volumes for the git sources: a path is mounted read-only, a URL passed as it is."""
     build_args = ["EFA_INSTALLER_URL=file:///mirrors/efa", "SGL_ROUTER_URL=file:///mirrors/sgl-router"]
     volumes = [f"{mirrors}:/mirrors:ro"]
     for name, where in repos.items():
-        if "://" in where:
+        if "://" in str(where):
             build_args.append(f"{UPSTREAM[name]}={where}")
             continue
         path = Path(where).resolve()
@@ -397,18 +397,30 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="build-check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     recipe_args = Recipe.load().args
     for name, arg in UPSTREAM.items():
-        parser.add_argument(
-            f"--{name}-repo", default=recipe_args[arg], help=f"path or URL (default {recipe_args[arg]})"
+        add_path(
+            parser,
+            f"--{name}-repo",
+            kind="folder",
+            url=True,
+            default=recipe_args[arg],
+            help=f"path or URL (default {recipe_args[arg]})",
         )
     add_path(
         parser,
         "--work",
         reads=False,
+        kind="folder",
         default=Path("/var/tmp/slime-build-check"),
         help="working folder: the stand-in base's parts, the mirrors, build-<pairing>.log",
     )
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="the slime release to build (default: the default)")
-    add_path(parser, "--out", reads=False, help="where the record goes (default docs/build/, or docs/build/<pairing>/)")
+    add_path(
+        parser,
+        "--out",
+        reads=False,
+        kind="folder",
+        help="where the record goes (default docs/build/, or docs/build/<pairing>/)",
+    )
     parser.add_argument(
         "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
     )
