@@ -6,7 +6,8 @@ pip refuses or misreads each of these: a digest of another length, case or algor
 it pins; a `\\` joins what follows it (a blank, the next pin) and a missing one leaves a --hash belonging to no pin; a
 byte-order mark becomes part of the first name; pip takes no extra in a constraint; a marker or a range pins nothing
 for sure; a Unicode space, digit or control character is stripped and matched by other rules in pip than in
-Python's str methods; and a pin without its hashes, a name pinned twice or no pin at all is not a lock of this project (W50).
+Python's str methods; and a pin without its hashes, a name pinned twice or no pin at all is not a lock of this
+project (W50).
 """
 
 from __future__ import annotations
@@ -94,9 +95,7 @@ BAD = {
     "no-break-space": Bad(lambda t: _replace_pin(t, lambda p: p + "\u00a0"), _pin_line, "U+00A0"),
     "line-separator": Bad(lambda t: _replace_pin(t, lambda p: "\u2028" + p), _pin_line, "U+2028"),
     "form-feed": Bad(lambda t: _replace_pin(t, lambda p: p + "\f"), _pin_line, "U+000C"),
-    "arabic-indic-digit": Bad(
-        lambda t: _replace_pin(t, lambda p: p.replace("==", "==\u0661", 1)), _pin_line, "U+0661"
-    ),
+    "arabic-indic-digit": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", "==\u0661", 1)), _pin_line, "U+0661"),
     "no-pin": Bad(
         lambda t: "".join(line for line in t.splitlines(True) if line.startswith("#")), lambda t: None, "pins nothing"
     ),
