@@ -25,6 +25,7 @@ class Bad:
     edit: Callable[[str], str]
     line: Callable[[str], int | None]  # the line the refusal names, in the committed text
     said: str  # a word of the cause
+    whole: bool = False  # wrong only in a lock, not in a stack lock: the reader alone cannot tell the two apart
 
 
 def _first_block(text: str) -> re.Match:
@@ -74,7 +75,23 @@ def _pin_twice(text: str) -> str:
     return text + _first_block(text)[0]
 
 
+CUTOFF = re.compile(r"^# uploaded-prior-to: .*\n", re.MULTILINE)
+
+
+def _cutoff_line(text: str) -> int:
+    found = CUTOFF.search(text)
+    return _line_of(text, found.start()) if found else 1
+
+
+def _cutoff_not_a_time(text: str) -> str:
+    """A lock's cutoff that is no time (a stack lock, which has none, given one)."""
+    bad = "# uploaded-prior-to: yesterday\n"
+    return CUTOFF.sub(bad, text) if CUTOFF.search(text) else bad + text
+
+
 BAD = {
+    "cutoff-not-a-time": Bad(_cutoff_not_a_time, _cutoff_line, "is not a time in the index's form"),
+    "cutoff-missing": Bad(lambda t: CUTOFF.sub("", t), lambda t: None, "has no '# uploaded-prior-to:' line", True),
     "hash-63-digits": Bad(lambda t: _first_hash(t, lambda h: h[:-1]), lambda t: _pin_line(t) + 1, "64 lower-case"),
     "hash-upper-case": Bad(lambda t: _first_hash(t, str.upper), lambda t: _pin_line(t) + 1, "64 lower-case"),
     "hash-sha512": Bad(

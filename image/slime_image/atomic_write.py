@@ -117,8 +117,12 @@ def check_writable(option: str, path: Path | str | None) -> None:
         if why:
             raise UserError(f"{option} {path}: cannot be written ({why})", fix)
         return
+    if target.is_dir():
+        raise UserError(
+            f"{option} {path}: cannot write a file there: it is a folder", f"pass {option} a file, not a folder"
+        )
     existing = next(p for p in (target.parent, *target.parents) if p.exists() or p == Path(p.anchor))
-    if target.is_dir() or not existing.is_dir():
+    if not existing.is_dir():
         raise UserError(f"{option} {path}: cannot write a file there", fix)
     why = _takes_a_file(existing)
     if why:

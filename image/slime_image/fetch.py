@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import re
+import signal
 import stat
 import sys
 import tempfile
@@ -34,6 +35,15 @@ HEX = re.compile(r"[0-9a-f]{64}")
 IMAGE = "/opt/slime-image"  # the image's own folder: slime.Dockerfile copies this file into IMAGE/slime_image
 RECORDS = f"{IMAGE}/downloads"
 USAGE = "URL SHA256 OUT [RECORDS]"
+
+
+class Terminated(BaseException):
+    """SIGTERM (a cancelled build step, `timeout`) raised where the download is, so that the staged file is removed
+    as for Ctrl-C; Python's own handling ends the process at once and leaves it."""
+
+
+def _terminate(signum, frame) -> None:
+    raise Terminated
 
 
 class Refused(Exception):
@@ -49,6 +59,12 @@ def image_folder(told: str | None, default: str, what: str) -> str:
     from the image's copy (run from a clone, it would write into the host's /opt/slime-image, as root even create
     it)."""
     if told is not None:
+        if not told.strip():
+            raise Refused(
+                f"the {what}'s folder {told!r} names no folder: empty, it would be the current one",
+                f"name a folder for the {what} (the last argument)",
+                code=2,
+            )
         return told
     here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
     if here != IMAGE:
@@ -113,6 +129,8 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
             "pin the file by its sha256: python -m tools.release.pin_downloads",
             code=2,
         )
+    if not url.strip():
+        raise Refused("the URL is empty", "pass the file's URL (https://..., file://...) or its path", code=2)
     records = image_folder(records, RECORDS, "record of the download")
     name = os.path.basename(out)
     record = os.path.join(records, f"{name}.json")
@@ -155,6 +173,7 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (4, 5):
         print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} {USAGE}", file=sys.stderr)
         return 2
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         lines = fetch(*argv[1:])
     except Refused as refused:
@@ -164,9 +183,10 @@ def main(argv: list[str]) -> int:
         print(f"fetch: {argv[1]}: {exc}", file=sys.stderr)
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("fetch: interrupted: nothing it was writing was kept\nfix: run it again", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, Terminated) as stopped:
+        how, code = ("stopped by SIGTERM", 143) if isinstance(stopped, Terminated) else ("interrupted", 130)
+        print(f"fetch: {how}: nothing it was writing was kept\nfix: run it again", file=sys.stderr)
+        return code
     for line in lines:
         print(line)
     return 0

@@ -18,6 +18,7 @@ lock through this module.
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,34 @@ _PIN = re.compile(rf"({_NAME.pattern})==(\S+)")
 _RESTORE = "or restore the committed lock: git checkout -- {path}"
 # The repository this module is read from (a clone: the image holds no .git), whose locks git can restore.
 _REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+CUTOFF_LINE = "# uploaded-prior-to: "  # a lock's cutoff: the index as it stood then, which its pins were resolved at
+# The one form of a cutoff: the index's own upload times, which the listings compare with it as text (a date alone, an
+# offset or no zone would compare wrong, keeping files uploaded after the cutoff or dropping ones before it).
+CUTOFF_FORM = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
+
+
+def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
+    """A cutoff in the index's form (2026-12-02T23:01:00Z), a real time, not yet to come (the index cannot have been
+    seen as it will stand: a plan under it would change as uploads arrive); anything else is refused naming `where`."""
+    if value is None:
+        return
+    try:
+        valid = bool(CUTOFF_FORM.fullmatch(value)) and bool(datetime.datetime.fromisoformat(value))
+    except ValueError:
+        valid = False
+    if not valid:
+        raise UserError(
+            f"{where} {value!r} is not a time in the index's form (UTC, to the second, ending in Z)",
+            "write it as 2026-12-02T23:01:00Z",
+        )
+    now = datetime.datetime.now(datetime.UTC)
+    if datetime.datetime.fromisoformat(value) > now:
+        raise UserError(
+            f"{where} {value} is in the future (it is {now:%Y-%m-%dT%H:%M:%SZ}): the index cannot have been seen then",
+            "give a time that has passed, or leave the cutoff out for the index as it stands",
+        )
 
 
 class LockError(UserError):
@@ -150,6 +179,8 @@ def parse_lock(text: str, path: Path | str) -> Lock:
         if not stripped:
             continue
         if stripped.startswith("#"):
+            if raw.startswith(CUTOFF_LINE.rstrip()):
+                _check_cutoff_line(path, number, raw)
             comments.append(raw)
             continue
         if stripped.startswith("--hash"):
@@ -174,6 +205,15 @@ def parse_lock(text: str, path: Path | str) -> Lock:
             path, None, "pins nothing: no line `name==version` with its hashes", "make lock writes the pins"
         )
     return Lock(path, pins, tuple(comments), text)
+
+
+def _check_cutoff_line(path: Path, number: int, line: str) -> None:
+    """A lock's cutoff held to check_cutoff's form by the one reader, so that every command reads it so: pip, the
+    planner and lock_hashes would read another (a date, `yesterday`, a time to come) otherwise, or fail on it late."""
+    try:
+        check_cutoff(line[len(CUTOFF_LINE.rstrip()) :].strip(), CUTOFF_LINE.strip())
+    except UserError as refused:
+        raise LockError(path, number, refused.cause, refused.fix) from None
 
 
 def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:

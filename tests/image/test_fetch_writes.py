@@ -8,11 +8,15 @@ fail on it instead, before writing)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 from conftest import ROOT
@@ -85,6 +89,7 @@ def test_run_outside_the_image_untold_it_writes_nothing_of_the_image(tmp_path, s
 # What stands where a script is told to write, instead of what it can put in place. {tmp} is the test's folder, holding
 # `file` (a regular file) and `fifo` (a named pipe). A file it writes (fetch.py's OUT):
 BAD_FILE = {
+    "empty (the current folder)": "",
     "a folder's name": "{tmp}/out/",
     "an existing folder": "{tmp}",
     "a pipe": "{tmp}/fifo",
@@ -95,6 +100,7 @@ BAD_FILE = {
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
 BAD_FOLDER = {
+    "empty (the current folder)": "",
     "a file": "{tmp}/file",
     "under a file": "{tmp}/file/records",
     "in a folder that takes no file": "/proc/slime-image-test",
@@ -128,7 +134,8 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
         before = sorted(p.name for p in tmp_path.rglob("*"))
         proc = run(script, *argv)
         refused(proc, "")
-        assert re.search(r"names no file|is not a regular file|cannot write a file there", proc.stderr), proc.stderr
+        said = r"names no (file|folder)|is not a regular file|cannot write a file there"
+        assert re.search(said, proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
 
@@ -138,3 +145,52 @@ def test_a_download_whose_bytes_are_not_pinned_leaves_nothing(tmp_path):
     proc = run("fetch.py", str(tmp_path / "source"), "0" * 64, str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
     assert proc.returncode == 1 and "the recipe pins" in proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "source"]  # its folder, made first, and empty
+
+
+def test_an_empty_url_is_named_so(tmp_path):
+    """The sweep's `fetch.py '' SHA OUT REC` said `<urlopen error [Errno 21] Is a directory: '<the current one>'>`."""
+    proc = run("fetch.py", "", "", str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
+    refused(proc, "the URL is empty")
+    assert sorted(tmp_path.iterdir()) == []
+
+
+class _Slow(http.server.BaseHTTPRequestHandler):
+    """Serves a few bytes of a long file, then nothing: a download still under way when the signal comes."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(1 << 30))
+        self.end_headers()
+        self.wfile.write(b"x" * 4096)
+        self.wfile.flush()
+        time.sleep(30)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("sent, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")])
+def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, said):
+    """Ctrl-C and SIGTERM (a cancelled build step, `timeout`) end it alike: two lines, the staged file removed. The
+    sweep's SIGTERM ended it with no word and left `.file.XXXX` beside OUT."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    out = tmp_path / "out"
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/slow"
+        script = str(ROOT / "image" / "slime_image" / "fetch.py")
+        proc = subprocess.Popen(
+            [sys.executable, script, url, "", str(out / "file"), str(tmp_path / "rec")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 20
+        while not (out.is_dir() and any(p.stat().st_size for p in out.iterdir())) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(sent)
+        _, stderr = proc.communicate(timeout=20)
+    finally:
+        server.shutdown()
+    lines = stderr.splitlines()
+    assert proc.returncode == code and len(lines) == 2 and said in lines[0], stderr
+    assert lines[1].startswith("fix: ")
+    assert list(out.iterdir()) == [] and not (tmp_path / "rec").exists()

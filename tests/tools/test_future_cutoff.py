@@ -1,4 +1,4 @@
-"""A cutoff in the future is refused by every command that takes one (plan_replay.check_cutoff): the index cannot
+"""A cutoff in the future is refused by every command that takes one (lock_file.check_cutoff): the index cannot
 have been seen as it will stand, and a plan, a search or a re-hash under it would change as uploads arrive. Before,
 plan_symbols, the plan and lock_hashes each took 2999-01-01T00:00:00Z (issue 52)."""
 

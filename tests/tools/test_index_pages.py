@@ -42,6 +42,7 @@ def test_a_project_the_index_does_not_know_is_named_with_the_fix(module, index, 
     lock = tmp_path / "p.lock"
     text = f"# uploaded-prior-to: 2026-12-01T00:00:00Z\n{pin_text(Pin(project, '1.0', ('a' * 64,)))}\n"
     lock.write_text(text)
+    (tmp_path / "p.stack.lock").write_text(text)  # lock_hashes hashes a lock with its stack lock
     proc = tool(module, *(word.replace("{lock}", str(lock)) for word in argv), env={"PIP_INDEX_URL": index})
     assert_refused(
         proc,

@@ -164,9 +164,10 @@ def test_re_hashing_moves_no_version_and_keeps_every_comment_and_every_hash(tmp_
 
 
 def test_a_hash_the_index_lists_for_another_file_is_refused_and_nothing_is_written(tmp_path, index):
-    lock = tmp_path / "p.lock"
+    lock, stack = tmp_path / "p.lock", tmp_path / "p.stack.lock"  # a lock is hashed with its stack lock, or not at all
     text = "# uploaded-prior-to: 2026-12-01T00:00:00Z\n" + fixture_lock(index, ("slime-fixture", "1.0", "2.0"))
     lock.write_text(text)
+    stack.write_text(fixture_lock(index, ("slime-fixture", "1.0", "1.0")))
     proc = subprocess.run(
         [sys.executable, "-m", "tools.planner.lock_hashes", str(lock)],
         capture_output=True, text=True, cwd=ROOT, timeout=120, env={**os.environ, "PIP_INDEX_URL": index},

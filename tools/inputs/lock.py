@@ -12,11 +12,10 @@ import os
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.lock_file import Lock, Pin, as_typed, canonical, pin_text, read_lock
+from slime_image.lock_file import CUTOFF_LINE, Lock, LockError, Pin, as_typed, canonical, committed, pin_text, read_lock
 
 from tools.inputs.recipe import DOCKERFILE, Recipe
 
-CUTOFF_LINE = "# uploaded-prior-to: "
 INPUT_LINE = "# input "
 SOURCE_LINE = "# built from source, not pinned here: "
 
@@ -27,7 +26,10 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
     missing = _missing(recipe)
     if missing:
         raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {missing}, which does not exist", fix, code=2)
-    return {path: read_lock(path) for _, path in recipe.constraint_files}
+    locks = {path: read_lock(path) for _, path in recipe.constraint_files}
+    if locks:
+        held_cutoff(locks[recipe.constraint_file()])
+    return locks
 
 
 def _missing(recipe: Recipe) -> str:
@@ -36,6 +38,25 @@ def _missing(recipe: Recipe) -> str:
     regular_files(path for _, path in recipe.constraint_files)
     missing = [path for _, path in recipe.constraint_files if not path.is_file()]
     return ", ".join(str(path.relative_to(recipe.context)) for path in missing)
+
+
+def stack_locks(lock: Path, recipe: Recipe) -> list[Path]:
+    """The stack locks of the lock at `lock`, for every command that reads or writes them (make lock, lock_hashes):
+    the ones `recipe` COPYs before its lock, beside `lock`. `lock` must be the lock `recipe` names (by name: make lock
+    may write it elsewhere), else refused: another pairing's lock would be rewritten with this recipe's pins, and the
+    stack locks found would be another's (a glob of NAME.*.lock took every v0.3.*.lock as v0.3.lock's)."""
+    own = recipe.constraint_file()
+    if own is None:
+        return []
+    if lock.name != own.name:
+        raise UserError(
+            f"{as_typed(lock)} is not the lock {recipe.path.name} is planned with here ({own.name}): its pins, and "
+            "its stack locks', would be another pairing's",
+            f"name the pairing whose lock it is (make lock PAIRING={lock.name.removesuffix('.lock')}), or name "
+            f"{own.name} as the lock",
+            code=2,
+        )
+    return [lock.parent / stack.name for _, stack in recipe.constraint_files[:-1]]
 
 
 def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
@@ -69,9 +90,12 @@ def regular_files(paths) -> None:
             # The link's own path, as typed (as_typed would follow it to what it points at).
             whole = Path(os.path.abspath(path))
             shown = whole.relative_to(Path.cwd()) if whole.is_relative_to(Path.cwd()) else whole
+            what = "a folder" if whole.is_dir() and not path.is_symlink() else "a link or a device"
+            # The folder it lies in decides whether git has a lock to restore there (committed() would follow a link).
+            restore = f"remove it and restore the committed lock: git checkout -- {shown}, or make lock"
             raise UserError(
-                f"{shown} is not a regular file (a link, a folder or a device): it cannot be a lock",
-                f"remove it and restore the committed lock: git checkout -- {shown}, or make lock",
+                f"{shown} is {what}, not a lock: a lock is a regular file of its own",
+                restore if committed(whole.parent) else "name a lock file, one of locks/*.lock",
             )
 
 
@@ -89,6 +113,21 @@ def lock_cutoff(lock: Lock) -> str:
         if line.startswith(CUTOFF_LINE):
             return line[len(CUTOFF_LINE) :].strip()
     return ""
+
+
+def held_cutoff(lock: Lock) -> str:
+    """The cutoff of a lock (not a stack lock: it has none), for every command that reads one (recipe_locks,
+    lock_hashes): the reader holds the line to its form; a lock without the line is refused here, since a build, a
+    plan or a re-hash would otherwise read the index as it stands today."""
+    cutoff = lock_cutoff(lock)
+    if not cutoff:
+        raise LockError(
+            lock.path,
+            None,
+            f"has no '{CUTOFF_LINE.strip()}' line: the time its pins were resolved at, as the index stood then",
+            "write the line back as make lock wrote it (make lock writes a new lock)",
+        )
+    return cutoff
 
 
 def lock_gaps(final: dict[str, str], excluded: set[str], pins: dict[str, str]) -> list[str]:

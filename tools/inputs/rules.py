@@ -23,7 +23,7 @@ from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell
-from tools.inputs.lock import existing_locks
+from tools.inputs.lock import existing_locks, held_cutoff
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
@@ -133,12 +133,24 @@ def record_names_every_version(recipe: Recipe) -> list[str]:
     return [f"line {steps[0].line}: slime-record does not name {name}" for name in names if name not in words]
 
 
+def every_build(recipe: Recipe) -> list[Recipe]:
+    """The recipe with its own defaults and with each pairing's arguments (pairings/*.toml)."""
+    given = [tuple(sorted(p.build_arg_values.items())) for p in pairings.every(recipe=recipe).values()]
+    return [recipe, *(replace(recipe, build_args=args) for args in given)]
+
+
 def every_lock(recipe: Recipe) -> list[Path]:
     """The locks the recipe's PIP_CONSTRAINT lines name for its own defaults and for each pairing (pairings/*.toml):
     a build of any of them reads its own, so make lint holds each to the one form, not the default's alone."""
-    given = [tuple(sorted(p.build_arg_values.items())) for p in pairings.every(recipe=recipe).values()]
-    builds = [recipe, *(replace(recipe, build_args=args) for args in given)]
-    return list(dict.fromkeys(path for build in builds for _, path in build.constraint_files))
+    return list(dict.fromkeys(path for build in every_build(recipe) for _, path in build.constraint_files))
+
+
+def check_locks(recipe: Recipe) -> None:
+    """Every lock a build of the recipe reads, held to the one form, each pairing's lock to its cutoff too."""
+    locks = existing_locks(every_lock(recipe))
+    for build in every_build(recipe):
+        if build.constraint_file() in locks:
+            held_cutoff(locks[build.constraint_file()])
 
 
 def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:
@@ -470,7 +482,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
         # An output over what the recipe reads without an option naming it (a lock, requirements.txt) is refused.
         recipe.check_outputs(guard_report.report_outputs(args))
     # A lock the rules cannot read stops them, named in two lines, as it stops every command that reads it.
-    existing_locks(every_lock(recipe))
+    check_locks(recipe)
     # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.
     found = {
         name: [re.sub(r"^line (\d+): ", rf"{recipe.shown}:\1: ", problem) for problem in problems]

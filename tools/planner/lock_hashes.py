@@ -29,9 +29,11 @@ from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
-from tools.inputs.lock import CUTOFF_LINE, lock_cutoff, regular_files, unlisted
+from tools.inputs.lock import held_cutoff, regular_files, stack_locks, unlisted
+from tools.inputs.pairings import ARG
+from tools.inputs.recipe import Recipe
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
-from tools.planner.plan_replay import check_cutoff, index_url
+from tools.planner.plan_replay import index_url
 
 PYTHON = (3, 12)
 GLIBC = (2, 39)  # Ubuntu 24.04's, the base's
@@ -134,7 +136,7 @@ def kept_hashes(
 def rehash(locks: list[Lock]) -> dict[Path, str]:
     """Each of `locks` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions, the
     comments and every hash they held as they are."""
-    listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, lock_cutoff(locks[0]))
+    listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, held_cutoff(locks[0]))
     return {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks}
 
 
@@ -151,18 +153,24 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(argv)
         args.lock = Path(args.lock)
-        stacks = sorted(args.lock.parent.glob(args.lock.name.removesuffix(".lock") + ".*.lock"))
-        regular_files([args.lock, *stacks])
-        if not args.lock.is_file():
-            raise UserError(f"{args.lock} is not a lock file", "name one of locks/*.lock (make pairings lists them)")
-        locks = {path: read_lock(path) for path in (args.lock, *stacks)}  # each in the one form, before the index
-        cutoff = lock_cutoff(locks[args.lock])
-        if not cutoff:
+        regular_files([args.lock])
+        if not args.lock.is_file() or args.lock.suffix != ".lock":
+            raise UserError(f"{args.lock} is no lock file", "name one of locks/*.lock (make pairings lists them)")
+        lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
+        held_cutoff(lock)
+        # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after.
+        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: args.lock.name.removesuffix(".lock")}))
+        regular_files(stacks)
+        missing = [str(path) for path in stacks if not path.is_file()]
+        if missing:
             raise UserError(
-                f"{args.lock} has no '{CUTOFF_LINE.strip()}' line: without it every file uploaded since is hashed",
-                "restore the lock's header (make lock writes it), or re-plan it: make lock",
+                f"{args.lock} has no stack lock ({', '.join(missing)} missing): its pins would be hashed without them",
+                "restore it (git checkout), or write both again: make lock",
             )
-        check_cutoff(cutoff, f"{args.lock}'s {CUTOFF_LINE.strip()}")
+        locks = {
+            args.lock: lock,
+            **{path: read_lock(path) for path in stacks},
+        }  # each in the one form, before the index
         texts = rehash(list(locks.values()))
         written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
         changed = {path: text for path, text in texts.items() if locks[path].text != text}

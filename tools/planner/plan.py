@@ -28,16 +28,17 @@ import time
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.lock_file import check_cutoff
 from slime_image.options import Parser, add_output, add_path
 
 from tools import guard_report
 from tools.inputs import build_arguments, download_pins, pairings
-from tools.inputs.lock import existing_locks, regular_files
+from tools.inputs.lock import existing_locks, regular_files, stack_locks
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
-from tools.planner.plan_lock import lock_texts, locked_plan, stack_paths, write_locks
-from tools.planner.plan_replay import cache_folder, check_cutoff, disk_named
+from tools.planner.plan_lock import lock_texts, locked_plan, write_locks
+from tools.planner.plan_replay import cache_folder, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
 
 
@@ -87,7 +88,7 @@ def run(args, arch: str) -> int:
         )
     # What make lock replaces, read now: a malformed lock is refused before the plan, and every hash it holds for a
     # pin kept at its version is kept (lock_hashes.kept_hashes).
-    old = existing_locks([Path(args.lock), *stack_paths(Path(args.lock), recipe)]) if args.lock else {}
+    old = existing_locks([Path(args.lock), *stack_locks(Path(args.lock), recipe)]) if args.lock else {}
     options = {
         "manifest": args.base_manifest,
         "arch": arch,

@@ -10,17 +10,12 @@ from pathlib import Path
 from slime_image.atomic_write import write_all
 from slime_image.lock_file import Lock, Pin, canonical, parse_lock
 
-from tools.inputs.lock import layer_lock_text, lock_cutoff, pin_changes, same_but_cutoff
+from tools.inputs.lock import layer_lock_text, lock_cutoff, pin_changes, same_but_cutoff, stack_locks
 from tools.inputs.recipe import Recipe
 from tools.planner import lock_hashes
 from tools.planner.plan_check import Planner
 from tools.planner.plan_report import Plan
 from tools.planner.plan_steps import shown
-
-
-def stack_paths(path: Path, recipe: Recipe) -> list[Path]:
-    """Where make lock writes the stack locks of the lock at `path`: beside it, under the names the recipe COPYs."""
-    return [path.parent / stack.name for _, stack in recipe.constraint_files[:-1]]
 
 
 def write_locks(texts: dict[Path, str], old: dict[Path, Lock], log) -> None:
@@ -67,7 +62,7 @@ def lock_texts(path: Path, recipe: Recipe, locked: Plan, cutoff: str, old: dict[
     may be, W50), keeping every hash an `old` lock held for a pin it keeps at its version."""
     stacks = {
         stack: locked.stack_locks.get(shown(source), {})
-        for stack, (_, source) in zip(stack_paths(path, recipe), recipe.constraint_files[:-1], strict=True)
+        for stack, (_, source) in zip(stack_locks(path, recipe), recipe.constraint_files[:-1], strict=True)
     }
     wanted = {(n, v) for pins in (locked.pins, *stacks.values()) for n, v in pins.items()}
     listings = lock_hashes.collect(wanted, cutoff)

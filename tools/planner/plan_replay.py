@@ -6,14 +6,12 @@ says right after it (run while the next step resolves)."""
 from __future__ import annotations
 
 import contextlib
-import datetime
 import errno
 import functools
 import hashlib
 import json
 import os
 import platform
-import re
 import tempfile
 import time
 import urllib.error
@@ -127,33 +125,6 @@ def index_url() -> str:
     """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
     pip configuration is not read: the image's build does not see it (plan_env.PASSED)."""
     return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
-
-
-# The one form of a cutoff: the index's own upload times, which the listings compare with it as text (a date alone, an
-# offset or no zone would compare wrong, keeping files uploaded after the cutoff or dropping ones before it).
-CUTOFF_FORM = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z")
-
-
-def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
-    """A cutoff in the index's form (2026-12-02T23:01:00Z), a real time, not yet to come (the index cannot have been
-    seen as it will stand: a plan under it would change as uploads arrive); anything else is refused naming `where`."""
-    if value is None:
-        return
-    try:
-        valid = bool(CUTOFF_FORM.fullmatch(value)) and bool(datetime.datetime.fromisoformat(value))
-    except ValueError:
-        valid = False
-    if not valid:
-        raise UserError(
-            f"{where} {value!r} is not a time in the index's form (UTC, to the second, ending in Z)",
-            "write it as 2026-12-02T23:01:00Z",
-        )
-    now = datetime.datetime.now(datetime.UTC)
-    if datetime.datetime.fromisoformat(value) > now:
-        raise UserError(
-            f"{where} {value} is in the future (it is {now:%Y-%m-%dT%H:%M:%SZ}): the index cannot have been seen then",
-            "give a time that has passed, or leave the cutoff out for the index as it stands",
-        )
 
 
 def index_settings() -> str:

@@ -45,6 +45,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
+from slime_image.lock_file import check_cutoff
 from slime_image.options import Parser
 from slime_image.smoke import elf_symbols
 
@@ -52,7 +53,7 @@ from tools.planner import index_http, platforms
 from tools.planner.lock_hashes import PYTHON, image_platforms
 from tools.planner.plan_env import cached_json
 from tools.planner.plan_index import project_files
-from tools.planner.plan_replay import cache_folder, check_cutoff, index_url
+from tools.planner.plan_replay import cache_folder, index_url
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile
 
 # The TransformerEngine core wheels, by the CUDA major their name carries.
