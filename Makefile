@@ -251,7 +251,7 @@ docs: venv ## Regenerate the tables of docs/ (versions, pairings, checks, patche
 	$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
-# NAME=value build arguments for it, read as shell words so a quoted value stays one (a mirror:
+# NAME=value build arguments for it and make build-check, read as shell words so a quoted value stays one (a mirror:
 # BUILD_ARGS="MEGATRON_REPO_URL=... SLIME_REPO_URL=..."). tools/release/build.py works out the rest of the command, as
 # the verification build's, and refuses an extra that would change what the image holds under the same tag.
 ENGINE       ?=
@@ -273,7 +273,8 @@ APEX_REPO     ?=
 
 .PHONY: build-check
 build-check: venv ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo $(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo $(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo $(call q,$(APEX_REPO)))
+	$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo $(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo $(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo $(call q,$(APEX_REPO))) \
+	  $(if $(BUILD_ARGS),--build-args $(call q,$(BUILD_ARGS)))
 	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
 # The image make build-check made, to compare a second uncached build with (empty: repro-check builds twice).

@@ -3,14 +3,17 @@ check first that they can be written."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from slime_image.errors import UserError, interrupts_held
+from slime_image.lock_file import as_typed
 
 # The files this process has put in place through write_all, in order: run_command's message on Ctrl-C names them.
 # (A single file written with write_atomically is whole or absent, and most are caches, not what a command makes.)
@@ -33,6 +36,18 @@ def _stage(path: Path, text: str | None) -> str:
         os.unlink(tmp)
         raise
     return tmp
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """An OSError of writing `path` names `path` as its user typed it: the system names the temporary file beside it
+    (or, for a failed rename, both), which the user never asked for and which is gone when the message is read."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno is None:
+            raise
+        raise OSError(exc.errno, exc.strerror, str(as_typed(path))) from None
 
 
 def _special(path: Path) -> bool:
@@ -58,12 +73,14 @@ def write_all(files: dict[Path, str]) -> None:
         staged: list[tuple[Path, str, str | None]] = []  # target, new text's file, the old content's copy
         try:
             for path, text in files.items():
-                old = _stage(path, None) if path.is_file() else None
-                staged.append((path, _stage(path, text), old))
+                with _naming(path):
+                    old = _stage(path, None) if path.is_file() else None
+                    staged.append((path, _stage(path, text), old))
             done: list[tuple[Path, str | None]] = []
             try:
                 for path, new, old in staged:
-                    os.replace(new, path)
+                    with _naming(path):
+                        os.replace(new, path)
                     done.append((path, old))
             except BaseException:
                 for path, old in reversed(done):
@@ -74,7 +91,8 @@ def write_all(files: dict[Path, str]) -> None:
                 raise
             WRITTEN.extend(path for path, _ in done)
             for path, text in special.items():
-                _write_in_place(path, text)
+                with _naming(path):
+                    _write_in_place(path, text)
         finally:
             for _, new, old in staged:
                 for leftover in (new, old):
@@ -86,16 +104,17 @@ def write_atomically(path: Path, text: str) -> None:
     """Write `text` to a temporary file beside `path`, keep `path`'s mode, then rename it into place; Ctrl-C waits
     for the end, so it never leaves the temporary file behind."""
     path = Path(path)
-    if _special(path):
-        _write_in_place(path, text)
-        return
-    with interrupts_held():
-        tmp = _stage(path, text)
-        try:
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
+    with _naming(path):
+        if _special(path):
+            _write_in_place(path, text)
+            return
+        with interrupts_held():
+            tmp = _stage(path, text)
+            try:
+                os.replace(tmp, path)
+            except BaseException:
+                os.unlink(tmp)
+                raise
 
 
 def check_writable(option: str, path: Path | str | None) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import os
 import shlex
 import signal
@@ -108,6 +109,20 @@ def _quiet_exit() -> None:
         _quiet_exit.registered = True
 
 
+# What the system refuses a path for, though it exists: its mode, an attribute, the mount it is on.
+REFUSED = (errno.EACCES, errno.EPERM, errno.EROFS)
+
+
+def os_fix(exc: OSError) -> str:
+    """The fix of an OSError: for a path the system refuses, how to free it."""
+    if exc.errno in REFUSED and exc.filename:
+        return (
+            f"free {exc.filename}: its mode and its folder's (ls -ld), an immutable attribute (lsattr; chattr -i) or a "
+            "read-only mount; then run again"
+        )
+    return "check that the path exists and may be read or written"
+
+
 def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     """Run a command's body; a UserError becomes two lines on stderr and `code` (or the error's own), and so do the
     failures no command foresees one by one."""
@@ -142,9 +157,7 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
         return code
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename else ""
-        report(
-            prog, UserError(f"{exc.strerror or exc}{where}", "check that the path exists and may be read or written")
-        )
+        report(prog, UserError(f"{exc.strerror or exc}{where}", os_fix(exc)))
         return code
     finally:
         _quiet_exit()

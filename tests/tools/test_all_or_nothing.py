@@ -65,7 +65,7 @@ def test_promote_into_a_read_only_docs_changes_nothing(repo):
     command = [sys.executable, "-m", "tools.promote", other_pairing()]
     proc = subprocess.run(read_only(repo / "docs", *command), cwd=repo, capture_output=True, text=True)
     assert proc.returncode != 0
-    assert_two_lines(proc.stderr, "promote: Read-only file system", "fix: check that the path exists")
+    assert_two_lines(proc.stderr, "promote: Read-only file system: docs/pairings.md", "fix: free docs/pairings.md")
     assert changed(repo) == []
 
 

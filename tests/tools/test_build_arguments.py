@@ -49,6 +49,7 @@ def test_the_commands_taking_build_arguments_are_found():
         ("tools.release.build", "--build-arg"),
         ("tools.release.build", "--build-args"),
         ("tools.release.build_check.run", "--build-arg"),
+        ("tools.release.build_check.run", "--build-args"),
         ("tools.release.pin_downloads", "--build-arg"),
     }
 

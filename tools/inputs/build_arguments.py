@@ -1,10 +1,12 @@
 """The one reader of NAME=VALUE build arguments, as `docker build --build-arg` takes them, for every command given them:
-the plan (--build-arg), make build (--build-arg, BUILD_ARGS), the verification build (--build-arg) and pin_downloads
+the plan (--build-arg), make build and the verification build (--build-arg, BUILD_ARGS) and pin_downloads
 (--build-arg NAME=URL). Each bad form has one message whatever the command: no '=', no NAME before it, a NAME given
 twice (the last would win silently). What a command then allows of a well-formed one is its own to say.
 """
 
 from __future__ import annotations
+
+import shlex
 
 from slime_image.errors import UserError
 
@@ -27,6 +29,15 @@ def parsed(words: list[str]) -> dict[str, str]:
             )
         given[name] = value
     return given
+
+
+def words(build_arg: list[str], build_args: str) -> list[str]:
+    """The NAME=VALUE words of the --build-arg options, then of --build-args (make's BUILD_ARGS, read as shell words so
+    that a quoted value stays one)."""
+    try:
+        return [*build_arg, *shlex.split(build_args)]
+    except ValueError as exc:
+        raise UserError(f"BUILD_ARGS {build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
 
 
 if __name__ == "__main__":

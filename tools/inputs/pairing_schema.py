@@ -7,6 +7,7 @@ is a pairing's to set the moment the Dockerfile declares it; PAIRING is not one,
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import re
 import tomllib
@@ -83,9 +84,9 @@ def _close(word: str, known) -> str:
     return f" (did you mean {near[0]}?)" if near else ""
 
 
-def _strings(path: Path, where: str, value) -> list[str]:
+def _strings(shown: Path, where: str, value) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise UserError(f"{path}: {where} is not a list of strings", f'write it as {where.split()[-1]} = ["...", ...]')
+        raise UserError(f"{shown}: {where} is not a list of strings", f'write it as {where.split()[-1]} = ["...", ...]')
     return value
 
 
@@ -94,6 +95,8 @@ def read(path: Path) -> dict:
     pairings may leave it out silently. Every command reads the folder here first (pairings.every), so one that is not
     UTF-8 text is named here too, not as text of no file."""
     shown, data = as_typed(path), path.read_bytes()
+    if data.startswith(codecs.BOM_UTF8):  # TOML forbids it; the parser would blame the first line's statement
+        raise UserError(f"{shown}:1: begins with a byte-order mark", "save it as UTF-8 without a BOM")
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:

@@ -127,7 +127,9 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     path = (folder or FOLDER) / f"{name}.toml"
     found = every(folder, recipe)
     if name not in found:
-        where = f"{path} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
+        where = (
+            f"{as_typed(path)} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
+        )
         raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(found)}")
     return found[name]
 
@@ -232,7 +234,9 @@ def last_before(ref: str, folder: Path | None = None) -> Pairing:
     """The pairing a new release's underivable values are carried from: the newest older one, else the oldest."""
     others = sorted((v, n) for n in names(folder) if n != ref and (v := _version(n)) is not None)
     if not others:
-        raise UserError(f"no pairing to carry values from in {folder or FOLDER}", "commit one pairing by hand first")
+        raise UserError(
+            f"no pairing to carry values from in {as_typed(folder or FOLDER)}", "commit one pairing by hand first"
+        )
     new = _version(ref)
     older = [n for v, n in others if new is not None and v < new]
     return load(older[-1] if older else others[0][1], folder)
@@ -337,7 +341,7 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
     target = Path(out) if out else FOLDER / f"{release.ref}.toml"
     if out is None and target.exists():
         raise UserError(
-            f"{target.relative_to(ROOT)} exists: {release.ref} is a pairing already",
+            f"{as_typed(target)} exists: {release.ref} is a pairing already",
             "pass --out FILE to write the draft elsewhere and compare it with the pairing",
         )
     recipe.check_outputs({"--out": target}, fills=FOLDER)
@@ -405,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             print(release.patch_series)
         elif args.command == "draft":
             target, ref = write_draft(args.slime_tree, args.out)
-            print(f"pairings: wrote {target}; next: make lock PAIRING={ref}", file=sys.stderr)
+            print(f"pairings: wrote {as_typed(target)}; next: make lock PAIRING={ref}", file=sys.stderr)
         else:
             found = problems()
             for line in found:

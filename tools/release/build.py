@@ -95,14 +95,21 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     return given
 
 
-def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
-    """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
-    the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
-    refused where it would make the stamp lie (`overrides`)."""
+def checked(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
+    """NAME -> value of `extra`, once everything a build of `pairing` refuses of its inputs is refused: what every
+    builder (make build, the verification build) calls before any work."""
     lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
     given = overrides(pairing, list(extra))
     # The Dockerfile's own pins too: a malformed one would fail the build at its download, and silence the warning.
     download_pins.check_recipe(Recipe.load(build_args={**pairing.build_arg_values, **given}))
+    return given
+
+
+def build_args(pairing: pairings.Pairing, extra: list[str] = ()) -> list[str]:
+    """NAME=VALUE for every build argument of a build of `pairing`: its set where it is not the Dockerfile's defaults,
+    the commit (IMAGE_REVISION, a label) and the inputs' fingerprint (IMAGE_INPUTS), then `extra` (a mirror, a base),
+    refused where it would make the stamp lie (`checked`)."""
+    given = checked(pairing, list(extra))
     own = pairing.build_args if pairing.name != pairings.default().name else []
     stamp = [f"IMAGE_REVISION={git_head()}", f"IMAGE_INPUTS={fingerprint.of_tree(pairing, given.get('BASE_IMAGE'))}"]
     return [*own, *stamp, *(f"{name}={value}" for name, value in given.items())]
@@ -180,11 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
                 "digits and . _ - (128 at most)",
             )
-        try:
-            extra = [*args.build_arg, *shlex.split(args.build_args)]
-        except ValueError as exc:
-            raise UserError(f"BUILD_ARGS {args.build_args!r}: {exc}", "close each quote in BUILD_ARGS") from None
-        given = build_args(pairing, extra)
+        given = build_args(pairing, build_arguments.words(args.build_arg, args.build_args))
         line = [*command(engine, args.platform, given, f"{args.image}:{tag}", EPOCH), str(ROOT)]
         warnings = unpinned(Recipe.load(build_args=dict(a.split("=", 1) for a in given)))
         if args.dry_run:

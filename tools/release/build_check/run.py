@@ -2,7 +2,7 @@
 (no Docker, no GPU, no GitHub), through its smoke gate, and its record written to docs/build/.
 
     python -m tools.release.build_check.run [--pairing NAME] [--megatron-repo PATH|URL] [--slime-repo PATH|URL]
-        [--apex-repo PATH|URL] [--work DIR]
+        [--apex-repo PATH|URL] [--work DIR] [--build-arg NAME=VALUE ...] [--build-args 'NAME=VALUE ...']
 
 The default pairing (the Dockerfile's defaults) records into docs/build/; another into docs/build/<pairing>/.
 
@@ -163,6 +163,19 @@ def source_args(repos: dict[str, str | Path], mirrors: Path) -> tuple[list[str],
     return build_args, volumes
 
 
+def own_refused(build_args: list[str], extra: list[str]) -> list[str]:
+    """`extra`, unless it sets what the verification build sets itself: its base (the stand-in), its sources and its
+    stand-in downloads (`build_args`); their pins are a pairing's, which make build refuses too."""
+    for name in build_arguments.parsed(extra):
+        if name == "BASE_IMAGE" or name in build_arguments.parsed(build_args):
+            raise UserError(
+                f"build argument {name} is the verification build's own (its stand-in base, its sources, its "
+                "stand-in downloads)",
+                f"leave {name} out; a source's mirror is --megatron-repo, --slime-repo or --apex-repo",
+            )
+    return extra
+
+
 def build(
     build_args: list[str], volumes: list[str], log: Path, epoch: int, tag: str = IMAGE_TAG, cache: bool = True
 ) -> tuple[int, list[dict], float]:
@@ -321,7 +334,8 @@ def verify(
     pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path, extra: list[str] = (), port: int = 5000
 ) -> int:
     build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
-    build_args += extra  # a mirror (pip's index): make build's own refusals apply
+    build_args += own_refused(build_args, list(extra))  # a mirror (pip's index)
+    tools_build.checked(pairing, build_args)  # what make build refuses of it, refused before the work below
     check_writable("--out", str(out / record.RECORD_JSON))
     pins = lock.locked(pairing)[pairing.lock].versions()  # every lock there and in the one form, before any work
     require_tools()
@@ -424,6 +438,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-arg", action="append", default=[], metavar="NAME=VALUE", help="a mirror, as make build takes it"
     )
+    parser.add_argument(
+        "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make's BUILD_ARGS)"
+    )
     add_number(
         parser, "--registry-port", kind=int, low=1024, high=65535, default=registry.PORT,
         help="the local registry's port (another build check may hold the default); the base's reference names it, "
@@ -433,10 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     def run() -> int:
         args = parser.parse_args(argv)
         repos = {name: getattr(args, f"{name}_repo") for name in UPSTREAM}
-        build_arguments.parsed(args.build_arg)  # a malformed one refused here, not after the base is pushed
+        extra = build_arguments.words(args.build_arg, args.build_args)
+        build_arguments.parsed(extra)  # a malformed one refused here, before the pairing is read
         pairing = pairings.load(args.pairing)
         out = args.out or record.folder_for(pairing)
-        return verify(pairing, repos, args.work, out, args.build_arg, args.registry_port)
+        return verify(pairing, repos, args.work, out, extra, args.registry_port)
 
     return run_command("build-check", run)
 
