@@ -46,6 +46,7 @@ GIT_SOURCES = {
 }
 # The distributions the image installs from those checkouts (editable), by canonical name.
 FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
+COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
 def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build writes it") -> UserError:
@@ -53,7 +54,10 @@ def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build wr
 
 
 def read_text(path: Path) -> str:
-    """The text of a file it reads, or a UserError naming the file: one that is not UTF-8 was refused naming none."""
+    """The text of a file it reads, or a UserError naming the file: one that is not UTF-8 was refused naming none, and
+    a folder where a record should be (`00-a.json/`) in an OSError's words."""
+    if not path.is_file():
+        raise unreadable(path, "is no file: a record the build writes is one")
     data = path.read_bytes()
     try:
         return data.decode("utf-8")
@@ -83,7 +87,10 @@ def read_json(path: Path, shape: type, fields: dict[str, type] | None = None):
 def installed_distributions(site_packages: Path) -> list[tuple[str, str]]:
     """(name, version) of every distribution in site-packages, from its METADATA, in name order."""
     found = []
-    for metadata in sorted(site_packages.glob("*.dist-info/METADATA")):
+    for folder in sorted(site_packages.glob("*.dist-info")):
+        metadata = folder / "METADATA"
+        if not metadata.is_file():  # a distribution whose metadata is gone was left out, unsaid
+            raise unreadable(folder, "no METADATA file: not a distribution's metadata")
         headers = email.parser.Parser().parsestr(metadata.read_text(errors="replace"), headersonly=True)
         if not (headers["Name"] or "").strip() or not (headers["Version"] or "").strip():
             raise unreadable(metadata, "no Name or no Version: not a distribution's metadata")
@@ -237,7 +244,21 @@ def read_versions(path: Path) -> dict:
         raise unreadable(path, "its versions are not names with text values", "run slime-record again")
     if not isinstance(recorded.get("tag"), (str, type(None))):
         raise unreadable(path, f"its tag {recorded['tag']!r} is not text", "run slime-record again")
+    for name, value in given.items():
+        _held(path, name, value)
     return {**given, "tag": recorded.get("tag")}
+
+
+def _held(path: Path, name: str, value: str) -> None:
+    """A commit or the base's digest, held to its form before the SBOM names bytes by it (`main; rm -rf` went in as a
+    SHA-1, `NOTADIGEST` as the base's SHA-256)."""
+    if name.endswith("_COMMIT") and not COMMIT.fullmatch(value):
+        raise unreadable(path, f"{name} {value!r} is no commit (40 lower-case hex digits)", "run slime-record again")
+    _, at, digest = value.partition("@")
+    if name == "BASE_IMAGE" and at and not (digest.startswith("sha256:") and fetch.HEX.fullmatch(digest[7:])):
+        raise unreadable(
+            path, f"BASE_IMAGE {value!r}: its digest is no sha256:<64 lower-case hex digits>", "run slime-record again"
+        )
 
 
 def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, status: Path, release: Path) -> dict:
@@ -276,29 +297,24 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
-    add_path(parser, "--site-packages", default=SITE_PACKAGES)
-    add_path(parser, "--versions", default=VERSIONS, help="the image's versions.json (slime-record)")
-    # Without these the image's own, taken as none where it has none (no file fetched, no dpkg); one given that does
-    # not exist is a mistyped path, refused rather than read as none.
-    optional = {
-        "pip_reports": PIP_REPORTS,
-        "downloads": DOWNLOADS,
-        "dpkg_status": DPKG_STATUS,
-        "os_release": OS_RELEASE,
-    }
-    add_path(parser, "--pip-reports", help="what each pip step installed (pip_reports.py)")
-    add_path(parser, "--downloads", help="what fetch.py took")
-    add_path(parser, "--dpkg-status")
-    add_path(parser, "--os-release")
+    # Each path of the kind it must be, the image's own ones too (defaults given as text go through the same check):
+    # a folder given for a file, or a file for a folder, was read as none. Those the image may lack (no file fetched,
+    # no dpkg) are read as none where it lacks them; one given that does not exist is a mistyped path, refused.
+    add_path(parser, "--site-packages", kind="folder", default=str(SITE_PACKAGES))
+    add_path(parser, "--versions", kind="file", default=str(VERSIONS), help="the image's versions.json (slime-record)")
+    optional = ("pip_reports", "downloads", "dpkg_status", "os_release")
+    add_path(parser, "--pip-reports", kind="folder", default=str(PIP_REPORTS), help="what each pip step installed")
+    add_path(parser, "--downloads", kind="folder", default=str(DOWNLOADS), help="what fetch.py took")
+    add_path(parser, "--dpkg-status", kind="file", default=str(DPKG_STATUS))
+    add_path(parser, "--os-release", kind="file", default=str(OS_RELEASE))
 
     def run() -> int:
         args = parser.parse_args(argv)
-        for name, default in optional.items():
+        for name in optional:
             given = getattr(args, name)
-            if given is not None and not given.exists():
+            if name in parser.seen and not given.exists():
                 flag = f"--{name.replace('_', '-')}"
                 raise UserError(f"{flag} {given} does not exist", f"pass {flag} an existing path, or leave it out")
-            setattr(args, name, given or default)
         if not args.versions.is_file() or not args.site_packages.is_dir():
             raise UserError(
                 f"{args.versions} or {args.site_packages} is missing: this is no built image",

@@ -5,11 +5,13 @@ and a fetch.py record; valid CycloneDX 1.6 by the schema's own strict validator;
 import json
 import os
 import subprocess
+from unittest import mock
 
 import pytest
 from local_index import wheel
 from slime_image import fetch, pip_reports, sbom
 from slime_image.errors import UserError
+from slime_image.options import InputPath, Parser
 
 from tools.planner.plan_env import python312, unpacked_pip
 from tools.planner.plan_replay import cache_folder
@@ -226,4 +228,82 @@ def test_a_path_given_that_does_not_exist_is_refused_naming_it(tmp_path, capsys,
     lines = err.strip().splitlines()
     assert len(lines) == 2 and "Traceback" not in err, lines
     assert lines[0] == f"slime-sbom: {option} {tmp_path / 'missing'} does not exist" and lines[1].startswith("fix: ")
+    assert not (tmp_path / "sbom.cdx.json").exists()
+
+
+# A commit or the base's digest in any other form went into the SBOM as the hash naming those bytes (sweep 2 row 9).
+for _name, _value in {
+    "commit a branch": ("SLIME_COMMIT", "main; rm -rf"),
+    "commit short": ("MEGATRON_COMMIT", "bf14dc2"),
+    "commit upper-case": ("APEX_COMMIT", "A" * 40),
+    "commit empty": ("SLIME_COMMIT", ""),
+    "base digest not hex": ("BASE_IMAGE", "nvcr.io/nvidia/cuda:13.0.2@sha256:NOTADIGEST"),
+    "base digest short": ("BASE_IMAGE", "nvidia/cuda:13.0.2@sha256:" + "b" * 63),
+    "base digest of another algorithm": ("BASE_IMAGE", "nvidia/cuda:13.0.2@sha512:" + "b" * 128),
+}.items():
+    MALFORMED[f"versions {_name}"] = ("versions.json", json.dumps({"versions": dict([_value]), "tag": "t"}))
+
+
+# Where each reader finds its entries by name, an entry of the wrong kind (sweep 2 row 19: a .dist-info without its
+# METADATA was left out of the SBOM, unsaid): what to make under inputs(), a folder or nothing.
+ENTRIES = {
+    "dist-info without METADATA": "site-packages/nometa-1.0.dist-info/",
+    "dist-info a file": "site-packages/file-1.0.dist-info",
+    "METADATA a folder": "site-packages/b-1.0.dist-info/METADATA/",
+    "pip report a folder": "pip-reports/01-b.json/",
+    "download record a folder": "downloads/y.json/",
+}
+
+
+@pytest.mark.parametrize("case", ENTRIES)
+def test_every_reader_refuses_an_entry_of_the_wrong_kind(tmp_path, capsys, case):
+    given = inputs(tmp_path)
+    entry = tmp_path / ENTRIES[case]
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.mkdir() if ENTRIES[case].endswith("/") else entry.write_text("")
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("slime-sbom: ") and lines[1].startswith("fix: "), lines
+    assert str(entry).rstrip("/") in lines[0] or str(entry.parent) in lines[0], lines
+    assert not (tmp_path / "sbom.cdx.json").exists()
+
+
+class Built(BaseException):
+    def __init__(self, parser):
+        self.parser = parser
+
+
+def path_options() -> dict[str, str]:
+    """Every path option of slime-sbom's parser -> the kind it declares, read from the parser main builds."""
+
+    def capture(self, args=None, namespace=None):
+        raise Built(self)
+
+    with mock.patch.object(Parser, "parse_known_args", capture), pytest.raises(Built) as built:
+        sbom.main([])
+    return {a.option_strings[0]: a.type.kind for a in built.value.parser._actions if isinstance(a.type, InputPath)}
+
+
+# The file or folder of inputs() each option is given where it takes the other kind (sweep 2 row 10: a folder given
+# for --dpkg-status or --os-release, or a file for --downloads, was read as none, unsaid).
+WRONG_KIND = {"file": "site-packages", "folder": "status"}
+
+
+@pytest.mark.parametrize("option", ["--site-packages", "--versions", *OPTIONAL])
+@pytest.mark.parametrize("given", [True, False], ids=["given", "the image's own"])
+def test_every_path_of_the_wrong_kind_is_refused_naming_it(tmp_path, capsys, monkeypatch, option, given):
+    kinds = path_options()
+    assert set(kinds) == {"--site-packages", "--versions", *OPTIONAL} and None not in kinds.values(), kinds
+    wrong = tmp_path / WRONG_KIND[kinds[option]]
+    paths = inputs(tmp_path)
+    if given:
+        paths[option] = wrong
+    else:
+        del paths[option]
+        monkeypatch.setattr(sbom, option[2:].replace("-", "_").upper(), wrong)
+    argv = [str(word) for flag, path in paths.items() for word in (flag, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"slime-sbom: {option} {wrong} is no {kinds[option]}", f"fix: pass {option} a {kinds[option]}"]
     assert not (tmp_path / "sbom.cdx.json").exists()

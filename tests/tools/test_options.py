@@ -282,19 +282,25 @@ def output_input_pairs() -> list[tuple[str, list[str], str, str, argparse.Argume
 )
 def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, parser, tmp_path, capsys):
     """`slime-sbom --out F --versions F` wrote the SBOM over the versions it read: the Parser checks every output
-    against every path option the command reads, once parsed, before the command looks at either."""
+    against every path option the command reads, once parsed, before the command looks at either. A folder it reads
+    (a path option of kind folder, which refuses a file) is given with the output inside it."""
     target = tmp_path / "read.json"
     target.write_text("{}\n")
+    read_path, where = target, "is"
+    if next(a.type.kind for flag, a in valued(parser) if flag == read) == "folder":
+        read_path, where = tmp_path, "is inside"
     argv = list(words)
     for flag, action in valued(parser):
         if flag in (output, read):
-            argv += ([action.option_strings[-1]] if action.option_strings else []) + [str(target)]
+            argv += ([action.option_strings[-1]] if action.option_strings else []) + [
+                str(target if flag == output else read_path)
+            ]
         elif action.required or (not action.option_strings and action.nargs in (None, "+")):
             argv += ([action.option_strings[-1]] if action.option_strings else []) + [good_value(action, tmp_path)]
     code = importlib.import_module(module).main(argv)
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
-    assert f"{output} {target} is {read} {target}, which the command reads" in lines[0], lines
+    assert f"{output} {target} {where} {read} {read_path}, which the command reads" in lines[0], lines
     assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
 
 
