@@ -452,6 +452,18 @@ WALLS = (
         "actor: torch's; an SGLang scheduler: torch's, then SGLang's pynccl) and fails unless all load one file, at "
         "the version torch pins",
     ),
+    Wall(
+        "W56",
+        "every rollout engine start spends ~30 s importing: the server process imports SGLang (~15 s), and only then "
+        "does its scheduler process start and import the scheduler's stack (~14 s)",
+        "slime spawns SGLang's launch_server, whose Engine spawns the scheduler and detokenizer after the server "
+        "process finished its own imports; each spawned process imports the stack from nothing, one after the other",
+        "the `engine-server-trampoline` patch makes slime's server process first spawn one waiting process per child "
+        "the Engine will start, each importing that child's modules, then import SGLang, all at once; the "
+        "`sglang-prespawned-children` patch runs the Engine's scheduler and detokenizer in them, with the parent's "
+        "environment as of start(), where the child would start with the same loader and CUDA variables (else "
+        "spawned as before); SLIME_IMAGE_PARALLEL_IMPORTS=0 in the engine's environment turns it off",
+    ),
 )
 
 BY_ID = {wall.id: wall for wall in WALLS}

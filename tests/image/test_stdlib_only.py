@@ -24,8 +24,11 @@ OWN = {"slime_image"}
 # the module `train`, and the ray it uses).
 PROBED_STACK = {"torch", "torch_memory_saver", "numpy", "slime", "megatron", "sglang", "sglang_router", "mbridge"}
 PROBED_STACK |= {"safetensors", "tokenizers", "ray", "train", "transformer_engine"}
-# Copied into slime: may import these, only inside functions (never when the suite imports it).
-SLIME_SIDE = {Path("slime_image/tms_preload.py"): {"torch", "torch_memory_saver"}}
+# Copied into slime (and SGLang): may import these, only inside functions (never when the suite imports it).
+SLIME_SIDE = {
+    Path("slime_image/tms_preload.py"): {"torch", "torch_memory_saver"},
+    Path("slime_image/parallel_imports.py"): {"sglang"},
+}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,17 @@
 """slime-image's self-neutralizing patches. Adding one: a module with ID, TARGET and plan(), listed here."""
 
-from slime_image.patches import gpuless_head_validate_args, sglang_graph_cpu_backup, tms_preload_cuda_aware
+from slime_image.patches import (
+    engine_server_trampoline,
+    gpuless_head_validate_args,
+    sglang_graph_cpu_backup,
+    sglang_prespawned_children,
+    tms_preload_cuda_aware,
+)
 
-PATCHES = [tms_preload_cuda_aware, gpuless_head_validate_args, sglang_graph_cpu_backup]
+PATCHES = [
+    tms_preload_cuda_aware,
+    gpuless_head_validate_args,
+    sglang_graph_cpu_backup,
+    engine_server_trampoline,
+    sglang_prespawned_children,
+]

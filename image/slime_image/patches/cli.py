@@ -56,10 +56,15 @@ class Transaction:
                 raise OSError(f"git apply {' '.join(map(str, series))} in {tree}: {proc.stderr.strip()}")
             self.undo.append(lambda: upstream.git_apply(series, tree, strip, "--reverse"))
             return
-        originals = {path: path.read_text() for path in outcome.edits if path.exists()}
+        originals = {path: path.read_text() if path.exists() else None for path in outcome.edits}
         for path, text in outcome.edits.items():
             write_atomically(path, text)
-        self.undo.append(lambda: [write_atomically(p, t) for p, t in originals.items()])
+        # A file the patch added is removed again, so an undone run leaves no module behind either.
+        self.undo.append(
+            lambda: [
+                write_atomically(p, t) if t is not None else p.unlink(missing_ok=True) for p, t in originals.items()
+            ]
+        )
 
     def roll_back(self) -> None:
         for step in reversed(self.undo):

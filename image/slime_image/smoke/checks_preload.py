@@ -1,5 +1,5 @@
-"""The torch_memory_saver preload library slime's train workers get, whether slime is patched, and what the memory
-saver keeps of SGLang's CUDA graphs across a pause."""
+"""The torch_memory_saver preload library slime's train workers get, whether slime is patched, what the memory
+saver keeps of SGLang's CUDA graphs across a pause, and what SGLang's engine imports when it loads."""
 
 from __future__ import annotations
 
@@ -7,7 +7,12 @@ import ast
 import os
 
 from slime_image import tms_preload
-from slime_image.patches import PATCHES, sglang_graph_cpu_backup
+from slime_image.patches import (
+    PATCHES,
+    engine_server_trampoline,
+    sglang_graph_cpu_backup,
+    sglang_prespawned_children,
+)
 from slime_image.patches.base import ALREADY_APPLIED, NOT_NEEDED, WOULD_APPLY
 from slime_image.smoke import lookups
 from slime_image.smoke.core import BUILD, FAIL, PASS, WARN, Context, Result, check, run_probe
@@ -93,8 +98,9 @@ def slime_patched(ctx: Context) -> Result:
     root = lookups.slime_root(ctx)
     if root is None:
         return lookups.no_slime(ctx)
-    # SGLang's own patch has a check of its own, naming its wall (sglang-graph-backup).
-    ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET]
+    # SGLang's patches and W56's pair have checks of their own, naming their walls (sglang-graph-backup,
+    # parallel-imports).
+    ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET and p is not engine_server_trampoline]
     report, child = lookups.patcher_report(ctx, root, ids)
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
@@ -127,6 +133,34 @@ def sglang_graph_backup(ctx: Context) -> Result:
     if outcome.status in (ALREADY_APPLIED, NOT_NEEDED):
         return Result(PASS, outcome.message)
     return Result(FAIL, f"SGLang's capture site is not one the image knows: {outcome.message}")
+
+
+@check(
+    "parallel-imports",
+    ("W56",),
+    BUILD,
+    "the rollout engine's server and scheduler processes import SGLang one after the other (~15 s each) at every "
+    "engine start",
+    "apply the image's patches: slime-patch --slime-root <slime> --only "
+    f"{engine_server_trampoline.ID},{sglang_prespawned_children.ID} (the image does)",
+)
+def parallel_imports(ctx: Context) -> Result:
+    """slime's launch_server_process spawns the trampoline that starts processes importing SGLang's scheduler and
+    detokenizer modules, and SGLang's Engine runs its scheduler and detokenizer in them: both halves read from the
+    source (the same reading as the patches'; a GPU run times the start)"""
+    root = lookups.slime_root(ctx)
+    if root is None:
+        return lookups.no_slime(ctx)
+    folder = ctx.sglang_root / "sglang" if ctx.sglang_root else lookups.package_dir("sglang")
+    if folder is None or not folder.is_dir():
+        return Result(FAIL, "sglang is not installed")
+    halves = [(engine_server_trampoline, root), (sglang_prespawned_children, folder.parent)]
+    outcomes = [(patch.ID, patch.plan(tree)) for patch, tree in halves]
+    lines = "\n".join(f"{i}: {o.status}: {o.message}" for i, o in outcomes)
+    missing = [i for i, o in outcomes if o.status != ALREADY_APPLIED]
+    if missing:
+        return Result(FAIL, f"W56 not in place: {', '.join(missing)} not applied", lines)
+    return Result(PASS, "the server starts its children's waiting processes; the Engine's children run in them", lines)
 
 
 def nested_region_refusals(source: str) -> list[int]:
