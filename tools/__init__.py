@@ -4,8 +4,10 @@ and its verification), k8s/ (EKS). The commands over all of them stand here: doc
 is copied into the image.
 """
 
+import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 # A Ctrl-C before handle_start's hook is in place (the imports below take a moment on a loaded machine) is held, and
@@ -29,6 +31,23 @@ check(FIX, prog="tools")
 from slime_image.errors import handle_start  # noqa: E402
 
 handle_start(FIX)
+
+
+def _hung_up(signum, frame) -> None:
+    """SIGHUP (a closed terminal, a dropped ssh) does what SIGTERM does at that moment: inside run_command, raise where
+    the command is so that its cleanups run (a staged download, a scratch folder); before it, end the process as
+    SIGHUP's default would. Python's default ends it at once, and left a half-written file behind."""
+    handler = signal.getsignal(signal.SIGTERM)
+    if callable(handler):
+        handler(signal.SIGTERM, frame)
+    elif handler != signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGHUP)
+
+
+# One place for every command: each imports this package first. A SIGHUP ignored on entry (nohup) stays ignored.
+if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
+    signal.signal(signal.SIGHUP, _hung_up)
 if _before is signal.default_int_handler:
     signal.signal(signal.SIGINT, _before)
     if _held:

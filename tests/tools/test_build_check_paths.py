@@ -43,3 +43,12 @@ def test_an_empty_path_or_one_of_the_wrong_kind_is_refused_before_any_work(tmp_p
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith(f"{prog}: {option} "), lines
     assert ("is empty" if not given.strip() else f"is no {kind.kind}") in lines[0] and lines[1].startswith("fix: ")
+
+
+@pytest.mark.parametrize("given", ["", " "])
+def test_an_empty_against_is_refused_not_read_as_absent(capsys, given):
+    """Sweep 3 row 10: `repro --against ''` read as no --against, and would have built twice in silence."""
+    assert importlib.import_module(MODULES["repro-check"]).main(["--against", given]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[0] == "repro-check: --against is empty: it names no image", lines
+    assert lines[1].startswith("fix: ") and "leave it out" in lines[1], lines

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
-from slime_image.options import Output
-from test_options import command_modules, commands
+from conftest import ROOT, path_without
+from slime_image.options import InputPath, Output
+from test_options import ABSENT, command_modules, commands
 
 from tools.inputs.recipe import Recipe
 
@@ -30,6 +31,11 @@ OUTPUTS = {
         "--report-json",
         "--report-junit",
     ),
+}
+# Each tools/ command's options naming a folder it fills (sweep 3 row 9: `build-check --work .`, `--out locks`).
+FOLDERS = {
+    "tools.release.build_check.run": ("--work", "--out"),
+    "tools.release.build_check.repro": ("--work",),
 }
 # Output options that write what the recipe reads by design, each with why.
 BY_DESIGN = {
@@ -49,6 +55,41 @@ def test_every_output_option_of_every_tools_command_is_enumerated():
     }
     listed = {(module, option) for (module, _), options in OUTPUTS.items() for option in options}
     assert found == listed | set(BY_DESIGN)
+
+
+def test_every_folder_a_tools_command_fills_is_enumerated():
+    found = {
+        (module, action.type.option)
+        for module in command_modules()
+        if module.startswith("tools.")
+        for parser, _ in commands(module)
+        for action in parser._actions
+        if isinstance(action.type, InputPath) and not action.type.reads
+    }
+    assert found == {(module, option) for module, options in FOLDERS.items() for option in options}
+
+
+# A folder that is one the recipe reads, lies in one, or holds one; and one named through the clone's parent.
+FOLDER_TARGETS = ("locks", "pairings", "image/slime_image", ".", f"../{ROOT.name}/locks")
+
+
+@pytest.fixture(scope="module")
+def engineless(tmp_path_factory) -> str:
+    """PATH without a build engine or debootstrap: a folder let through stops at the tools check, never builds."""
+    return path_without(tmp_path_factory.mktemp("bin"), ABSENT)
+
+
+@pytest.mark.parametrize("target", FOLDER_TARGETS)
+@pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
+def test_a_folder_over_what_the_recipe_reads_is_refused(engineless, command, option, target):
+    run = subprocess.run(
+        [sys.executable, "-m", command, f"{option}={target}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": engineless},
+    )  # fmt: skip
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 2, run.stderr
+    assert f"{option} {target} " in lines[0] and "which the command reads" in lines[0], lines
+    assert lines[1].startswith("fix: "), lines
 
 
 def read_files() -> list[str]:

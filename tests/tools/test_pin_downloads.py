@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from local_index import wheel
+from silent_servers import mute
 from slime_image.errors import UserError
 
 from tools.inputs import download_pins, pairings, rules
@@ -318,3 +319,22 @@ def test_a_wheel_whose_compressed_bytes_are_damaged_is_named_not_a_traceback(tmp
     damaged.write_bytes(bytes(data))
     assert pin_downloads.wheel_unlike("sglang-router", "0.3.2", good) is None
     assert "damaged" in pin_downloads.wheel_unlike("sglang-router", "0.3.2", damaged)
+
+
+def test_a_server_that_never_answers_is_named_within_the_timeout(tree, capsys, monkeypatch):
+    """Sweep 3 row 11: a mirror that took the connection and sent nothing kept pin_downloads silent for fetch.py's 300 s
+    a read; now each read waits pin_downloads.TIMEOUT (lowered here), and the error names the URL and the fix."""
+    monkeypatch.setattr(pin_downloads, "TIMEOUT", 1.0, raising=False)
+    before = tree.texts()
+    with mute() as url:
+        done = []
+        worker = threading.Thread(
+            target=lambda: done.append(pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"])), daemon=True
+        )
+        worker.start()
+        worker.join(timeout=15)
+    assert done == [1], "pin_downloads still waits on a server that never answers"
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and f"{url}/aws-efa-installer-" in lines[0] and "did not answer in 1 s" in lines[0], lines
+    assert lines[1].startswith("fix: ") and "EFA_INSTALLER_URL" in lines[1], lines
+    assert tree.texts() == before

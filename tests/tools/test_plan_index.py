@@ -14,10 +14,12 @@ import zipfile
 import pytest
 from conftest import ROOT
 from packaging.specifiers import SpecifierSet
+from silent_servers import mute
+from slime_image.errors import UserError
 
 from tools.planner import index_http
 from tools.planner.plan_env import FakeEnv
-from tools.planner.plan_index import JSON_PAGE, Pin, PlanIndex
+from tools.planner.plan_index import JSON_PAGE, Pin, PlanIndex, project_files
 
 
 def page(index: PlanIndex, name: str) -> list[str]:
@@ -125,6 +127,41 @@ def test_an_index_that_cannot_be_reached_is_named_as_such(tmp_path):
         answer = index_http.get(f"{ours.url}six/", {"Accept": JSON_PAGE})
         assert answer.status == 502
         assert ours.errors and "127.0.0.1:9" in ours.errors[0]
+
+
+def within(seconds: float, call):
+    """What `call()` returned or raised, or a failure once `seconds` passed without its end."""
+    ended = []
+
+    def run():
+        try:
+            ended.append(("returned", call()))
+        except BaseException as exc:  # handed to the test, which names it
+            ended.append(("raised", exc))
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    assert ended, f"still waiting after {seconds} s"
+    return ended[0]
+
+
+def test_an_index_that_takes_the_connection_and_never_answers_is_named_within_the_timeout(tmp_path, monkeypatch):
+    """Sweep 3 row 11: PIP_INDEX_URL at a server that never answers kept make plan silent (60 s a read, three tries
+    each); each read now waits index_http.TIMEOUT (lowered here), once, and the error names the URL and the fix. Read
+    by the planner's own index, which pip asks, and by the commands that read a project's page themselves."""
+    monkeypatch.setattr(index_http, "TIMEOUT", 1.0, raising=False)
+    with mute() as upstream:
+        how, exc = within(15, lambda: index_http.get(f"{upstream}/simple/six/"))
+        assert how == "raised" and isinstance(exc, index_http.Unreachable), exc
+        assert str(exc) == f"{upstream}/simple/six/: no answer in 1 s"
+        how, exc = within(15, lambda: project_files(f"{upstream}/simple", "six", "its hashes"))
+        assert how == "raised" and isinstance(exc, UserError), exc
+        assert f"{upstream}/simple/six/: no answer in 1 s" in exc.cause and "PIP_INDEX_URL" in exc.fix
+        with PlanIndex(f"{upstream}/simple", tmp_path / "store", "x86_64") as ours:
+            how, exc = within(15, lambda: urllib.request.urlopen(f"{ours.url}six/", timeout=15))  # as pip asks it
+            assert how == "raised" and getattr(exc, "code", None) == 502, exc
+            assert ours.errors == [f"{upstream}/simple/six/: no answer in 1 s"]
 
 
 def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):

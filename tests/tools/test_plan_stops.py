@@ -52,7 +52,12 @@ def cache(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize(
     "stop, code",
-    [("SIGTERM to the plan", 143), ("SIGINT to the plan", 130), ("SIGKILL to its pip", None)],
+    [
+        ("SIGTERM to the plan", 143),
+        ("SIGHUP to the plan", 143),  # as SIGTERM (a terminal closed): sweep 3 row 6
+        ("SIGINT to the plan", 130),
+        ("SIGKILL to its pip", None),
+    ],
 )
 def test_a_plan_stopped_while_its_pip_runs_leaves_nothing_of_it(recipe, cache, tmp_path, stop, code):  # noqa: F811
     system = tmp_path / "system"  # the plan's TMPDIR, where pip put its temporary folders

@@ -8,6 +8,7 @@ other code reads the Dockerfile.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import cached_property
@@ -298,17 +299,22 @@ class Recipe:
             **{f"{folder}/": ROOT / folder for folder in ("locks", "pairings", "base-manifests")},
         }
 
-    def check_outputs(self, outputs: dict, fills: Path | None = None, replaces: bool = False, also=None) -> None:
+    def check_outputs(
+        self, outputs: dict, fills: Path | None = None, replaces: bool = False, also=None, folders=None
+    ) -> None:
         """The one check of every output option of every tools/ command against what the recipe reads (`reads`;
         atomic_write.check_outputs, before any work): no output may be one of those files or lie in one of those
         folders, but in `fills`, the folder the command is there to write in (draft: pairings/, base_manifest:
         base-manifests/), where it may add a file and, with `replaces`, replace one (draft's --out replaced a pairing).
-        `also`: what else the command reads (what -> path)."""
+        `also`: what else the command reads (what -> path). `folders`: the options naming a folder the command fills
+        (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would)."""
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
             reads |= {f"the {path.name} of {Path(fills).name}/": path for path in held}
         check_outputs(outputs, {**reads, **(also or {})})
+        for option, folder in (folders or {}).items():
+            _apart(option, folder, {**reads, **(also or {})})
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
@@ -374,3 +380,24 @@ if __name__ == "__main__":
     from tools import library_module
 
     raise SystemExit(library_module(__spec__.name))
+
+
+def _apart(option: str, folder: Path | str, reads: dict) -> None:
+    """Refuse a folder a command fills that is, lies in, or holds something it reads: its files would go among the
+    clone's inputs (build-check's mirrors and logs in locks/, its record over a pairing)."""
+    filled = os.path.realpath(folder)
+    for holds in (False, True):  # the folder it lies in named first: `--out locks` is locks/, more than it holds a lock
+        for what, path in reads.items():
+            read = os.path.realpath(path)
+            if not holds and (filled == read or filled.startswith(read.rstrip("/") + "/")):
+                where = "is" if filled == read else "is inside"
+            elif holds and read.startswith(filled.rstrip("/") + "/"):
+                where = "holds"
+            else:
+                continue
+            shown = "" if what.rstrip("/") == os.path.relpath(path) else f" ({os.path.relpath(path)})"
+            raise UserError(
+                f"{option} {folder} {where} {what}{shown}, which the command reads: what it writes there would go "
+                "among it",
+                f"give {option} a folder of its own, outside the clone's inputs (its default is one)",
+            )

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 ATTEMPTS = 3
 REDIRECTS = 5
+# Seconds a request waits on each read of a server that took the connection: one that never answers is named then, not
+# waited on for the plan's life. Tests lower it.
+TIMEOUT = 30.0
 
 
 class Unreachable(OSError):
@@ -44,9 +47,9 @@ def _connection(scheme: str, netloc: str) -> http.client.HTTPConnection:
     kept = _local.__dict__.setdefault("connections", {})
     if (scheme, netloc) not in kept:
         if scheme == "https":
-            kept[scheme, netloc] = http.client.HTTPSConnection(netloc, context=_context, timeout=60)
+            kept[scheme, netloc] = http.client.HTTPSConnection(netloc, context=_context, timeout=TIMEOUT)
         else:
-            kept[scheme, netloc] = http.client.HTTPConnection(netloc, timeout=60)
+            kept[scheme, netloc] = http.client.HTTPConnection(netloc, timeout=TIMEOUT)
     return kept[scheme, netloc]
 
 
@@ -61,7 +64,7 @@ def _once(url: str, headers: dict[str, str]) -> Answer:
     if _PROXIES.get(parts.scheme):
         request = urllib.request.Request(url, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
+            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
                 found = {k.lower(): v for k, v in response.headers.items()}
                 return Answer(response.status, found, response.read())
         except urllib.error.HTTPError as exc:
@@ -89,6 +92,8 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
                 answer = _once(url, headers)
                 break
             except (http.client.HTTPException, urllib.error.URLError, OSError) as exc:
+                if TimeoutError in (type(exc), type(getattr(exc, "reason", None))):  # asking again would wait as long
+                    raise Unreachable(f"{url}: no answer in {TIMEOUT:g} s") from None
                 if attempt == ATTEMPTS - 1:
                     raise Unreachable(f"{url}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests

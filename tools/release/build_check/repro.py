@@ -45,6 +45,15 @@ EXPLAINED = 12  # differing files a layer's entry explains with diffoscope; the 
 STANDIN_LABEL, PAIRING_LABEL = "org.slime-image.standin", "org.slime-image.pairing"
 
 
+def named_image(value: str) -> str:
+    """argparse type of --against: an empty one is refused, where it read as no --against and built twice."""
+    if not value.strip():
+        raise UserError(
+            "--against is empty: it names no image", "pass --against an image make build-check made, or leave it out"
+        )
+    return value
+
+
 def check_against(image: str, pairing: pairings.Pairing) -> None:
     """Refuse, before any build, an --against IMAGE this comparison cannot use."""
     fix = (
@@ -225,7 +234,9 @@ def main(argv: list[str] | None = None) -> int:
             help=f"path or URL (default {defaults[arg]})",
         )
     parser.add_argument("--pairing", default=pairings.DEFAULT)
-    parser.add_argument("--against", help="an image built by make build-check: build once more and compare with it")
+    parser.add_argument(
+        "--against", type=named_image, help="an image built by make build-check: build once more and compare with it"
+    )
     add_path(parser, "--work", reads=False, kind="folder", default=Path("/var/tmp/slime-build-check"))
 
     def run() -> int:
@@ -233,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         pairing = pairings.load(args.pairing)
         lock.locked(pairing)  # its locks there and in the one form, before any work
         out = record.folder_for(pairing)
+        Recipe.load().check_outputs({}, folders={"--work": args.work})
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
         require_tools()
         if args.against:

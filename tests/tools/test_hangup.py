@@ -1,0 +1,51 @@
+"""SIGHUP (a terminal closed, an ssh session dropped) stops every tools/ command as SIGTERM does (sweep 3 row 6):
+before, `pin_downloads` hung up mid-download died at once and left its staged file in a temporary folder, where
+SIGTERM left nothing. tools/__init__.py, which every command imports first, installs it once for all of them."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from conftest import ROOT
+from silent_servers import trickling
+
+import tools
+
+
+def test_every_tools_command_stops_on_sighup_as_on_sigterm():
+    """The members: every command of tools.COMMANDS, imported as `python -m` imports it, keeps the handler."""
+    script = (
+        "import importlib, signal, sys\n"
+        "for name in sys.argv[1:]:\n"
+        "    importlib.import_module(name)\n"
+        "    if signal.getsignal(signal.SIGHUP) in (signal.SIG_DFL, None):\n"
+        "        print(name)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, *tools.COMMANDS], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0 and run.stdout == "", run.stdout + run.stderr[-2000:]
+
+
+def test_pin_downloads_hung_up_mid_download_leaves_nothing(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    with trickling() as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tools.release.pin_downloads", "--build-arg", f"EFA_INSTALLER_URL={url}"],
+            cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while not list(scratch.rglob(".EFA_INSTALLER_SHA256.*")):  # fetch's staged file: the download is under way
+            assert proc.poll() is None and time.monotonic() < deadline, "the download never started"
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGHUP)
+        err = proc.communicate(timeout=60)[1]
+    lines = err.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 2 and "Traceback" not in err, err[-2000:]
+    assert "nothing it was writing was kept" in lines[0] and lines[1] == "fix: run it again", lines
+    assert list(scratch.iterdir()) == []
