@@ -248,7 +248,8 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
         found = {v: version_listings("slime-fixture-dep", {v}, "", index + "/")[v].installable for v in ("1.0", "2.0")}
         fixture = version_listings("slime-fixture", {"1.0"}, "", index + "/")["1.0"].installable
         pins = [LockPin("slime-fixture", "1.0", fixture), LockPin("slime-fixture-dep", "2.0", found[dep_hashed_as])]
-        return "\n".join(map(pin_text, pins)) + "\n"
+        # The cutoff line every lock holds (lock.held_cutoff); the planned cutoff is each call's own.
+        return "# uploaded-prior-to: 2026-12-01T00:00:00Z\n" + "\n".join(map(pin_text, pins)) + "\n"
 
     def planned(cutoff: str):
         recipe = Recipe.load(tmp_path / "Dockerfile")
@@ -258,7 +259,7 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
     (tmp_path / "c.lock").write_text(lock("1.0"))  # the hash of dep 1.0's wheel under the pin of 2.0
     with pytest.raises(UserError) as caught:
         planned("2026-12-01T00:00:01Z")  # a cutoff of its own: no cached resolution, the index is read
-    assert caught.value.cause.startswith(f"{tmp_path / 'c.lock'}:3: slime-fixture-dep==2.0 holds --hash=sha256:")
+    assert caught.value.cause.startswith(f"{tmp_path / 'c.lock'}:4: slime-fixture-dep==2.0 holds --hash=sha256:")
     assert caught.value.cause.endswith(f"which the index {index} lists for no file of that version")
     assert caught.value.code == 2
     (tmp_path / "c.lock").write_text(lock("2.0"))
