@@ -10,6 +10,7 @@ import struct
 import threading
 import urllib.request
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -227,3 +228,51 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
     (tmp_path / "c.lock").write_text(lock("2.0"))
     result = planned("2026-12-01T00:00:02Z")
     assert result.ok and result.final == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+
+
+def test_a_resolution_is_kept_by_what_pip_reads_not_by_how_the_recipe_names_its_files(index, tmp_path, monkeypatch):
+    """make plan names the recipe's files relative to the repository, a plan run from elsewhere by their whole path:
+    the second finds the first's resolutions. A copy of the recipe in another folder finds them for a step under its
+    lock (pip reads the lock's versions from a copy of its own, never the lock's path), not for one that reads a
+    requirements file there (pip reads it where it lies). The suite planned the recipe both ways, cold each time."""
+    import platform
+    import shutil
+
+    from slime_image.lock_file import Pin as LockPin
+    from slime_image.lock_file import pin_text
+
+    from tools.inputs.recipe import Recipe
+    from tools.planner import plan, sdist_metadata
+    from tools.planner.lock_hashes import version_listings
+
+    cache = ROOT / ".cache" / "plan-tests"
+    env = FakeEnv(cache / f"env-py312-{platform.machine()}")
+    with env.running():
+        env.create()  # with the host's index, before the plan is pointed at the local one
+    monkeypatch.setenv("PLAN_CACHE", str(cache))
+    monkeypatch.setenv("PIP_INDEX_URL", index)  # its port is new each session: the first plan below resolves afresh
+    monkeypatch.setattr(sdist_metadata, "FOLDER", tmp_path / "no-records")
+    recipe = tmp_path / "recipe"
+    recipe.mkdir()
+    (recipe / "Dockerfile").write_text(
+        "FROM scratch\nCOPY c.lock /opt/c.lock\nENV PIP_CONSTRAINT=/opt/c.lock\nRUN pip install slime-fixture\n"
+        "COPY req.txt /opt/req.txt\nRUN pip install -r /opt/req.txt\n"
+    )
+    (recipe / "req.txt").write_text("slime-fixture-dep\n")
+    (recipe / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+    pins = [("slime-fixture", "1.0"), ("slime-fixture-dep", "2.0")]
+    found = {n: version_listings(n, {v}, "", index + "/")[v].installable for n, v in pins}
+    (recipe / "c.lock").write_text("\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
+    shutil.copytree(recipe, tmp_path / "copy")
+
+    def notes(dockerfile) -> list[str]:
+        options = {"manifest": tmp_path / "recipe" / "base.json", "arch": platform.machine()}
+        result = plan.Planner(Recipe.load(dockerfile), log=lambda *a, **k: None, **options).run()
+        assert result.ok and result.final == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+        return [step.note for step in result.steps]
+
+    monkeypatch.chdir(tmp_path)
+    assert notes(Path("recipe/Dockerfile")) == ["resolved", "resolved"]
+    monkeypatch.chdir(ROOT)
+    assert notes(recipe / "Dockerfile") == ["cached resolution", "cached resolution"]
+    assert notes(tmp_path / "copy" / "Dockerfile") == ["cached resolution", "resolved"]
