@@ -36,6 +36,65 @@ def test_a_lock_narrows_a_page_to_the_files_of_its_pin(index, tmp_path):
         ]
 
 
+# A project's files for every Python and platform, as a real page lists them (numpy's, torch's): what pip could take
+# for CPython 3.12 on Linux x86_64, and what it could not.
+TAKEN = [
+    "multi-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "multi-1.0-cp312-cp312-musllinux_1_2_x86_64.whl",
+    "multi-1.0-cp39-abi3-manylinux_2_28_x86_64.whl",
+    "multi-1.0-py2.py3-none-any.whl",
+    "multi-1.0-py312-none-linux_x86_64.whl",
+]
+LEFT = [
+    "multi-1.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+    "multi-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",
+    "multi-1.0-cp312-cp312-manylinux_2_17_aarch64.whl",
+    "multi-1.0-cp312-cp312-win_amd64.whl",
+    "multi-1.0-cp312-cp312-macosx_11_0_x86_64.whl",
+    "multi-1.0-pp310-pypy310_pp73-manylinux_2_17_x86_64.whl",
+    "multi-1.0-py2-none-any.whl",
+]
+
+
+def test_a_page_lists_the_wheels_pip_could_take_here_every_sdist_and_what_it_cannot_read(tmp_path):
+    """pip parsed and judged every file of a page at every step; the planner's index leaves out the wheels pip could
+    never take here, and no other: each it leaves out has no tag of those packaging gives CPython 3.12 on Linux x86_64
+    (pip's own list); an sdist and a name packaging cannot read reach pip, which judges them."""
+    from packaging.tags import compatible_tags, cpython_tags
+    from packaging.utils import parse_wheel_filename
+
+    platforms = [f"manylinux_2_{n}_x86_64" for n in range(39, 16, -1)] + ["manylinux2014_x86_64", "linux_x86_64"]
+    platforms += [f"musllinux_1_{n}_x86_64" for n in range(2, -1, -1)]
+    pips = {*cpython_tags((3, 12), ["cp312"], platforms), *compatible_tags((3, 12), "cp312", platforms)}
+    for name in TAKEN:
+        assert parse_wheel_filename(name)[3] & pips, name
+    for name in LEFT:
+        assert not parse_wheel_filename(name)[3] & pips, name
+    unread = "multi-1.0-not-a-wheel-name.whl"
+    files = [*LEFT, *TAKEN, "multi-1.0.tar.gz", unread]
+    entries = [{"filename": f, "url": f, "hashes": {}} for f in files]
+    body = json.dumps({"meta": {"api-version": "1.0"}, "name": "multi", "files": entries}).encode()
+
+    class Json(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", JSON_PAGE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Json)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with PlanIndex(f"http://127.0.0.1:{server.server_address[1]}/simple", tmp_path / "store", "x86_64") as ours:
+            assert page(ours, "multi") == [*TAKEN, "multi-1.0.tar.gz", unread]
+    finally:
+        server.shutdown()
+
+
 @pytest.mark.parametrize(
     "pin",
     ["1.0", "1.0.0", "2.11.0", "2.11.0+cu130", "1!1.0", "0.5.15.post1", "1.0rc1", "2026.10.1"],
