@@ -6,7 +6,9 @@ The pins below are test inputs (what the tests reproduce), not versions the imag
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import csv
 import fcntl
 import hashlib
 import json
@@ -89,7 +91,8 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
         if (folder / ".complete").exists():
             return python
         shutil.rmtree(folder, ignore_errors=True)
-        subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
+        subprocess.run([base_python, "-m", "venv", "--without-pip", str(folder)], check=True)
+        _installers_from(_with_pip(base_python), folder)
         if over is not None:
             (site_packages(python) / "_over.pth").write_text(f"{site_packages(over)}\n")
         for step in steps:
@@ -100,6 +103,45 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
             )
         (folder / ".complete").touch()
     return python
+
+
+def _with_pip(base_python: str) -> Path:
+    """A venv made with `base_python -m venv`, whose ensurepip puts its pip (and, before Python 3.12, setuptools) in:
+    once per interpreter. Each venv of the tests takes those from it (_installers_from): ensurepip took 2.7 s of CPU,
+    the most of what making a small venv costs, and the suite makes about twenty."""
+    folder = CACHE / "venvs" / f"with-pip-{hashlib.sha256(base_python.encode()).hexdigest()[:12]}"
+    with making(folder):
+        if not (folder / ".complete").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
+            (folder / ".complete").touch()
+    return folder
+
+
+def _installers_from(template: Path, folder: Path) -> None:
+    """Put into the venv `folder` (made --without-pip by the same interpreter) what ensurepip put into `template`, as
+    ensurepip would have: its distributions copied whole, their scripts (bin/pip...) written with this venv's python
+    on their first line, and each script's RECORD row with its digest and size, in pip's CSV."""
+    source, target = site_packages(template / "bin" / "python"), site_packages(folder / "bin" / "python")
+    for entry in source.iterdir():
+        if entry.is_dir():
+            shutil.copytree(entry, target / entry.name, symlinks=True)
+        else:
+            shutil.copy2(entry, target / entry.name)
+    for record in target.glob("*.dist-info/RECORD"):
+        with record.open(newline="") as handle:
+            rows = list(csv.reader(handle))
+        for row in rows:
+            if row[0].startswith("../../../bin/"):
+                name = row[0].rsplit("/", 1)[1]
+                first, rest = (template / "bin" / name).read_bytes().split(b"\n", 1)
+                script = first.replace(bytes(template), bytes(folder)) + b"\n" + rest
+                (folder / "bin" / name).write_bytes(script)
+                (folder / "bin" / name).chmod(0o755)
+                digest = base64.urlsafe_b64encode(hashlib.sha256(script).digest()).rstrip(b"=").decode()
+                row[1:] = [f"sha256={digest}", str(len(script))]
+        with record.open("w", newline="") as handle:
+            csv.writer(handle).writerows(rows)
 
 
 def torch_cpu() -> Path:

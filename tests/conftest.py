@@ -132,6 +132,7 @@ PLAN_TESTS = {
     "test_plan_next_pins.py",
     "test_pip_cli.py",
     "test_sdist_metadata.py",
+    "test_wheel_tags.py",
 }
 
 

@@ -52,8 +52,11 @@ def test_a_slime_root_that_is_not_slime_is_refused(tmp_path):
 
 
 def bare_run(root, *args, pythonpath=""):
-    """slime-bytecode with slime only where --slime-root says (PYTHONPATH, when given, holds another tree)."""
-    env = {**os.environ, "PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}
+    """slime-bytecode with slime only where --slime-root says (PYTHONPATH, when given, holds another tree), in the
+    image's environment of bytecode: PYTHONDONTWRITEBYTECODE set, no PYTHONPYCACHEPREFIX (the session's, where the
+    bytecode would go instead of beside the sources)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"}
+    env |= {"PYTHONPATH": pythonpath, "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
         [sys.executable, str(IMAGE_BIN / "slime-bytecode"), "--slime-root", str(root), *args],
         capture_output=True,

@@ -10,6 +10,7 @@ import struct
 import threading
 import urllib.request
 import zipfile
+from pathlib import Path
 
 import pytest
 from conftest import ROOT
@@ -35,6 +36,65 @@ def test_a_lock_narrows_a_page_to_the_files_of_its_pin(index, tmp_path):
             "slime_fixture_dep-1.0-py3-none-any.whl",
             "slime_fixture_dep-2.0-py3-none-any.whl",
         ]
+
+
+# A project's files for every Python and platform, as a real page lists them (numpy's, torch's): what pip could take
+# for CPython 3.12 on Linux x86_64, and what it could not.
+TAKEN = [
+    "multi-1.0-cp312-cp312-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+    "multi-1.0-cp312-cp312-musllinux_1_2_x86_64.whl",
+    "multi-1.0-cp39-abi3-manylinux_2_28_x86_64.whl",
+    "multi-1.0-py2.py3-none-any.whl",
+    "multi-1.0-py312-none-linux_x86_64.whl",
+]
+LEFT = [
+    "multi-1.0-cp311-cp311-manylinux_2_17_x86_64.whl",
+    "multi-1.0-cp313-cp313-manylinux_2_17_x86_64.whl",
+    "multi-1.0-cp312-cp312-manylinux_2_17_aarch64.whl",
+    "multi-1.0-cp312-cp312-win_amd64.whl",
+    "multi-1.0-cp312-cp312-macosx_11_0_x86_64.whl",
+    "multi-1.0-pp310-pypy310_pp73-manylinux_2_17_x86_64.whl",
+    "multi-1.0-py2-none-any.whl",
+]
+
+
+def test_a_page_lists_the_wheels_pip_could_take_here_every_sdist_and_what_it_cannot_read(tmp_path):
+    """pip parsed and judged every file of a page at every step; the planner's index leaves out the wheels pip could
+    never take here, and no other: each it leaves out has no tag of those packaging gives CPython 3.12 on Linux x86_64
+    (pip's own list); an sdist and a name packaging cannot read reach pip, which judges them."""
+    from packaging.tags import compatible_tags, cpython_tags
+    from packaging.utils import parse_wheel_filename
+
+    platforms = [f"manylinux_2_{n}_x86_64" for n in range(39, 16, -1)] + ["manylinux2014_x86_64", "linux_x86_64"]
+    platforms += [f"musllinux_1_{n}_x86_64" for n in range(2, -1, -1)]
+    pips = {*cpython_tags((3, 12), ["cp312"], platforms), *compatible_tags((3, 12), "cp312", platforms)}
+    for name in TAKEN:
+        assert parse_wheel_filename(name)[3] & pips, name
+    for name in LEFT:
+        assert not parse_wheel_filename(name)[3] & pips, name
+    unread = "multi-1.0-not-a-wheel-name.whl"
+    files = [*LEFT, *TAKEN, "multi-1.0.tar.gz", unread]
+    entries = [{"filename": f, "url": f, "hashes": {}} for f in files]
+    body = json.dumps({"meta": {"api-version": "1.0"}, "name": "multi", "files": entries}).encode()
+
+    class Json(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", JSON_PAGE)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Json)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with PlanIndex(f"http://127.0.0.1:{server.server_address[1]}/simple", tmp_path / "store", "x86_64") as ours:
+            assert page(ours, "multi") == [*TAKEN, "multi-1.0.tar.gz", unread]
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.parametrize(
@@ -265,3 +325,51 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
     (tmp_path / "c.lock").write_text(lock("2.0"))
     result = planned("2026-12-01T00:00:02Z")
     assert result.ok and result.final == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+
+
+def test_a_resolution_is_kept_by_what_pip_reads_not_by_how_the_recipe_names_its_files(index, tmp_path, monkeypatch):
+    """make plan names the recipe's files relative to the repository, a plan run from elsewhere by their whole path:
+    the second finds the first's resolutions. A copy of the recipe in another folder finds them for a step under its
+    lock (pip reads the lock's versions from a copy of its own, never the lock's path), not for one that reads a
+    requirements file there (pip reads it where it lies). The suite planned the recipe both ways, cold each time."""
+    import platform
+    import shutil
+
+    from slime_image.lock_file import Pin as LockPin
+    from slime_image.lock_file import pin_text
+
+    from tools.inputs.recipe import Recipe
+    from tools.planner import plan, sdist_metadata
+    from tools.planner.lock_hashes import version_listings
+
+    cache = ROOT / ".cache" / "plan-tests"
+    env = FakeEnv(cache / f"env-py312-{platform.machine()}")
+    with env.running():
+        env.create()  # with the host's index, before the plan is pointed at the local one
+    monkeypatch.setenv("PLAN_CACHE", str(cache))
+    monkeypatch.setenv("PIP_INDEX_URL", index)  # its port is new each session: the first plan below resolves afresh
+    monkeypatch.setattr(sdist_metadata, "FOLDER", tmp_path / "no-records")
+    recipe = tmp_path / "recipe"
+    recipe.mkdir()
+    (recipe / "Dockerfile").write_text(
+        "FROM scratch\nCOPY c.lock /opt/c.lock\nENV PIP_CONSTRAINT=/opt/c.lock\nRUN pip install slime-fixture\n"
+        "COPY req.txt /opt/req.txt\nRUN pip install -r /opt/req.txt\n"
+    )
+    (recipe / "req.txt").write_text("slime-fixture-dep\n")
+    (recipe / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
+    pins = [("slime-fixture", "1.0"), ("slime-fixture-dep", "2.0")]
+    found = {n: version_listings(n, {v}, "", index + "/")[v].installable for n, v in pins}
+    (recipe / "c.lock").write_text("\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
+    shutil.copytree(recipe, tmp_path / "copy")
+
+    def notes(dockerfile) -> list[str]:
+        options = {"manifest": tmp_path / "recipe" / "base.json", "arch": platform.machine()}
+        result = plan.Planner(Recipe.load(dockerfile), log=lambda *a, **k: None, **options).run()
+        assert result.ok and result.final == {"slime-fixture": "1.0", "slime-fixture-dep": "2.0"}
+        return [step.note for step in result.steps]
+
+    monkeypatch.chdir(tmp_path)
+    assert notes(Path("recipe/Dockerfile")) == ["resolved", "resolved"]
+    monkeypatch.chdir(ROOT)
+    assert notes(recipe / "Dockerfile") == ["cached resolution", "cached resolution"]
+    assert notes(tmp_path / "copy" / "Dockerfile") == ["cached resolution", "resolved"]

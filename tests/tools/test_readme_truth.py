@@ -18,10 +18,10 @@ SMOKE_PAGE = (ROOT / "docs" / "smoke.md").read_text()
 
 def test_the_smoke_example_runs_as_written(tmp_path):
     # The smoke page's two lines, with the memory saver installed the way they install it (artifacts' venv of the same
-    # pin) and a slime tree of the released shape in place of ~/src/slime.
+    # pin, the one test_tms_preload.py reads) and a slime tree of the released shape in place of ~/src/slime.
     assert "pip install torch_memory_saver==0.0.10" in SMOKE_PAGE
     example = re.search(r"/tmp/tms/bin/python (image/bin/slime-smoke [^\n]+)", SMOKE_PAGE)[1]
-    python = artifacts.venv("tms-new", [[artifacts.TMS_NEW]])
+    python = artifacts.venv("tms010", [[artifacts.TMS_NEW]])
     slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
     argv = example.replace("~/src/slime", str(slime)).split()
     proc = subprocess.run([str(python), *argv], capture_output=True, text=True, cwd=ROOT)

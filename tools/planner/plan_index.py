@@ -8,13 +8,16 @@ This index serves pip the same pages and the same metadata, fetched ahead and in
 
 - pages: fetched from the real index (PEP 691 JSON) when pip asks, or all at once for the names a lock pins, or,
   planning afresh (make lock's first plan), for the names the lock being replaced pins: most of them come back;
+- a page lists only the wheels pip could take on Linux on this architecture with CPython 3.12 (for_this_arch, wider
+  than pip's own test, never narrower), and every sdist: pip parsed and judged every file of a page at every step
+  (torch's and numpy's list hundreds, for every Python and platform), a fifth of a cold plan's CPU;
 - under a lock, a page lists only the files of the version the lock pins: pip's resolver would drop the others
   anyway, since every step is constrained by the lock (the same `==` test pip applies, packaging's);
 - every wheel gets PEP 658 metadata: the real index's own `.metadata` file where it offers one, else the wheel's
   METADATA read by range requests (what pip's fast-deps reads); kept by the wheel's sha256, which fixes its content,
   so a metadata file is fetched once per machine and never goes stale.
 
-Nothing else changes: the same files, hashes, upload times and yanked marks; sdists and the wheels' own downloads
+Nothing else changes: the same entries, hashes, upload times and yanked marks; sdists and the wheels' own downloads
 point at the real index. A page the real index serves as HTML is redirected there untouched. When the real index
 cannot be reached, the error is kept so that the planner reports the network, not a missing package.
 """
@@ -116,14 +119,16 @@ class Pin:
         return self.judged[version]
 
 
-def for_this_arch(filename: str, arch: str) -> bool:
-    """A wheel pip may pick on this architecture with CPython 3.12; wider than pip's test, so only used to prefetch."""
+def for_this_arch(filename: str, arch: str) -> bool | None:
+    """Whether pip could take this wheel on Linux on this architecture with CPython 3.12: wider than pip's own test (a
+    manylinux tag newer than the glibc, an abi3 wheel for a later Python pass), never narrower; None for a name
+    packaging cannot read, which pip judges itself."""
     try:
         _, _, _, tags = parse_wheel_filename(filename)
     except InvalidWheelFilename:
-        return False
+        return None
     return any(
-        (tag.platform == "any" or arch in tag.platform)
+        (tag.platform == "any" or ("linux" in tag.platform and arch in tag.platform))
         and (tag.interpreter in ("py3", "cp312") or tag.abi == "abi3" or tag.interpreter.startswith("py3"))
         for tag in tags
     )
@@ -275,6 +280,8 @@ class PlanIndex:
             if pin is not None and not pin.allows(entry["filename"]):
                 continue
             if entry["filename"].endswith(".whl"):
+                if for_this_arch(entry["filename"], self.arch) is False:
+                    continue
                 ahead = pin is not None or (hint is not None and hint.allows(entry["filename"]))
                 entry = self._listed(urllib.parse.urljoin(real, entry["url"]), entry, ahead)
             else:

@@ -286,9 +286,14 @@ class Replay:
         return data
 
     def _cache_key(self, pip_args: list[str], files: list[Path], lock: Lock | None, index: str) -> str:
-        """What a resolution depends on; of the lock, its versions alone (a re-hashed lock resolves as it did)."""
+        """What a resolution depends on: each file pip reads by its absolute path and its text (`make plan` names the
+        recipe's files relative to the repository, a plan run from elsewhere by their whole path: the same files); of
+        the lock, its versions alone, which pip reads from a copy, never from the lock's path (a re-hashed lock, or
+        the same lock in another folder, resolves as it did)."""
         state = sorted(self.env.installed().items())
         texts = [lock.versions_text() if lock is not None and f == lock.path else f.read_text() for f in files]
+        named = {str(f): "the lock" if lock is not None and f == lock.path else str(f.absolute()) for f in files}
+        pip_args = [named.get(arg, arg) for arg in pip_args]
         inputs = [state, pip_args, texts, self.arch, planner_pip(), index, sorted(self._pins.items())]  # what pip sees
         return hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:20]
 
