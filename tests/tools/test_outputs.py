@@ -85,7 +85,7 @@ def test_render_writes_the_manifests_and_its_reports_all_or_none(tmp_path):
     proc = run(*on_a_full_disk(tmp_path / "reports", *command), env=USER)
     if "unshare:" in proc.stderr or "mount:" in proc.stderr:
         pytest.skip(f"no private tmpfs mount here: {proc.stderr.strip()}")
-    assert_refused(proc, "render", f"render: No space left on device: none of {out}, {report} was written")
+    assert_refused(proc, "render", f"render: {report}: No space left on device: none of {out}, {report} was written")
     assert not out.exists()
     proc = tool(*RENDER, "--out", str(out), "--report-json", str(report), env=USER)
     assert proc.returncode == 0, proc.stderr
