@@ -359,7 +359,8 @@ def test_a_resolution_is_kept_by_what_pip_reads_not_by_how_the_recipe_names_its_
     (recipe / "base.json").write_text(json.dumps({"image": "scratch", "partial": False, "distributions": []}))
     pins = [("slime-fixture", "1.0"), ("slime-fixture-dep", "2.0")]
     found = {n: version_listings(n, {v}, "", index + "/")[v].installable for n, v in pins}
-    (recipe / "c.lock").write_text("\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
+    cutoff = "# uploaded-prior-to: 2026-12-01T00:00:00Z\n"  # the line every lock holds (lock.held_cutoff)
+    (recipe / "c.lock").write_text(cutoff + "\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
     shutil.copytree(recipe, tmp_path / "copy")
 
     def notes(dockerfile) -> list[str]:
