@@ -49,10 +49,12 @@ SMOKE = IMAGE_BIN / "slime-smoke"
 
 def default_sigint():
     """preexec_fn for a child a test interrupts: a run started in the background (`cmd &`, nohup) inherits SIGINT
-    ignored, and Python then installs no KeyboardInterrupt handler, so the child would never see Ctrl-C."""
+    ignored, and Python then installs no KeyboardInterrupt handler, so the child would never see Ctrl-C; a run under
+    nohup inherits SIGHUP ignored, which the commands keep ignored, so a test's hang-up would never land."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def path_without(folder, absent) -> str:

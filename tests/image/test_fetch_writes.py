@@ -19,7 +19,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 
 IMAGE_FOLDER = "/opt/slime-image"
 
@@ -181,7 +181,7 @@ def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, sai
         script = str(ROOT / "image" / "slime_image" / "fetch.py")
         proc = subprocess.Popen(
             [sys.executable, script, url, "", str(out / "file"), str(tmp_path / "rec")],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint,
         )  # fmt: skip
         deadline = time.monotonic() + 20
         while not (out.is_dir() and any(p.stat().st_size for p in out.iterdir())) and time.monotonic() < deadline:

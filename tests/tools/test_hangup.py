@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 from silent_servers import trickling
 
 import tools
@@ -38,6 +38,7 @@ def test_pin_downloads_hung_up_mid_download_leaves_nothing(tmp_path):
         proc = subprocess.Popen(
             [sys.executable, "-m", "tools.release.pin_downloads", "--build-arg", f"EFA_INSTALLER_URL={url}"],
             cwd=ROOT, env={**os.environ, "TMPDIR": str(scratch)}, stderr=subprocess.PIPE, text=True,
+            preexec_fn=default_sigint,
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not list(scratch.rglob(".EFA_INSTALLER_SHA256.*")):  # fetch's staged file: the download is under way
