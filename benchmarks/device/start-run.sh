@@ -53,6 +53,15 @@ case ${1:-} in
     python -X importtime -c "import sglang.srt.entrypoints.engine" 2> "$OUT/importtime$tag.txt"
     sort -t'|' -k2 -n -r "$OUT/importtime$tag.txt" | head -40 > "$OUT/importtime$tag-top.txt"
     head -12 "$OUT/importtime$tag-top.txt"
+    # What each process of the engine's start imports first, each in a fresh process, twice (the second warm):
+    # the rollout manager's module, the engine actor's, the server process's.
+    for module in slime.ray.rollout slime.backends.sglang_utils.sglang_engine sglang.srt.entrypoints.http_server; do
+      for run in 1 2; do
+        python -c "import time, importlib, sys; t = time.perf_counter(); importlib.import_module('$module'); \
+print(f'$module run $run: {time.perf_counter() - t:.1f} s, {len(sys.modules)} modules')" 2>/dev/null |
+          tee -a "$OUT/imports-per-process$tag.txt"
+      done
+    done
     ;;
   one)
     shift && canary "$@"
