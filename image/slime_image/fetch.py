@@ -38,12 +38,17 @@ USAGE = "URL SHA256 OUT [RECORDS]"
 
 
 class Terminated(BaseException):
-    """SIGTERM (a cancelled build step, `timeout`) raised where the download is, so that the staged file is removed
-    as for Ctrl-C; Python's own handling ends the process at once and leaves it."""
+    """SIGTERM (a cancelled build step, `timeout`) or SIGHUP (a closed terminal, a dropped ssh) raised where the
+    download is, so that the staged file is removed as for Ctrl-C; Python's own handling ends the process at once and
+    leaves it. (slime_image.errors.Terminated for the other commands; this file imports nothing of the package.)"""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _terminate(signum, frame) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 class Refused(Exception):
@@ -173,7 +178,9 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (4, 5):
         print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} {USAGE}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:  # one ignored on entry (nohup) stays ignored
+            signal.signal(signum, _terminate)
     try:
         lines = fetch(*argv[1:])
     except Refused as refused:
@@ -184,7 +191,9 @@ def main(argv: list[str]) -> int:
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:
-        how, code = ("stopped by SIGTERM", 143) if isinstance(stopped, Terminated) else ("interrupted", 130)
+        how, code = ("interrupted", 130)
+        if isinstance(stopped, Terminated):
+            how, code = f"stopped by {signal.Signals(stopped.signum).name}", 128 + stopped.signum
         print(f"fetch: {how}: nothing it was writing was kept\nfix: run it again", file=sys.stderr)
         return code
     for line in lines:
