@@ -30,6 +30,20 @@ class Outcome:
     patch: tuple[tuple[Path, ...], Path, int] | None = None  # or (patch series, tree, -p strip count) for `git apply`
 
 
+def parsed(path: Path) -> tuple[str, ast.Module] | Outcome:
+    """The text of the file a patch reads and its tree, or the ERROR outcome naming why it has none: it cannot be
+    read, is not UTF-8, or does not parse (a patch then changes nothing)."""
+    try:
+        text = path.read_text()
+        return text, ast.parse(text, str(path))
+    except OSError as exc:
+        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        return Outcome(ERROR, f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except SyntaxError as exc:
+        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+
+
 def _char_offset(lines: list[str], lineno: int, col: int) -> int:
     """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
     before = sum(len(line) for line in lines[: lineno - 1])

@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from slime_image import parallel_imports
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, parsed
 
 ID = "sglang-prespawned-children"
 WALLS = ("W56",)
@@ -54,13 +54,10 @@ def _calls(method: ast.FunctionDef) -> list[tuple[ast.Call, ast.stmt]]:
 
 def plan(root: Path) -> Outcome:
     path = root / ENGINE
-    try:
-        text = path.read_text()
-        tree = ast.parse(text, str(path))
-    except OSError as exc:
-        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
-    except SyntaxError as exc:
-        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+    found = parsed(path)
+    if isinstance(found, Outcome):
+        return found
+    text, tree = found
     engine = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Engine"), None)
     methods = {n.name: n for n in (engine.body if engine else []) if isinstance(n, ast.FunctionDef)}
     missing = [m for m in METHODS if m not in methods]
