@@ -44,7 +44,7 @@ def parsed(path: Path) -> tuple[str, ast.Module] | Outcome:
         return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
 
 
-def _char_offset(lines: list[str], lineno: int, col: int) -> int:
+def char_offset(lines: list[str], lineno: int, col: int) -> int:
     """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
     before = sum(len(line) for line in lines[: lineno - 1])
     return before + len(lines[lineno - 1].encode()[:col].decode())
@@ -57,8 +57,8 @@ def replace_node_span(text: str, first: ast.AST, last: ast.AST, replacement: str
         start = sum(len(line) for line in lines[: first.lineno - 1])
         end = sum(len(line) for line in lines[: last.end_lineno])
     else:
-        start = _char_offset(lines, first.lineno, first.col_offset)
-        end = _char_offset(lines, last.end_lineno, last.end_col_offset)
+        start = char_offset(lines, first.lineno, first.col_offset)
+        end = char_offset(lines, last.end_lineno, last.end_col_offset)
     return text[:start] + replacement + text[end:]
 
 

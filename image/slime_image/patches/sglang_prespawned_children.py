@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from slime_image import parallel_imports
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, parsed
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, char_offset, parsed
 
 ID = "sglang-prespawned-children"
 WALLS = ("W56",)
@@ -36,10 +36,6 @@ DUE, OURS = "mp.Process", "slime_image_parallel_imports.Process"
 ANCHOR = "import multiprocessing as mp"
 MARKER = "# slime-image W56: in a waiting process that imported the child's modules, where one fits"
 IMPORT = "from sglang.srt.entrypoints import slime_image_parallel_imports"
-
-
-def _offset(lines: list[str], lineno: int, col: int) -> int:
-    return sum(len(line) for line in lines[: lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
 
 
 def _calls(method: ast.FunctionDef) -> list[tuple[ast.Call, ast.stmt]]:
@@ -80,12 +76,12 @@ def plan(root: Path) -> Outcome:
     if kinds != {DUE} or imported:
         return Outcome(ERROR, f"{path}: partly patched ({where}): unrecognised shape, nothing changed")
     lines = text.splitlines(keepends=True)
-    edits = [(_offset(lines, anchor[0].end_lineno + 1, 0), 0, f"{MARKER}\n{IMPORT}\n")]
+    edits = [(char_offset(lines, anchor[0].end_lineno + 1, 0), 0, f"{MARKER}\n{IMPORT}\n")]
     for call, statement in every:
-        start = _offset(lines, call.func.lineno, call.func.col_offset)
-        end = _offset(lines, call.func.end_lineno, call.func.end_col_offset)
+        start = char_offset(lines, call.func.lineno, call.func.col_offset)
+        end = char_offset(lines, call.func.end_lineno, call.func.end_col_offset)
         edits.append((start, end - start, OURS))
-        edits.append((_offset(lines, statement.lineno, 0), 0, f"{' ' * statement.col_offset}{MARKER}\n"))
+        edits.append((char_offset(lines, statement.lineno, 0), 0, f"{' ' * statement.col_offset}{MARKER}\n"))
     for at, length, insert in sorted(set(edits), reverse=True):
         text = text[:at] + insert + text[at + length :]
     message = f"run the Engine's scheduler and detokenizer children in waiting processes at {where}"
