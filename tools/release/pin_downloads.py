@@ -46,6 +46,8 @@ INSTALLER = "aws-efa-installer/efa_installer.sh"  # what the Dockerfile runs fro
 ROUTER_NAME = "sglang-router"
 # The build argument naming where each pinned file is served: what a --build-arg may point at a mirror.
 SERVED_BY = {EFA: "EFA_INSTALLER_URL", ROUTER: "SGL_ROUTER_URL"}
+
+
 @dataclass(frozen=True)
 class Download:
     url: str
