@@ -18,12 +18,14 @@ def mute():
 
 
 class _Trickle(http.server.BaseHTTPRequestHandler):
+    size = 1000000  # a download that is under way, not finished in a test's time
+
     def do_GET(self):
         self.send_response(200)
-        self.send_header("Content-Length", "1000000")
+        self.send_header("Content-Length", str(self.size))
         self.end_headers()
         try:
-            for _ in range(2000):  # a byte each 50 ms: a download that is under way, not finished in a test's time
+            for _ in range(min(self.size, 2000)):  # a byte each 50 ms
                 self.wfile.write(b"\x1f")
                 self.wfile.flush()
                 time.sleep(0.05)
@@ -35,9 +37,10 @@ class _Trickle(http.server.BaseHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def trickling():
-    """A server sending one byte each 50 ms of whatever is asked: yields its http:// URL."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Trickle)
+def trickling(size: int = _Trickle.size):
+    """A server sending one byte each 50 ms of whatever is asked, `size` bytes long: yields its http:// URL."""
+    handler = type("Trickle", (_Trickle,), {"size": size})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

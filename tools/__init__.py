@@ -39,7 +39,7 @@ def _hung_up(signum, frame) -> None:
     SIGHUP's default would. Python's default ends it at once, and left a half-written file behind."""
     handler = signal.getsignal(signal.SIGTERM)
     if callable(handler):
-        handler(signal.SIGTERM, frame)
+        handler(signum, frame)  # as received: its message names SIGHUP, its exit code is 129
     elif handler != signal.SIG_IGN:
         signal.signal(signal.SIGHUP, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGHUP)

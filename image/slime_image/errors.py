@@ -52,7 +52,7 @@ def interrupts_held():
         raise KeyboardInterrupt
 
 
-INTERRUPTED, PIPE_CLOSED, TERMINATED = 130, 141, 143  # the shell's codes for SIGINT, SIGPIPE and SIGTERM
+INTERRUPTED, PIPE_CLOSED = 130, 141  # the shell's codes for SIGINT and SIGPIPE; a stop signal's is 128 + its number
 
 
 def _written() -> list:
@@ -61,31 +61,41 @@ def _written() -> list:
 
 
 def interrupted(kept: list, how: str = "interrupted") -> UserError:
-    """What Ctrl-C (or SIGTERM) leaves: the files in `kept` whole (atomic_write), nothing else it was writing."""
+    """What Ctrl-C (or a stop signal) leaves: the files in `kept` whole (atomic_write), nothing else it was writing."""
     shown = f" after it wrote {', '.join(map(str, kept))}, each whole;" if kept else ":"
     return UserError(f"{how}{shown} nothing it was writing was kept", "run it again")
 
 
 class Terminated(BaseException):
-    """SIGTERM, which `timeout`, Kubernetes and CI runners send, raised where the command is, so that its cleanups run
-    as they do for Ctrl-C (a build check's local registry, a half-written file, a working container); Python's own
-    handling ends the process at once, and they did not."""
+    """SIGTERM (which `timeout`, Kubernetes and CI runners send) or SIGHUP (a closed terminal, a dropped ssh), raised
+    where the command is, so that its cleanups run as they do for Ctrl-C (a build check's local registry, a
+    half-written file, a working container); Python's own handling ends the process at once, and they did not."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOPS = (signal.SIGTERM, signal.SIGHUP)  # the signals that stop a command as Ctrl-C does, each named as received
 
 
 def stopped(signal_raised: BaseException) -> tuple[str, int]:
-    """How a command was stopped (Ctrl-C or SIGTERM), as its message says it, and the shell's exit code for it."""
+    """How a command was stopped (Ctrl-C, SIGTERM or SIGHUP), as its message says it, and the shell's exit code."""
     if isinstance(signal_raised, Terminated):
-        return "stopped by SIGTERM", TERMINATED
+        return f"stopped by {signal.Signals(signal_raised.signum).name}", 128 + signal_raised.signum
     return "interrupted", INTERRUPTED
 
 
 def _terminate(signum, frame) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
-def _raise_on_sigterm() -> None:
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _terminate)
+def _raise_on_stop() -> None:
+    """Each of STOPS at its default raises Terminated; one ignored on entry (nohup, for SIGHUP) stays ignored."""
+    if threading.current_thread() is threading.main_thread():
+        for signum in STOPS:
+            if signal.getsignal(signum) == signal.SIG_DFL:
+                signal.signal(signum, _terminate)
 
 
 def pipe_closed() -> UserError:
@@ -127,7 +137,7 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
     """Run a command's body; a UserError becomes two lines on stderr and `code` (or the error's own), and so do the
     failures no command foresees one by one."""
     before = len(_written())
-    _raise_on_sigterm()
+    _raise_on_stop()
     try:
         return main()
     except UserError as error:

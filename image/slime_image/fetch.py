@@ -10,9 +10,11 @@ What it took is written to RECORDS/<file name>.json (the file, its sha256, wheth
 (slime-sbom). RECORDS is /opt/slime-image/downloads in the image; run from anywhere else (a clone), it must be given:
 the image's folder on a host is no place of this file's to write.
 
-OUT and the record are checked before anything is downloaded (a folder, a device such as /dev/full, a folder that
-takes no file are refused), and each is put in place whole or not at all: the download goes to a temporary file beside
-OUT, removed however the step ends.
+Every argument is checked before anything is made or downloaded: OUT and the record (a folder, a device such as
+/dev/full, a folder that takes no file are refused), and OUT apart from RECORDS (the SBOM reads every record there).
+Each is put in place whole or not at all: the download goes to a temporary file beside OUT, removed however the step
+ends, with the folders made for it. A server that sends nothing for TIMEOUT seconds (connecting, or at any read) fails
+the step naming the URL; a slow one that keeps sending is waited for.
 
 An empty SHA256 is a pin not yet made (the recipe's value is written by `python -m tools.release.pin_downloads` on a
 machine that reaches the URL): the file is kept with a warning naming it, and the image's record and SBOM say it was
@@ -21,7 +23,9 @@ not checked. A file whose bytes are not the pinned ones is removed, and the step
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import itertools
 import json
 import os
 import re
@@ -35,15 +39,23 @@ HEX = re.compile(r"[0-9a-f]{64}")
 IMAGE = "/opt/slime-image"  # the image's own folder: slime.Dockerfile copies this file into IMAGE/slime_image
 RECORDS = f"{IMAGE}/downloads"
 USAGE = "URL SHA256 OUT [RECORDS]"
+# Seconds a download waits to connect and at each read: a server that took the connection and never answers is named
+# then, not waited on for the build's life. pin_downloads reads it too; tests lower it.
+TIMEOUT = 30.0
 
 
 class Terminated(BaseException):
-    """SIGTERM (a cancelled build step, `timeout`) raised where the download is, so that the staged file is removed
-    as for Ctrl-C; Python's own handling ends the process at once and leaves it."""
+    """SIGTERM (a cancelled build step, `timeout`) or SIGHUP (a closed terminal, a dropped ssh) raised where the
+    download is, so that the staged file is removed as for Ctrl-C; Python's own handling ends the process at once and
+    leaves it. (slime_image.errors.Terminated for the other commands; this file imports nothing of the package.)"""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
 
 
 def _terminate(signum, frame) -> None:
-    raise Terminated
+    raise Terminated(signum)
 
 
 class Refused(Exception):
@@ -96,6 +108,29 @@ def check_target(what: str, path: str) -> None:
         raise Refused(f"{what} {path}: cannot write a file there ({exc.strerror or exc})", fix, code=2) from None
 
 
+def check_apart(out: str, records: str) -> None:
+    """Refuse OUT and RECORDS that overlap: one path (the sweep's fetch.py ... x x made the folder x, then failed to put
+    the download there), or either inside the other (RECORDS in OUT: OUT would be a folder; OUT in RECORDS: a file
+    among the records the SBOM reads)."""
+    # OUT's own name unresolved: a link there is replaced by the rename, not followed.
+    where = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(out))), os.path.basename(out))
+    folder = os.path.realpath(records)
+    common = os.path.commonpath([where, folder])
+    if common in (where, folder):
+        how = "are one path" if where == folder else "RECORDS lies in OUT" if common == where else "OUT lies in RECORDS"
+        raise Refused(
+            f"OUT {out} and RECORDS {records} {how}: the download and the folder of its record must be apart",
+            "give OUT a file outside RECORDS and RECORDS a folder outside OUT (the build's: OUT under /tmp, RECORDS "
+            f"{RECORDS})",
+            code=2,
+        )
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether a download failed for a server that sent nothing in TIMEOUT seconds (urlopen wraps a connect's)."""
+    return TimeoutError in (type(exc), type(getattr(exc, "reason", None)))
+
+
 def _upwards(folder: str):
     while True:
         yield folder
@@ -111,9 +146,14 @@ def put_in_place(staged: dict[str, str]) -> None:
         os.replace(tmp, path)
 
 
-def stage(path: str, data: bytes | None = None) -> str:
-    """A temporary file beside `path` (its folder made), holding `data` when given."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+def stage(path: str, data: bytes | None = None, made: list[str] | None = None) -> str:
+    """A temporary file beside `path` (its folder made, and each folder made for it added to `made`, the outermost
+    first), holding `data` when given."""
+    folder = os.path.dirname(os.path.abspath(path))
+    missing = list(itertools.takewhile(lambda f: not os.path.lexists(f), _upwards(folder)))
+    os.makedirs(folder, exist_ok=True)
+    if made is not None:
+        made.extend(reversed(missing))
     handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
     with os.fdopen(handle, "wb") as file:
         if data is not None:
@@ -136,20 +176,23 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     record = os.path.join(records, f"{name}.json")
     check_target("OUT", out)
     check_target("the record", record)
+    check_apart(out, records)
     if "://" not in url:
         url = "file://" + os.path.abspath(url)
     staged: dict[str, str] = {}
+    made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:
-        staged[out] = stage(out)
-        digest = hashlib.sha256()
-        try:
-            response = urllib.request.urlopen(url, timeout=300)  # one it cannot reach: an OSError, as is a full disk
+        try:  # one it cannot reach, or that does not answer: an OSError, as is a full disk
+            response = urllib.request.urlopen(url, timeout=TIMEOUT)
         except ValueError as exc:
             raise Refused(f"{url}: {exc}", "pass a URL (https://..., file://...) or a path", code=2) from None
-        with response, open(staged[out], "wb") as file:
-            while chunk := response.read(1 << 20):
-                digest.update(chunk)
-                file.write(chunk)
+        digest = hashlib.sha256()
+        with response:
+            staged[out] = stage(out, made=made)
+            with open(staged[out], "wb") as file:
+                while chunk := response.read(1 << 20):
+                    digest.update(chunk)
+                    file.write(chunk)
         served = digest.hexdigest()
         if sha256 and served != sha256:
             raise Refused(
@@ -158,12 +201,16 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
                 "upstream file is a new pin (python -m tools.release.pin_downloads)",
             )
         taken = {"file": name, "sha256": served, "pinned": bool(sha256)}
-        staged[record] = stage(record, json.dumps(taken, indent=1, sort_keys=True).encode())
+        staged[record] = stage(record, json.dumps(taken, indent=1, sort_keys=True).encode(), made)
         put_in_place(staged)
+        made.clear()
     finally:
         for tmp in staged.values():
             if os.path.lexists(tmp):
                 os.unlink(tmp)
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):  # one another process has put a file in since is left to it
+                os.rmdir(folder)
     if not sha256:
         return [f"fetch: warning: {name} from {url} is not checked: the recipe pins no sha256 for it (it is {served})"]
     return [f"fetch: {name}: sha256 {served}, as pinned"]
@@ -173,18 +220,29 @@ def main(argv: list[str]) -> int:
     if len(argv) not in (4, 5):
         print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} {USAGE}", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, _terminate)
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:  # one ignored on entry (nohup) stays ignored
+            signal.signal(signum, _terminate)
     try:
         lines = fetch(*argv[1:])
     except Refused as refused:
         print(f"fetch: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
         return refused.code
     except OSError as exc:
+        if timed_out(exc):
+            print(f"fetch: {argv[1]}: no answer in {TIMEOUT:g} s", file=sys.stderr)
+            print(
+                "fix: run it where the URL answers, or point the recipe's *_URL build argument at a mirror that does",
+                file=sys.stderr,
+            )
+            return 1
         print(f"fetch: {argv[1]}: {exc}", file=sys.stderr)
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:
-        how, code = ("stopped by SIGTERM", 143) if isinstance(stopped, Terminated) else ("interrupted", 130)
+        how, code = ("interrupted", 130)
+        if isinstance(stopped, Terminated):
+            how, code = f"stopped by {signal.Signals(stopped.signum).name}", 128 + stopped.signum
         print(f"fetch: {how}: nothing it was writing was kept\nfix: run it again", file=sys.stderr)
         return code
     for line in lines:

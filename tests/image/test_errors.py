@@ -1,11 +1,12 @@
 """run_command, every command's one top-level handler: what no command foresees one by one ends in two lines (cause,
 fix) and a non-zero exit, never a traceback. Each case runs a real child process, as a user's shell would."""
 
+import signal
 import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 
 RAISE = {
     "not-utf8": "b'\\xff'.decode()",
@@ -72,9 +73,11 @@ def test_an_output_pipe_closed_early_ends_in_cause_and_fix():
     ]
 
 
-def test_sigterm_runs_the_command_s_cleanups_and_ends_in_cause_and_fix(tmp_path):
-    """`timeout`, Kubernetes and CI runners stop a command with SIGTERM, which Python's default ends at once: a build
-    check so stopped left its local registry listening, and the next run refused the port."""
+@pytest.mark.parametrize("sent, code", [(signal.SIGTERM, 143), (signal.SIGHUP, 129)], ids=["term", "hangup"])
+def test_a_stop_signal_runs_the_command_s_cleanups_and_ends_in_cause_and_fix(tmp_path, sent, code):
+    """`timeout`, Kubernetes and CI runners stop a command with SIGTERM, a closed terminal or a dropped ssh with
+    SIGHUP; Python's default ends it at once: a build check so stopped left its local registry listening, and the next
+    run refused the port. The message names the signal received (a SIGHUP was once said to be SIGTERM)."""
     cleaned = tmp_path / "cleaned"
     body = (
         "import time\n"
@@ -83,12 +86,14 @@ def test_sigterm_runs_the_command_s_cleanups_and_ends_in_cause_and_fix(tmp_path)
         "    finally:\n"
         f"        open({str(cleaned)!r}, 'w').close()"
     )
-    child = subprocess.Popen(command(body), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        command(body), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint
+    )
     assert child.stdout.readline() == "ready\n"
-    child.terminate()
+    child.send_signal(sent)
     stderr = child.stderr.read()
-    assert child.wait(timeout=30) == 143 and cleaned.exists()
+    assert child.wait(timeout=30) == code and cleaned.exists(), stderr
     assert stderr.splitlines() == [
-        "prog: stopped by SIGTERM: nothing it was writing was kept",
+        f"prog: stopped by {sent.name}: nothing it was writing was kept",
         "fix: run it again",
     ]

@@ -20,6 +20,7 @@ import time
 
 import pytest
 from conftest import ROOT, default_sigint
+from silent_servers import mute, trickling
 
 IMAGE_FOLDER = "/opt/slime-image"
 
@@ -141,10 +142,77 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
 
 
 def test_a_download_whose_bytes_are_not_pinned_leaves_nothing(tmp_path):
+    """Nor the folder it made for OUT (sweep 3 row 11: the empty folder was left)."""
     (tmp_path / "source").write_bytes(b"other bytes")
-    proc = run("fetch.py", str(tmp_path / "source"), "0" * 64, str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
+    out = tmp_path / "out" / "deeper" / "file"
+    proc = run("fetch.py", str(tmp_path / "source"), "0" * 64, str(out), str(tmp_path / "rec"))
     assert proc.returncode == 1 and "the recipe pins" in proc.stderr
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "source"]  # its folder, made first, and empty
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["source"]
+
+
+def test_a_source_it_cannot_read_leaves_nothing(tmp_path):
+    proc = run("fetch.py", str(tmp_path / "absent"), "", str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
+    assert proc.returncode == 1 and len(proc.stderr.splitlines()) == 2, proc.stderr
+    assert sorted(tmp_path.iterdir()) == []
+
+
+# OUT and RECORDS, under the test's folder, that overlap (sweep 3 row 7: `fetch.py SRC SHA x x` made the folder x,
+# then failed to put the download there, naming the network as the fix).
+OVERLAPS = {
+    "one path": ("x", "x"),
+    "RECORDS in OUT": ("x", "x/records"),
+    "OUT in RECORDS": ("records/x", "records"),
+    "OUT in RECORDS, through a link": ("link/x", "records"),
+    "RECORDS in OUT, spelt otherwise": ("a/x", "a/./b/../x/r"),
+}
+
+
+@pytest.mark.parametrize("case", OVERLAPS)
+def test_out_and_records_that_overlap_are_refused_before_anything_is_made(tmp_path, case):
+    (tmp_path / "source").write_bytes(b"bytes")
+    (tmp_path / "records").mkdir()
+    (tmp_path / "link").symlink_to("records")
+    out, records = (str(tmp_path / part) for part in OVERLAPS[case])
+    proc = run("fetch.py", str(tmp_path / "source"), "", out, records)
+    refused(proc, "the download and the folder of its record must be apart")
+    assert "RECORDS a folder outside OUT" in proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["link", "records", "source"]
+
+
+def lowered(timeout: float, *args: str) -> list[str]:
+    """fetch.py's command line, run with its TIMEOUT lowered for the test (a real process, its own main)."""
+    script = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'image' / 'slime_image')!r}); import fetch\n"
+        f"fetch.TIMEOUT = {timeout}\n"
+        "sys.exit(fetch.main(sys.argv))\n"
+    )
+    return [sys.executable, "-c", script, *args]
+
+
+def test_a_server_that_never_answers_is_named_within_the_timeout(tmp_path):
+    """Sweep 3 row 11: a server that took the connection and sent nothing kept fetch.py silent for 300 s (a build step
+    waited that long at each read); now TIMEOUT (lowered here), then the URL and the fix, and nothing left."""
+    with mute() as url:
+        proc = subprocess.run(
+            lowered(1.0, f"{url}/x.tgz", "", str(tmp_path / "o" / "T"), str(tmp_path / "r")),
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and lines[0] == f"fetch: {url}/x.tgz: no answer in 1 s", proc.stderr
+    assert len(lines) == 2 and lines[1].startswith("fix: run it where the URL answers"), lines
+    assert sorted(tmp_path.iterdir()) == []
+
+
+def test_a_slow_download_that_keeps_sending_is_waited_for(tmp_path):
+    """The timeout is for each connect and read, not the whole download: 40 bytes over 2 s, a TIMEOUT of 0.5 s."""
+    with trickling(size=40) as url:
+        proc = subprocess.run(
+            lowered(0.5, f"{url}/x.tgz", "", str(tmp_path / "o" / "T"), str(tmp_path / "r")),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "T").read_bytes() == b"\x1f" * 40
+    assert json.loads((tmp_path / "r" / "T.json").read_text())["pinned"] is False
 
 
 def test_an_empty_url_is_named_so(tmp_path):
@@ -169,10 +237,18 @@ class _Slow(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.mark.parametrize("sent, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "SIGTERM")])
+@pytest.mark.parametrize(
+    "sent, code, said",
+    [
+        (signal.SIGINT, 130, "fetch: interrupted: "),
+        (signal.SIGTERM, 143, "fetch: stopped by SIGTERM: "),
+        (signal.SIGHUP, 129, "fetch: stopped by SIGHUP: "),
+    ],
+)
 def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, said):
-    """Ctrl-C and SIGTERM (a cancelled build step, `timeout`) end it alike: two lines, the staged file removed. The
-    sweep's SIGTERM ended it with no word and left `.file.XXXX` beside OUT."""
+    """Ctrl-C, SIGTERM (a cancelled build step, `timeout`) and SIGHUP (a closed terminal, a dropped ssh) end it alike:
+    two lines, the staged file removed. Sweep 2's SIGTERM and sweep 3's SIGHUP (row 5) ended it with no word and left
+    `.file.XXXX` beside OUT."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     out = tmp_path / "out"
@@ -191,6 +267,6 @@ def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, sai
     finally:
         server.shutdown()
     lines = stderr.splitlines()
-    assert proc.returncode == code and len(lines) == 2 and said in lines[0], stderr
+    assert proc.returncode == code and len(lines) == 2 and lines[0].startswith(said), stderr
     assert lines[1].startswith("fix: ")
-    assert list(out.iterdir()) == [] and not (tmp_path / "rec").exists()
+    assert sorted(tmp_path.iterdir()) == []  # nor the folder made for OUT

@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 import shapes
@@ -248,3 +249,37 @@ def test_an_empty_only_selects_no_patch_and_is_refused_before_any_tree_is_touche
         ]
     )
     assert snapshot(slime) == before
+
+
+# What stands at the file a patch reads, that it can take no tree from: each an ERROR naming the file, nothing changed.
+UNREADABLE = {
+    "a folder": (None, "cannot read {path}: Is a directory"),
+    "not UTF-8": (b"x = '\xff'\n", "cannot read {path}: not UTF-8 text (invalid start byte at byte 5)"),
+    "no Python": (b"def (:\n", "{path}:1: does not parse: invalid syntax"),
+}
+
+
+def test_every_patch_that_reads_one_file_names_one_it_cannot_parse(tmp_path):
+    """The members: each of PATCHES whose plan on an empty tree names the file it reads (all through base.parsed).
+    A file that was not UTF-8 ended the whole run (UnicodeDecodeError) instead of that patch's error row."""
+    from slime_image.patches import PATCHES, sglang_graph_cpu_backup
+    from slime_image.patches.base import ERROR
+
+    readers = {}
+    for patch in PATCHES:
+        said = patch.plan(tmp_path / "empty").message
+        if said.startswith("cannot read ") and said.endswith(": No such file or directory"):
+            readers[patch] = said.removeprefix("cannot read ").removesuffix(": No such file or directory")
+    # It reads every file of SGLang's source holding a capture, undecodable bytes replaced, and says so for a tree.
+    assert set(PATCHES) - set(readers) == {sglang_graph_cpu_backup}
+    for patch, target in readers.items():
+        for case, (content, message) in UNREADABLE.items():
+            root = tmp_path / patch.ID / case.replace(" ", "-")
+            path = root / Path(target).relative_to(tmp_path / "empty")
+            path.parent.mkdir(parents=True)
+            if content is None:
+                path.mkdir()
+            else:
+                path.write_bytes(content)
+            outcome = patch.plan(root)
+            assert (outcome.status, outcome.message, outcome.edits) == (ERROR, message.format(path=path), {}), case

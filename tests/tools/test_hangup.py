@@ -48,5 +48,6 @@ def test_pin_downloads_hung_up_mid_download_leaves_nothing(tmp_path):
         err = proc.communicate(timeout=60)[1]
     lines = err.strip().splitlines()
     assert proc.returncode != 0 and len(lines) == 2 and "Traceback" not in err, err[-2000:]
-    assert "nothing it was writing was kept" in lines[0] and lines[1] == "fix: run it again", lines
+    assert lines == ["pin_downloads: stopped by SIGHUP: nothing it was writing was kept", "fix: run it again"], lines
+    assert proc.returncode == 129
     assert list(scratch.iterdir()) == []

@@ -24,6 +24,7 @@ import pytest
 from conftest import ROOT
 from local_index import wheel
 from silent_servers import mute
+from slime_image import fetch
 from slime_image.errors import UserError
 
 from tools.inputs import download_pins, pairings, rules
@@ -323,8 +324,8 @@ def test_a_wheel_whose_compressed_bytes_are_damaged_is_named_not_a_traceback(tmp
 
 def test_a_server_that_never_answers_is_named_within_the_timeout(tree, capsys, monkeypatch):
     """Sweep 3 row 11: a mirror that took the connection and sent nothing kept pin_downloads silent for fetch.py's 300 s
-    a read; now each read waits pin_downloads.TIMEOUT (lowered here), and the error names the URL and the fix."""
-    monkeypatch.setattr(pin_downloads, "TIMEOUT", 1.0, raising=False)
+    a read; now each read waits fetch.TIMEOUT (lowered here), and the error names the URL and the fix."""
+    monkeypatch.setattr(fetch, "TIMEOUT", 1.0)
     before = tree.texts()
     with mute() as url:
         done = []

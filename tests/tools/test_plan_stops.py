@@ -54,7 +54,7 @@ def cache(tmp_path_factory) -> Path:
     "stop, code",
     [
         ("SIGTERM to the plan", 143),
-        ("SIGHUP to the plan", 143),  # as SIGTERM (a terminal closed): sweep 3 row 6
+        ("SIGHUP to the plan", 129),  # as SIGTERM, named as received (a terminal closed): sweep 3 rows 5, 6
         ("SIGINT to the plan", 130),
         ("SIGKILL to its pip", None),
     ],

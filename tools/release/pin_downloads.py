@@ -22,7 +22,6 @@ import hashlib
 import sys
 import tarfile
 import tempfile
-import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -47,20 +46,6 @@ INSTALLER = "aws-efa-installer/efa_installer.sh"  # what the Dockerfile runs fro
 ROUTER_NAME = "sglang-router"
 # The build argument naming where each pinned file is served: what a --build-arg may point at a mirror.
 SERVED_BY = {EFA: "EFA_INSTALLER_URL", ROUTER: "SGL_ROUTER_URL"}
-# Seconds each read of a download may wait. fetch.py waits 300 for a build step's slow mirror; a maintainer pinning by
-# hand is told at once of a server that took the connection and never answers. Tests lower it.
-TIMEOUT = 30.0
-
-
-class _Deadline(urllib.request.BaseHandler):
-    """Every request the opener makes (redirects too) waits TIMEOUT on each read, whatever its caller asked."""
-
-    def default_open(self, request):
-        request.timeout = TIMEOUT  # None: the protocol's own handler opens it
-
-
-def timed_out(exc: BaseException) -> bool:
-    return TimeoutError in (type(exc), type(getattr(exc, "reason", None)))
 
 
 @dataclass(frozen=True)
@@ -133,20 +118,17 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
     with tempfile.TemporaryDirectory() as scratch:
         for name, download in wanted.items():
             path = Path(scratch) / name
-            urllib.request.install_opener(urllib.request.build_opener(_Deadline))  # fetch reads through urlopen
             try:
                 fetch.fetch(download.url, "", str(path), str(Path(scratch) / "records"))
             except (OSError, ValueError) as exc:
-                if timed_out(exc):
+                if fetch.timed_out(exc):
                     raise UserError(
-                        f"{name}: {download.url} did not answer in {TIMEOUT:g} s; nothing was pinned",
+                        f"{name}: {download.url} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",
                         f"run it where the URL answers, or give --build-arg {SERVED_BY[name]}=<a mirror that does>",
                     ) from None
                 raise UserError(
                     f"{name}: {download.url} could not be fetched: {exc}", "run it where the URL is reachable"
                 ) from None
-            finally:
-                urllib.request.install_opener(None)
             unlike = download.unlike(path)
             if unlike:
                 raise UserError(

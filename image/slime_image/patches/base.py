@@ -30,7 +30,21 @@ class Outcome:
     patch: tuple[tuple[Path, ...], Path, int] | None = None  # or (patch series, tree, -p strip count) for `git apply`
 
 
-def _char_offset(lines: list[str], lineno: int, col: int) -> int:
+def parsed(path: Path) -> tuple[str, ast.Module] | Outcome:
+    """The text of the file a patch reads and its tree, or the ERROR outcome naming why it has none: it cannot be
+    read, is not UTF-8, or does not parse (a patch then changes nothing)."""
+    try:
+        text = path.read_text()
+        return text, ast.parse(text, str(path))
+    except OSError as exc:
+        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
+    except UnicodeDecodeError as exc:
+        return Outcome(ERROR, f"cannot read {path}: not UTF-8 text ({exc.reason} at byte {exc.start})")
+    except SyntaxError as exc:
+        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+
+
+def char_offset(lines: list[str], lineno: int, col: int) -> int:
     """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
     before = sum(len(line) for line in lines[: lineno - 1])
     return before + len(lines[lineno - 1].encode()[:col].decode())
@@ -43,8 +57,8 @@ def replace_node_span(text: str, first: ast.AST, last: ast.AST, replacement: str
         start = sum(len(line) for line in lines[: first.lineno - 1])
         end = sum(len(line) for line in lines[: last.end_lineno])
     else:
-        start = _char_offset(lines, first.lineno, first.col_offset)
-        end = _char_offset(lines, last.end_lineno, last.end_col_offset)
+        start = char_offset(lines, first.lineno, first.col_offset)
+        end = char_offset(lines, last.end_lineno, last.end_col_offset)
     return text[:start] + replacement + text[end:]
 
 

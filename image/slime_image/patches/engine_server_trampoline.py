@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from slime_image import parallel_imports
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, replace_node_span
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, parsed, replace_node_span
 
 ID = "engine-server-trampoline"
 WALLS = ("W56",)
@@ -68,25 +68,26 @@ def _process_args(node: ast.stmt) -> ast.keyword | None:
     return keywords["args"]
 
 
-def _heavy_packages(root: Path) -> list[str]:
+def _heavy_packages(root: Path) -> list[str] | Outcome:
     heavy = []
     for package in PACKAGES:
-        tree = ast.parse((root / package).read_text(), str(root / package))
-        if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(tree)):
+        found = parsed(root / package)
+        if isinstance(found, Outcome):
+            return found
+        if any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(found[1])):
             heavy.append(str(root / package))
     return heavy
 
 
 def plan(root: Path) -> Outcome:
     path = root / ENGINE
-    try:
-        text = path.read_text()
-        tree = ast.parse(text, str(path))
-        heavy = _heavy_packages(root)
-    except OSError as exc:
-        return Outcome(ERROR, f"cannot read {exc.filename}: {exc.strerror}")
-    except SyntaxError as exc:
-        return Outcome(ERROR, f"{exc.filename}:{exc.lineno}: does not parse: {exc.msg}")
+    found = parsed(path)
+    if isinstance(found, Outcome):
+        return found
+    heavy = _heavy_packages(root)
+    if isinstance(heavy, Outcome):
+        return heavy
+    text, tree = found
     func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "launch_server_process"), None)
     if func is None:
         return Outcome(ERROR, f"{path}: no launch_server_process function: unrecognised shape, nothing changed")

@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from slime_image import slime_source
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, replace_node_span
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, parsed, replace_node_span
 
 ID = "gpuless-head-validate-args"
 WALLS = ("W12",)
@@ -68,13 +68,10 @@ def _guard_target(func: ast.FunctionDef, probe: ast.Call, parents: dict[int, ast
 
 def plan(root: Path) -> Outcome:
     path = root / slime_source.MEGATRON_ARGUMENTS
-    try:
-        text = path.read_text()
-        tree = ast.parse(text, str(path))
-    except OSError as exc:
-        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
-    except SyntaxError as exc:
-        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+    found = parsed(path)
+    if isinstance(found, Outcome):
+        return found
+    text, tree = found
     func = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "validate_args"), None)
     if func is None:
         return Outcome(ERROR, f"{path}: no validate_args function: unrecognised shape, nothing changed")

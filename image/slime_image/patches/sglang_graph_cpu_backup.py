@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, char_offset
 
 ID = "sglang-graph-cpu-backup"
 WALLS = ("W52",)
@@ -82,19 +82,15 @@ def sites(root: Path) -> list[Site]:
     return found
 
 
-def _offset(lines: list[str], lineno: int, col: int) -> int:
-    return sum(len(line) for line in lines[: lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
-
-
 def _patched(text: str, due: list[Site]) -> str:
     """The file's text with the argument after each due site's tag and the marker above its statement; edited from
     the end so that the earlier positions stay right."""
     lines = text.splitlines(keepends=True)
     edits = []
     for site in due:
-        edits.append((_offset(lines, site.tag.end_lineno, site.tag.end_col_offset), f", {BACKUP}=True"))
+        edits.append((char_offset(lines, site.tag.end_lineno, site.tag.end_col_offset), f", {BACKUP}=True"))
         indent = " " * site.statement.col_offset
-        edits.append((_offset(lines, site.statement.lineno, 0), f"{indent}{MARKER}\n"))
+        edits.append((char_offset(lines, site.statement.lineno, 0), f"{indent}{MARKER}\n"))
     for at, insert in sorted(edits, reverse=True):
         text = text[:at] + insert + text[at:]
     return text

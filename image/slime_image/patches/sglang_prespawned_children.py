@@ -15,7 +15,7 @@ import ast
 from pathlib import Path
 
 from slime_image import parallel_imports
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, char_offset, parsed
 
 ID = "sglang-prespawned-children"
 WALLS = ("W56",)
@@ -38,10 +38,6 @@ MARKER = "# slime-image W56: in a waiting process that imported the child's modu
 IMPORT = "from sglang.srt.entrypoints import slime_image_parallel_imports"
 
 
-def _offset(lines: list[str], lineno: int, col: int) -> int:
-    return sum(len(line) for line in lines[: lineno - 1]) + len(lines[lineno - 1].encode()[:col].decode())
-
-
 def _calls(method: ast.FunctionDef) -> list[tuple[ast.Call, ast.stmt]]:
     """Each `X.Process(...)` call in the method, with the statement that holds it."""
     holder = {id(c): s for s in ast.walk(method) if isinstance(s, ast.stmt) and s is not method for c in ast.walk(s)}
@@ -54,13 +50,10 @@ def _calls(method: ast.FunctionDef) -> list[tuple[ast.Call, ast.stmt]]:
 
 def plan(root: Path) -> Outcome:
     path = root / ENGINE
-    try:
-        text = path.read_text()
-        tree = ast.parse(text, str(path))
-    except OSError as exc:
-        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
-    except SyntaxError as exc:
-        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+    found = parsed(path)
+    if isinstance(found, Outcome):
+        return found
+    text, tree = found
     engine = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Engine"), None)
     methods = {n.name: n for n in (engine.body if engine else []) if isinstance(n, ast.FunctionDef)}
     missing = [m for m in METHODS if m not in methods]
@@ -83,12 +76,12 @@ def plan(root: Path) -> Outcome:
     if kinds != {DUE} or imported:
         return Outcome(ERROR, f"{path}: partly patched ({where}): unrecognised shape, nothing changed")
     lines = text.splitlines(keepends=True)
-    edits = [(_offset(lines, anchor[0].end_lineno + 1, 0), 0, f"{MARKER}\n{IMPORT}\n")]
+    edits = [(char_offset(lines, anchor[0].end_lineno + 1, 0), 0, f"{MARKER}\n{IMPORT}\n")]
     for call, statement in every:
-        start = _offset(lines, call.func.lineno, call.func.col_offset)
-        end = _offset(lines, call.func.end_lineno, call.func.end_col_offset)
+        start = char_offset(lines, call.func.lineno, call.func.col_offset)
+        end = char_offset(lines, call.func.end_lineno, call.func.end_col_offset)
         edits.append((start, end - start, OURS))
-        edits.append((_offset(lines, statement.lineno, 0), 0, f"{' ' * statement.col_offset}{MARKER}\n"))
+        edits.append((char_offset(lines, statement.lineno, 0), 0, f"{' ' * statement.col_offset}{MARKER}\n"))
     for at, length, insert in sorted(set(edits), reverse=True):
         text = text[:at] + insert + text[at + length :]
     message = f"run the Engine's scheduler and detokenizer children in waiting processes at {where}"

@@ -13,7 +13,7 @@ import ast
 from pathlib import Path
 
 from slime_image import slime_source, tms_preload
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, replace_node_span
+from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, parsed, replace_node_span
 
 ID = "tms-preload-cuda-aware"
 WALLS = ("W3", "W4", "W5")
@@ -92,13 +92,12 @@ def _asks_cuda_runtime(selection: list[ast.stmt]) -> bool:
 def plan(root: Path) -> Outcome:
     path = root / slime_source.ACTOR_GROUP
     selector = root / slime_source.SELECTOR_MODULE
+    found = parsed(path)
+    if isinstance(found, Outcome):
+        return found
+    text, tree = found
     try:
-        text = path.read_text()
-        block = slime_source.find_preload_block(ast.parse(text, str(path)), path)
-    except OSError as exc:
-        return Outcome(ERROR, f"cannot read {path}: {exc.strerror}")
-    except SyntaxError as exc:
-        return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
+        block = slime_source.find_preload_block(tree, path)
     except slime_source.ShapeError as exc:
         return Outcome(ERROR, f"{exc}: unrecognised shape, nothing changed")
     selection, var = block.selection, block.variable
