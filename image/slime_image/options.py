@@ -68,6 +68,8 @@ class Parser(argparse.ArgumentParser):
         self.seen: set[str] = set()  # the dests of what the command line gave, defaults aside
         self.needs: list[tuple[str, tuple[str, ...], bool]] = []  # (option, others, read only with them)
         self.verbatim: set[str] = set()  # the dests of words passed on as given (passes_on)
+        self.words: list[str] = []  # the command line this parser parses
+        self.lenient = False  # parsing again with nothing required (_unread)
 
     def passes_on(self, dest: str) -> None:
         """The words of `dest` are a command this one runs (`-- COMMAND ...`): passed as given, an empty one too."""
@@ -82,7 +84,32 @@ class Parser(argparse.ArgumentParser):
         self.needs.append((option, others, False))
 
     def error(self, message: str):
+        # A word this command does not take comes first: argparse says what is missing (`lock_hashes --lock=FILE`:
+        # "the following arguments are required: lock"), and would leave unsaid the word that was meant for it.
+        unread = self._unread()
+        if unread:
+            raise _takes_no(*unread)
         raise UserError(message, f"give what {self.prog} takes (--help lists it)", code=2)
+
+    def _unread(self) -> tuple[Parser, list[str]] | None:
+        """The parser that would leave words of the command line unread, and those words, with nothing required; None
+        where none would be, or where the line fails even so (that failure is the one to say)."""
+        if self.lenient:
+            raise _Lenient
+        required = {action: action.required for action in self._actions}
+        held = self.given, self.seen
+        self.lenient, self.given, self.seen = True, {}, set()
+        try:
+            for action in required:
+                action.required = False
+            parsed, extra = argparse.ArgumentParser.parse_known_args(self, self.words)
+        except (_Lenient, UserError):
+            return None
+        finally:
+            for action, was in required.items():
+                action.required = was
+            self.lenient, (self.given, self.seen) = False, held
+        return (self._chosen(parsed), extra) if extra else None
 
     def _get_values(self, action, arg_strings):
         if action.option_strings or arg_strings:  # an optional positional left out is called with none
@@ -95,12 +122,7 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            taker = self._chosen(parsed)
-            raise UserError(
-                f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
-                f"leave it out (--help lists what {taker.prog} takes)",
-                code=2,
-            )
+            raise _takes_no(self._chosen(parsed), extra)
         return parsed
 
     def _chosen(self, parsed) -> Parser:
@@ -130,6 +152,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self.given, self.seen = {}, set()
+        self.words = list(sys.argv[1:] if args is None else args)  # for _unread, should argparse refuse them
         parsed, extra = super().parse_known_args(args, namespace)
         outputs, inputs = {}, {}
         for action in self._actions:
@@ -216,6 +239,36 @@ class InputPath:
         if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
             raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")
         return path
+
+
+class _Lenient(Exception):
+    """The command line fails even with nothing required: _unread gives up, and the first failure is said."""
+
+
+def _takes_no(taker: Parser, extra: list[str]) -> UserError:
+    """The refusal of words `taker` does not take; an option named like one of its positionals (`--lock=FILE` where
+    the lock is a word of its own) is told so, with the command as it is written."""
+    name, equals, value = extra[0].lstrip("-").partition("=")
+    positional = next(
+        (
+            a
+            for a in taker._actions
+            if not a.option_strings and extra[0].startswith("--") and a.dest == name.replace("-", "_")
+        ),
+        None,
+    )
+    if positional is not None:
+        given = value if equals else (positional.metavar or positional.dest.upper())
+        return UserError(
+            f"{taker.prog} takes no --{name}: its {positional.dest} is a word of its own, not an option",
+            f"give it without --{name}: {taker.prog} {given}",
+            code=2,
+        )
+    return UserError(
+        f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
+        f"leave it out (--help lists what {taker.prog} takes)",
+        code=2,
+    )
 
 
 def _refuse_empty(action: argparse.Action, values: list[str]) -> None:
