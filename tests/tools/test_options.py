@@ -335,7 +335,7 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     code = importlib.import_module(module).main(argv)
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
-    assert f"{output} {target} {where} {read} {read_path}, which the command reads" in lines[0], lines
+    assert f"{output} {target} {where} {read} ({read_path}), which the command reads" in lines[0], lines
     assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
 
 

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.atomic_write import check_outputs
+from slime_image.atomic_write import check_outputs, read_as
 from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
@@ -311,7 +311,7 @@ class Recipe:
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
-            reads |= {f"the {path.name} of {Path(fills).name}/": path for path in held}
+            reads |= {f"{Path(fills).name}/{path.name}": path for path in held}
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
@@ -395,9 +395,8 @@ def _apart(option: str, folder: Path | str, reads: dict) -> None:
                 where = "holds"
             else:
                 continue
-            shown = "" if what.rstrip("/") == os.path.relpath(path) else f" ({os.path.relpath(path)})"
             raise UserError(
-                f"{option} {folder} {where} {what}{shown}, which the command reads: what it writes there would go "
-                "among it",
+                f"{option} {folder} {where} {read_as(what, path)}, which the command reads: what it writes there "
+                "would go among it",
                 f"give {option} a folder of its own, outside the clone's inputs (its default is one)",
             )
