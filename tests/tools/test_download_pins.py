@@ -272,5 +272,6 @@ def test_a_download_pin_set_beside_its_arg_s_default_is_refused_by_lint_fingerpr
             assert proc.returncode != 0 and f"{prog}: slime.Dockerfile:" in proc.stderr, proc.stderr
             assert name in proc.stderr.split(f"{prog}: slime.Dockerfile:")[1].splitlines()[0], proc.stderr
             continue
-        assert_refused(proc, prog, "slime.Dockerfile:", "set it nowhere else")
+        fix = download_pins.ENV_FIX if how == "env-over-the-arg" else download_pins.DEFAULT_FIX
+        assert_refused(proc, prog, "slime.Dockerfile:", fix)
         assert name in proc.stderr.splitlines()[-2]
