@@ -111,14 +111,28 @@ def put_in_place(staged: dict[str, str]) -> None:
         os.replace(tmp, path)
 
 
-def stage(path: str, data: bytes | None = None) -> str:
-    """A temporary file beside `path` (its folder made), holding `data` when given."""
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+def stage(path: str, made: list[str], data: bytes | None = None) -> str:
+    """A temporary file beside `path` (its folder made, and each folder it made added to `made`, the deepest first),
+    holding `data` when given."""
+    folder = os.path.dirname(os.path.abspath(path))
+    made += [each for each in _upwards(folder) if not os.path.exists(each) and each not in made]
+    os.makedirs(folder, exist_ok=True)
     handle, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=f".{os.path.basename(path)}.")
     with os.fdopen(handle, "wb") as file:
         if data is not None:
             file.write(data)
     return tmp
+
+
+def unstage(staged: dict[str, str], made: list[str]) -> None:
+    """Remove what staging left: the temporary files not put in place, and the folders made for them left empty (a
+    run that fails leaves no folder it made; one that wrote keeps the folders holding what it wrote)."""
+    for tmp in staged.values():
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    for folder in sorted(made, key=len, reverse=True):
+        if not os.listdir(folder):
+            os.rmdir(folder)
 
 
 def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[str]:
@@ -139,8 +153,9 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     if "://" not in url:
         url = "file://" + os.path.abspath(url)
     staged: dict[str, str] = {}
+    made: list[str] = []  # the folders it made for them: a download that fails leaves none behind
     try:
-        staged[out] = stage(out)
+        staged[out] = stage(out, made)
         digest = hashlib.sha256()
         try:
             response = urllib.request.urlopen(url, timeout=300)  # one it cannot reach: an OSError, as is a full disk
@@ -158,12 +173,10 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
                 "upstream file is a new pin (python -m tools.release.pin_downloads)",
             )
         taken = {"file": name, "sha256": served, "pinned": bool(sha256)}
-        staged[record] = stage(record, json.dumps(taken, indent=1, sort_keys=True).encode())
+        staged[record] = stage(record, made, json.dumps(taken, indent=1, sort_keys=True).encode())
         put_in_place(staged)
     finally:
-        for tmp in staged.values():
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
+        unstage(staged, made)
     if not sha256:
         return [f"fetch: warning: {name} from {url} is not checked: the recipe pins no sha256 for it (it is {served})"]
     return [f"fetch: {name}: sha256 {served}, as pinned"]

@@ -140,11 +140,22 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
 
 
-def test_a_download_whose_bytes_are_not_pinned_leaves_nothing(tmp_path):
-    (tmp_path / "source").write_bytes(b"other bytes")
-    proc = run("fetch.py", str(tmp_path / "source"), "0" * 64, str(tmp_path / "out" / "file"), str(tmp_path / "rec"))
-    assert proc.returncode == 1 and "the recipe pins" in proc.stderr
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["out", "source"]  # its folder, made first, and empty
+# Each way a download fails once OUT's folder is made to stage it in (sweep 3 row 8: a refused run makes no folder;
+# a signal, below): -> the source's bytes (None: no source) and what the refusal says.
+FAILED = {"not the pinned bytes": (b"other bytes", "the recipe pins"), "no source": (None, "No such file")}
+
+
+@pytest.mark.parametrize("failure", sorted(FAILED))
+def test_a_download_that_fails_leaves_nothing_nor_the_folders_it_made(tmp_path, failure):
+    data, said = FAILED[failure]
+    if data is not None:
+        (tmp_path / "source").write_bytes(data)
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    proc = run(
+        "fetch.py", str(tmp_path / "source"), "0" * 64, str(tmp_path / "out" / "in" / "file"), str(tmp_path / "rec")
+    )
+    assert proc.returncode == 1 and said in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
 def test_an_empty_url_is_named_so(tmp_path):
@@ -193,4 +204,4 @@ def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, sai
     lines = stderr.splitlines()
     assert proc.returncode == code and len(lines) == 2 and said in lines[0], stderr
     assert lines[1].startswith("fix: ")
-    assert list(out.iterdir()) == [] and not (tmp_path / "rec").exists()
+    assert not out.exists() and not (tmp_path / "rec").exists()
