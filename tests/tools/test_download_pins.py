@@ -219,7 +219,7 @@ def test_a_drafted_pairing_carries_a_pin_with_the_note_of_where_it_came_from(pai
         "v9.9.9", "0" * 40, a["SGLANG_VERSION"], a["MEGATRON_COMMIT"], a["SGL_ROUTER_RELEASE"],
         a["SGL_ROUTER_VERSION"], None, None, None, a["APEX_COMMIT"], None, None, None, a["SLIME_PATCHES"],
     )  # fmt: skip
-    text = pairings.draft_text(release, last, Path("/slime"))
+    text = pairings.draft_text(release, last, Path("/slime"), "v9.9.9")
     assert f'SGL_ROUTER_SHA256 = "{DIGEST}"' in text
     pins = download_pins.in_pairing(Path("draft.toml"), text)
     assert pins["SGL_ROUTER_SHA256"].source == f"carried from {DEFAULT}, whose pin came from a release page"
