@@ -42,11 +42,17 @@ CANARY_ARGS  ?=
 # Filled from `aws sts get-caller-identity` by `make push` when unset (never needed to build).
 AWS_ACCOUNT_ID ?=
 
-# The reports' folder, made when missing; an empty REPORTS, or one mkdir cannot make, is named in two lines.
+# The reports' folder, checked and not made: the command that writes a report makes its folder with it, so a refused
+# run leaves none behind (an empty reports/ was made before `make plan` refused its lock). An empty REPORTS, or one
+# that is no folder and none can be made at (its nearest existing path no folder, or one that takes none: a probe
+# folder is made there and removed), is named in two lines. `reports_mount`: made, for a container to write in.
 reports_dir = [ -n $(call q,$(strip $(REPORTS))) ] || { echo "make $@: REPORTS is empty: the reports have no folder" >&2; \
 	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; \
-	mkdir -p $(call q,$(REPORTS)) 2>/dev/null || { echo "make $@: REPORTS="$(call q,$(REPORTS))" is no folder that can be made" >&2; \
+	at=$(call q,$(REPORTS)); while [ ! -e "$$at" ] && [ ! -L "$$at" ]; do at=$$(dirname -- "$$at"); done; \
+	{ [ -d "$$at" ] && probe=$$(mktemp -d -p "$$at" 2>/dev/null) && rmdir "$$probe"; } || { \
+	echo "make $@: REPORTS="$(call q,$(REPORTS))" is no folder that can be made" >&2; \
 	echo "fix: name a folder you may write, or leave REPORTS unset (reports/)" >&2; exit 1; }
+reports_mount = $(reports_dir); mkdir -p $(call q,$(REPORTS))
 
 # Variables that name one thing (a path, a name, a source): one given empty, on the command line or in the
 # environment, would silently stand for another (VENV= the repository root for the virtualenv, PAIRING= the default
@@ -323,7 +329,7 @@ canary: venv ## Run slime-canary (slime's GRPO job with slime's CI assertions, 2
 	@$(need_tag)
 	@$(need_engine)
 	@image=$(call q,$(IMAGE):$(TAG)); docker image inspect "$$image" >/dev/null 2>&1 || { echo "make canary: image $$image is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@$(reports_dir)
+	@$(reports_mount)
 	@$(call array,$(CANARY_ARGS),more); \
 	docker run --rm --gpus 1 --ipc=host --shm-size 16g -v $(call q,$(CURDIR)/$(REPORTS):/reports) $(call q,$(IMAGE):$(TAG)) \
 		slime-canary --json /reports/canary.json --junit /reports/canary.xml "$${more[@]}"
@@ -333,6 +339,6 @@ smoke-test: venv ## Run the smoke suite (all stages) in the built image on this 
 	@$(need_tag)
 	@$(need_engine)
 	@image=$(call q,$(IMAGE):$(TAG)); docker image inspect "$$image" >/dev/null 2>&1 || { echo "make smoke-test: image $$image is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
-	@$(reports_dir)
+	@$(reports_mount)
 	docker run --rm --gpus all --ipc=host -v $(call q,$(CURDIR)/$(REPORTS):/reports) $(call q,$(IMAGE):$(TAG)) \
 		slime-smoke --stage all --json /reports/smoke.json --junit /reports/smoke.xml

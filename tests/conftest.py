@@ -6,6 +6,7 @@ The project virtualenv puts the repository and image/ on the path (`make venv`),
 
 import json
 import os
+import shutil
 from collections import Counter
 from pathlib import Path
 
@@ -31,8 +32,8 @@ def recipe_copy(tmp_path):
         (tmp_path / "locks").mkdir(exist_ok=True)
         for name in ("slime.Dockerfile", "requirements.txt", *(f"locks/{p.name}" for p in LOCKS)):
             (tmp_path / name).write_text((ROOT / name).read_text())
-        if not (tmp_path / "image").exists():
-            (tmp_path / "image").symlink_to(ROOT / "image")
+        if not (tmp_path / "image").exists():  # copied: a recipe's input folder is never a link (Recipe.check_no_links)
+            shutil.copytree(ROOT / "image", tmp_path / "image", ignore=shutil.ignore_patterns("__pycache__"))
         dockerfile = tmp_path / "slime.Dockerfile"
         if edit:
             text = dockerfile.read_text()

@@ -206,9 +206,22 @@ def _not_an_input(option: str, path: Path | str, inputs: dict[str, Path | str | 
         if given is None or not str(given).strip() or str(given) == "-":
             continue
         read = os.path.realpath(given)
-        if written == read or (os.path.isdir(read) and written.startswith(read.rstrip("/") + "/")):
-            where = "is" if written == read else "is inside"
+        if written == read:
             raise UserError(
-                f"{option} {path} {where} {what} {given}, which the command reads: writing it would overwrite it",
-                f"give {option} a path outside {given}",
+                f"{option} {path} is {read_as(what, given)}, which the command reads: writing it would overwrite it",
+                f"give {option} a file of its own, not {as_typed(Path(given))}",
             )
+        if os.path.isdir(read) and written.startswith(read.rstrip("/") + "/"):
+            raise UserError(
+                f"{option} {path} is inside {read_as(what, given)}, which the command reads: what it writes there "
+                "would go among it",
+                f"give {option} a path outside {as_typed(Path(given))}/",
+            )
+
+
+def read_as(what: str, path: Path | str) -> str:
+    """What a command reads, for a refusal of an output over it: `what` (an option, a description, a path of the
+    clone) and its path as its user would type it (relative where it lies in the current folder), where `what` does not
+    say it already."""
+    shown = as_typed(Path(path))
+    return what if what.rstrip("/") == str(shown) else f"{what} ({shown})"

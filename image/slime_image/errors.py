@@ -34,6 +34,28 @@ def report(prog: str, error: UserError) -> None:
     print(f"fix: {error.fix}", file=sys.stderr)
 
 
+class Finding(str):
+    """A problem a check finds, as its cause's line, carrying the fix of that cause (`fix`): a check that finds causes
+    of several kinds says for each the one fix that applies, not every fix it knows joined in one line."""
+
+    fix: str
+
+    def __new__(cls, cause: str, fix: str):
+        found = super().__new__(cls, cause)
+        found.fix = fix
+        return found
+
+
+def report_findings(prefix: str, found: list[str], fix: str) -> None:
+    """Each of `found` as `prefix: cause`, each run of causes that share a fix followed by that fix's line: a Finding's
+    own, else `fix`, the check's for the causes it names no fix of."""
+    fixes = [getattr(cause, "fix", fix) for cause in found]
+    for number, cause in enumerate(found):
+        print(f"{prefix}: {cause}", file=sys.stderr)
+        if number + 1 == len(found) or fixes[number + 1] != fixes[number]:
+            print(f"fix: {fixes[number]}", file=sys.stderr)
+
+
 @contextlib.contextmanager
 def interrupts_held():
     """Ctrl-C inside the block waits for its end: it never lands between two renames of one write (atomic_write), nor

@@ -146,6 +146,17 @@ def put_in_place(staged: dict[str, str]) -> None:
         os.replace(tmp, path)
 
 
+def unstage(staged: dict[str, str], made: list[str]) -> None:
+    """Remove what `stage` left: the temporary files not put in place, then each folder made for them (`made`,
+    the outermost first) that is still empty."""
+    for tmp in staged.values():
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # one holding a file put in place, or another process's, is left
+            os.rmdir(folder)
+
+
 def stage(path: str, data: bytes | None = None, made: list[str] | None = None) -> str:
     """A temporary file beside `path` (its folder made, and each folder made for it added to `made`, the outermost
     first), holding `data` when given."""
@@ -205,12 +216,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
         put_in_place(staged)
         made.clear()
     finally:
-        for tmp in staged.values():
-            if os.path.lexists(tmp):
-                os.unlink(tmp)
-        for folder in reversed(made):
-            with contextlib.suppress(OSError):  # one another process has put a file in since is left to it
-                os.rmdir(folder)
+        unstage(staged, made)
     if not sha256:
         return [f"fetch: warning: {name} from {url} is not checked: the recipe pins no sha256 for it (it is {served})"]
     return [f"fetch: {name}: sha256 {served}, as pinned"]

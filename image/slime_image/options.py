@@ -6,11 +6,13 @@ Every command builds its parser as a `Parser`, and declares such options through
 never a file named `-`, a folder (a path ending in `/`, or one that exists) is refused rather than written as a file,
 a device (/dev/null) is written in place, and one that refuses a write (/dev/full) or a folder that takes no file
 (/proc) is refused; a number is written plainly (no `1_000`, no blank around it), finite and within the option's
-declared bounds, an upper one always (`--timeout 1e30` overflowed every check's wait); a path that is empty or blank,
-which as a path is the current folder, is refused (`add_path`). The Parser refuses an option that takes one value given
-twice (argparse keeps the last silently), and, once parsed, an output that is a path the command reads or lies in a
-folder it reads (atomic_write.check_outputs). tests/tools/test_options.py walks every parser of the project and fails
-on a parser, an output, a number or a path option declared any other way, and runs each refusal through its command.
+declared bounds, an upper one always (`--timeout 1e30` overflowed every check's wait). The Parser refuses a value
+that is empty or blank, of any option or positional (`--pairing ''` read as the pairing named '', a path '' as the
+current folder, `--against ''` as no --against), but the words of a command it passes on (`passes_on`); an option that
+takes one value given twice (argparse keeps the last silently); and, once parsed, an output that is a path the command
+reads or lies in a folder it reads (atomic_write.check_outputs). tests/tools/test_options.py walks every parser of the
+project and fails on a parser, an output, a number or a path option declared any other way, and runs each refusal
+through its command.
 
 Nothing given is ignored (issue 52): a word no (sub)command takes is refused, and so is an option given where the
 command would not read it, declared with `only_with` and `not_with` (tests/tools/test_ignored_arguments.py).
@@ -65,6 +67,13 @@ class Parser(argparse.ArgumentParser):
         self.given: dict[str, object] = {}
         self.seen: set[str] = set()  # the dests of what the command line gave, defaults aside
         self.needs: list[tuple[str, tuple[str, ...], bool]] = []  # (option, others, read only with them)
+        self.verbatim: set[str] = set()  # the dests of words passed on as given (passes_on)
+        self.words: list[str] = []  # the command line this parser parses
+        self.lenient = False  # parsing again with nothing required (_unread)
+
+    def passes_on(self, dest: str) -> None:
+        """The words of `dest` are a command this one runs (`-- COMMAND ...`): passed as given, an empty one too."""
+        self.verbatim.add(dest)
 
     def only_with(self, option: str, *others: str) -> None:
         """`option` is read only where one of `others` is given: alone it would be ignored, so it is refused."""
@@ -75,22 +84,45 @@ class Parser(argparse.ArgumentParser):
         self.needs.append((option, others, False))
 
     def error(self, message: str):
+        # A word this command does not take comes first: argparse says what is missing (`lock_hashes --lock=FILE`:
+        # "the following arguments are required: lock"), and would leave unsaid the word that was meant for it.
+        unread = self._unread()
+        if unread:
+            raise _takes_no(*unread)
         raise UserError(message, f"give what {self.prog} takes (--help lists it)", code=2)
+
+    def _unread(self) -> tuple[Parser, list[str]] | None:
+        """The parser that would leave words of the command line unread, and those words, with nothing required; None
+        where none would be, or where the line fails even so (that failure is the one to say)."""
+        if self.lenient:
+            raise _Lenient
+        required = {action: action.required for action in self._actions}
+        held = self.given, self.seen
+        self.lenient, self.given, self.seen = True, {}, set()
+        try:
+            for action in required:
+                action.required = False
+            parsed, extra = argparse.ArgumentParser.parse_known_args(self, self.words)
+        except (_Lenient, UserError):
+            return None
+        finally:
+            for action, was in required.items():
+                action.required = was
+            self.lenient, (self.given, self.seen) = False, held
+        return (self._chosen(parsed), extra) if extra else None
 
     def _get_values(self, action, arg_strings):
         if action.option_strings or arg_strings:  # an optional positional left out is called with none
             self.seen.add(action.dest)
+        # A subcommand's words are its parser's to check; an empty name is no subcommand (argparse's choices).
+        if action.nargs not in (argparse.REMAINDER, argparse.PARSER) and action.dest not in self.verbatim:
+            _refuse_empty(action, arg_strings)
         return super()._get_values(action, arg_strings)
 
     def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
-            taker = self._chosen(parsed)
-            raise UserError(
-                f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
-                f"leave it out (--help lists what {taker.prog} takes)",
-                code=2,
-            )
+            raise _takes_no(self._chosen(parsed), extra)
         return parsed
 
     def _chosen(self, parsed) -> Parser:
@@ -120,6 +152,7 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):
         self.given, self.seen = {}, set()
+        self.words = list(sys.argv[1:] if args is None else args)  # for _unread, should argparse refuse them
         parsed, extra = super().parse_known_args(args, namespace)
         outputs, inputs = {}, {}
         for action in self._actions:
@@ -138,6 +171,8 @@ class Parser(argparse.ArgumentParser):
 class Output:
     """argparse type of an option naming a file the command writes; `stdout`: whether `-` may send it there."""
 
+    empty = ("it names no file", "a file name")  # what an empty value is, and what to give (_refuse_empty)
+
     def __init__(self, option: str, stdout: bool = True):
         self.option, self.stdout = option, stdout
 
@@ -146,8 +181,6 @@ class Output:
             if not self.stdout:
                 raise UserError(f"{self.option} -: it writes a file, not stdout", f"pass {self.option} a file name")
             return value
-        if not value.strip():
-            raise UserError(f"{self.option} is empty: it names no file", f"pass {self.option} a file name")
         check_writable(self.option, value)
         return value
 
@@ -190,17 +223,15 @@ def _shown(bound) -> str:
 
 class InputPath:
     """argparse type of an option naming a file or folder the command reads (`reads`: no output may be it or lie in
-    it) or a folder it fills (an output may go there): never empty, which pathlib would take for the current folder
-    (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
+    it) or a folder it fills (an output may go there); the Parser refuses an empty one, which pathlib would take for the
+    current folder (`--slime-root ''` checked, or patched, whatever folder it ran in)."""
+
+    empty = ("as a path it would be the current folder", "a path")
 
     def __init__(self, option: str, reads: bool = True, kind: str | None = None, url: bool = False):
         self.option, self.reads, self.kind, self.url = option, reads, kind, url
 
     def __call__(self, value: str) -> Path | str:
-        if not value.strip():
-            raise UserError(
-                f"{self.option} is empty: as a path it would be the current folder", f"pass {self.option} a path"
-            )
         if self.url and "://" in value:
             return value
         path = Path(value)
@@ -208,6 +239,47 @@ class InputPath:
         if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
             raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")
         return path
+
+
+class _Lenient(Exception):
+    """The command line fails even with nothing required: _unread gives up, and the first failure is said."""
+
+
+def _takes_no(taker: Parser, extra: list[str]) -> UserError:
+    """The refusal of words `taker` does not take; an option named like one of its positionals (`--lock=FILE` where
+    the lock is a word of its own) is told so, with the command as it is written."""
+    name, equals, value = extra[0].lstrip("-").partition("=")
+    positional = next(
+        (
+            a
+            for a in taker._actions
+            if not a.option_strings and extra[0].startswith("--") and a.dest == name.replace("-", "_")
+        ),
+        None,
+    )
+    if positional is not None:
+        given = value if equals else (positional.metavar or positional.dest.upper())
+        return UserError(
+            f"{taker.prog} takes no --{name}: its {positional.dest} is a word of its own, not an option",
+            f"give it without --{name}: {taker.prog} {given}",
+            code=2,
+        )
+    return UserError(
+        f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
+        f"leave it out (--help lists what {taker.prog} takes)",
+        code=2,
+    )
+
+
+def _refuse_empty(action: argparse.Action, values: list[str]) -> None:
+    """Refuse an empty or blank value of `action`: it names nothing, and a command would read it as something else
+    (the default, none, the current folder). Its type says what that is and what to give, where it knows better."""
+    if all(value.strip() for value in values):
+        return
+    flag = _flag(tuple(action.option_strings) or (action.dest,))
+    why, wanted = getattr(action.type, "empty", ("it names nothing", "a value"))
+    left_out = "" if action.required else ", or leave it out"
+    raise UserError(f"{flag} is empty: {why}", f"give {flag} {wanted}{left_out}", code=2)
 
 
 def _flag(flags: tuple[str, ...]) -> str:

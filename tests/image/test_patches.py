@@ -244,8 +244,8 @@ def test_an_empty_only_selects_no_patch_and_is_refused_before_any_tree_is_touche
         and report is None
         and stderr.splitlines()
         == [
-            "slime-patch: --only is empty: it selects no patch",
-            "fix: pass --only patch ids separated by commas, or leave --only out for every patch",
+            "slime-patch: --only is empty: it names nothing",
+            "fix: give --only a value, or leave it out",
         ]
     )
     assert snapshot(slime) == before

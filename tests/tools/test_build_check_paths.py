@@ -50,5 +50,5 @@ def test_an_empty_against_is_refused_not_read_as_absent(capsys, given):
     """Sweep 3 row 10: `repro --against ''` read as no --against, and would have built twice in silence."""
     assert importlib.import_module(MODULES["repro-check"]).main(["--against", given]) != 0
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and lines[0] == "repro-check: --against is empty: it names no image", lines
+    assert len(lines) == 2 and lines[0] == "repro-check: --against is empty: it names nothing", lines
     assert lines[1].startswith("fix: ") and "leave it out" in lines[1], lines

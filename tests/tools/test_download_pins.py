@@ -219,7 +219,7 @@ def test_a_drafted_pairing_carries_a_pin_with_the_note_of_where_it_came_from(pai
         "v9.9.9", "0" * 40, a["SGLANG_VERSION"], a["MEGATRON_COMMIT"], a["SGL_ROUTER_RELEASE"],
         a["SGL_ROUTER_VERSION"], None, None, None, a["APEX_COMMIT"], None, None, None, a["SLIME_PATCHES"],
     )  # fmt: skip
-    text = pairings.draft_text(release, last, Path("/slime"))
+    text = pairings.draft_text(release, last, Path("/slime"), "v9.9.9")
     assert f'SGL_ROUTER_SHA256 = "{DIGEST}"' in text
     pins = download_pins.in_pairing(Path("draft.toml"), text)
     assert pins["SGL_ROUTER_SHA256"].source == f"carried from {DEFAULT}, whose pin came from a release page"
@@ -272,5 +272,6 @@ def test_a_download_pin_set_beside_its_arg_s_default_is_refused_by_lint_fingerpr
             assert proc.returncode != 0 and f"{prog}: slime.Dockerfile:" in proc.stderr, proc.stderr
             assert name in proc.stderr.split(f"{prog}: slime.Dockerfile:")[1].splitlines()[0], proc.stderr
             continue
-        assert_refused(proc, prog, "slime.Dockerfile:", "set it nowhere else")
+        fix = download_pins.ENV_FIX if how == "env-over-the-arg" else download_pins.DEFAULT_FIX
+        assert_refused(proc, prog, "slime.Dockerfile:", fix)
         assert name in proc.stderr.splitlines()[-2]

@@ -130,3 +130,49 @@ def test_an_argument_a_command_would_ignore_is_refused(module, argv, cause, tmp_
     assert cause.replace("{tmp}", str(tmp_path)) in lines[0] and "would be ignored" in lines[0], lines
     assert lines[1].startswith("fix: ") and ("leave" in lines[1] or "give" in lines[1]), lines
     assert sorted(tmp_path.iterdir()) == before
+
+
+def every_parser() -> list[tuple[str, list[str]]]:
+    """Every (sub)command of every command that takes its own arguments (a parent of subcommands takes a name)."""
+    return [
+        (module, words)
+        for module in command_modules()
+        for parser, words in commands(module)
+        if not any(isinstance(a, argparse._SubParsersAction) for a in parser._actions)
+    ]
+
+
+@pytest.mark.parametrize("module, words", every_parser(), ids=lambda x: x if isinstance(x, str) else " ".join(x))
+def test_an_option_a_command_does_not_take_is_named_before_what_is_missing(module, words, tmp_path, capsys):
+    """Sweep 3 row 17: `lock_hashes --lock=FILE` said "the following arguments are required: lock", and nothing of
+    --lock: a word no (sub)command takes is said first, whatever else is missing."""
+    code = importlib.import_module(module).main([*words, "--no-such-option=1"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 2, lines
+    assert "takes no '--no-such-option=1': it would be ignored" in lines[0], lines
+    assert not list(tmp_path.iterdir())
+
+
+def positionals() -> list[tuple[str, list[str], str]]:
+    """Every positional of every (sub)command but a command's words passed on (those take `--NAME=...` as a word)."""
+    return [
+        (module, words, action.dest)
+        for module in command_modules()
+        for parser, words in commands(module)
+        for action in parser._actions
+        if not action.option_strings
+        and action.nargs not in (argparse.REMAINDER, argparse.PARSER)
+        and action.dest not in parser.verbatim
+    ]
+
+
+@pytest.mark.parametrize("module, words, dest", positionals(), ids=lambda x: x if isinstance(x, str) else " ".join(x))
+def test_a_positional_given_as_an_option_is_said_to_be_a_word_of_its_own(module, words, dest, tmp_path, capsys):
+    """`lock_hashes --lock=locks/v0.3.1.lock`: the fix is the command with the value as a word of its own."""
+    option = "--" + dest.replace("_", "-")
+    code = importlib.import_module(module).main([*words, f"{option}=given"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 2, lines
+    assert f"takes no {option}: its {dest} is a word of its own, not an option" in lines[0], lines
+    assert lines[1].startswith(f"fix: give it without {option}: ") and lines[1].endswith(" given"), lines
+    assert not list(tmp_path.iterdir())

@@ -222,6 +222,41 @@ def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, act
         assert not list(tmp_path.iterdir())
 
 
+def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
+    """Every option and positional of every command that takes a value, but the words of a command it passes on."""
+    return [
+        (module, words, flag, action)
+        for module in command_modules()
+        for parser, words in commands(module)
+        for flag, action in valued(parser)
+        if action.nargs != argparse.REMAINDER and action.dest not in parser.verbatim
+    ]
+
+
+def test_only_the_words_of_a_command_passed_on_may_be_empty():
+    passed_on = {
+        (module, flag)
+        for module in command_modules()
+        for parser, _ in commands(module)
+        for flag, action in valued(parser)
+        if action.nargs == argparse.REMAINDER or action.dest in parser.verbatim
+    }
+    assert passed_on == {("tools.k8s.grpo_submit", "ray"), ("tools.writers", "command")}
+
+
+@pytest.mark.parametrize("given", ["", " "])
+@pytest.mark.parametrize(
+    "module, words, flag, action", valued_arguments(), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_every_command_refuses_an_empty_value_of_any_argument(module, words, flag, action, given, tmp_path, capsys):
+    """Sweep 3 row 18: `fingerprint --pairing=''` looked for pairings/.toml; `repro --against ''` read as no --against.
+    One check (Parser) for every option and positional of every command: `X is empty`, in two lines."""
+    code = importlib.import_module(module).main([*words, *action.option_strings[-1:], given])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2, lines
+    assert f"{flag} is empty: " in lines[0] and lines[1].startswith(f"fix: give {flag} "), lines
+
+
 def good_value(action: argparse.Action, tmp_path: Path) -> str:
     """A value the option's own type takes, so that what refuses is what the test is about."""
     if action.choices:
@@ -300,7 +335,7 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     code = importlib.import_module(module).main(argv)
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
-    assert f"{output} {target} {where} {read} {read_path}, which the command reads" in lines[0], lines
+    assert f"{output} {target} {where} {read} ({read_path}), which the command reads" in lines[0], lines
     assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
 
 
@@ -344,8 +379,6 @@ def test_an_output_dash_is_stdout_where_it_may_go_there_and_refused_where_not():
         ("/dev/full", "cannot be written (No space left on device)"),
         ("/proc/version", "cannot write a file there (/proc: "),
         ("/proc/new/r.json", "cannot write a file there (/proc: "),
-        ("", "is empty: it names no file"),
-        (" ", "is empty: it names no file"),
     ],
 )
 def test_an_output_that_names_no_file_it_can_write_is_refused(tmp_path, where, cause):
@@ -353,6 +386,22 @@ def test_an_output_that_names_no_file_it_can_write_is_refused(tmp_path, where, c
     with pytest.raises(UserError, match=re.escape(cause)):
         Output("--out")(where.format(tmp=tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize("given", ["", " "])
+def test_an_empty_output_or_path_says_what_it_would_be_read_as(given):
+    """The Parser refuses every empty value (_refuse_empty); an output's or a path's type says what it would be."""
+    parser = Parser()
+    add_output(parser, "--out")
+    add_path(parser, "--root")
+    for flag, said in (("--out", "it names no file"), ("--root", "as a path it would be the current folder")):
+        with pytest.raises(UserError) as refused:
+            parser.parse_args([flag, given])
+        assert refused.value.cause == f"{flag} is empty: {said}"
+        assert refused.value.fix in (
+            f"give {flag} a file name, or leave it out",
+            f"give {flag} a path, or leave it out",
+        )
 
 
 def test_an_output_that_is_a_device_or_a_new_file_is_taken(tmp_path):

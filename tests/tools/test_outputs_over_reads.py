@@ -44,29 +44,26 @@ BY_DESIGN = {
 }
 
 
-def test_every_output_option_of_every_tools_command_is_enumerated():
-    found = {
+def declared(kind) -> set[tuple[str, str]]:
+    """(command, option) of every option of every tools/ command whose type `kind` takes."""
+    return {
         (module, action.type.option)
         for module in command_modules()
         if module.startswith("tools.")
         for parser, _ in commands(module)
         for action in parser._actions
-        if isinstance(action.type, Output) and not isinstance(action, argparse._SubParsersAction)
+        if not isinstance(action, argparse._SubParsersAction) and kind(action.type)
     }
+
+
+def test_every_output_option_of_every_tools_command_is_enumerated():
     listed = {(module, option) for (module, _), options in OUTPUTS.items() for option in options}
-    assert found == listed | set(BY_DESIGN)
+    assert declared(lambda kind: isinstance(kind, Output)) == listed | set(BY_DESIGN)
 
 
 def test_every_folder_a_tools_command_fills_is_enumerated():
-    found = {
-        (module, action.type.option)
-        for module in command_modules()
-        if module.startswith("tools.")
-        for parser, _ in commands(module)
-        for action in parser._actions
-        if isinstance(action.type, InputPath) and not action.type.reads
-    }
-    assert found == {(module, option) for module, options in FOLDERS.items() for option in options}
+    listed = {(module, option) for module, options in FOLDERS.items() for option in options}
+    assert declared(lambda kind: isinstance(kind, InputPath) and not kind.reads) == listed
 
 
 # A folder that is one the recipe reads, lies in one, or holds one; and one named through the clone's parent.
@@ -89,7 +86,7 @@ def test_a_folder_over_what_the_recipe_reads_is_refused(engineless, command, opt
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 2, run.stderr
     assert f"{option} {target} " in lines[0] and "which the command reads" in lines[0], lines
-    assert lines[1].startswith("fix: "), lines
+    assert lines[1].startswith("fix: ") and str(ROOT) not in run.stderr, lines  # paths as typed (sweep 3 row 14)
 
 
 def read_files() -> list[str]:
@@ -133,7 +130,15 @@ def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option,
     assert hashlib.sha256(after).digest() == hashlib.sha256(before).digest(), f"{command} {option} wrote {target}"
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 2, run.stderr
-    assert "which the command reads" in lines[0] and lines[1].startswith("fix: "), run.stderr
+    assert "which the command reads" in lines[0], run.stderr
+    # Sweep 3 row 14: the paths as typed, never the clone's absolute path, and a fix that fits what was hit: another
+    # file than that file, or a path outside that folder (it said "a path outside <a file>").
+    folder = target.split("/")[0] + "/"
+    assert lines[1] in (
+        f"fix: give {option} a file of its own, not {target}",
+        f"fix: give {option} a path outside {folder}",
+    )
+    assert str(ROOT) not in run.stderr, run.stderr
 
 
 def test_a_draft_may_add_a_pairing_and_a_base_manifest_may_remake_its_own(tmp_path):

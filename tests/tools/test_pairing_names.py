@@ -38,7 +38,10 @@ def test_a_pairing_given_as_a_path_is_refused_by_every_command(repo, prog, name)
     module, *args = COMMANDS[prog]
     argv = [sys.executable, "-m", module, *(a.format(name=name) for a in args)]
     proc = subprocess.run(argv, cwd=repo, capture_output=True, text=True)
-    assert_refused(proc, prog, f"no pairing {name!r}", UNKNOWN_PAIRING_FIX)
+    if name:
+        assert_refused(proc, prog, f"no pairing {name!r}", UNKNOWN_PAIRING_FIX)
+    else:  # every command's empty argument, refused as empty (options.Parser; sweep 3 row 18)
+        assert_refused(proc, prog, " is empty: it names nothing", "give ")
     assert git(repo, "status", "--porcelain") == ""
 
 

@@ -2,6 +2,7 @@
 defaults are the default pairing's, and each pairing's lock records the inputs it was planned from."""
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -227,3 +228,77 @@ def test_a_draft_from_a_tree_that_forces_nccl_reads_it_and_names_w55(tmp_path):
     assert any(
         reason.startswith("upstream's image forces NCCL 2.30.7 in") and "(W55)" in reason for reason in drafted.draft
     )
+
+
+@pytest.fixture(scope="module")
+def next_release(tmp_path_factory) -> Path:
+    """A slime tree at a release no pairing is of (v0.3.2): the plan's fixture slime-next, tagged."""
+    tree = tmp_path_factory.mktemp("slime") / "slime"
+    shutil.copytree(ROOT / "tests" / "tools" / "fixtures" / "slime-next", tree)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "x"], ["tag", "v0.3.2"]):
+        subprocess.run([*git, *command], check=True)
+    return tree
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch) -> Path:
+    """A copy of pairings/ the commands read and draft into instead."""
+    copy = tmp_path / "pairings"
+    shutil.copytree(pairings.FOLDER, copy)
+    monkeypatch.setattr(pairings, "FOLDER", copy)
+    return copy
+
+
+# Where a draft goes (sweep 3 row 13: `--out pairings/new.toml` said "next: make lock PAIRING=v0.3.2", no pairing):
+# -> the file it is written to (None: the default), and the pairing it is (None: outside pairings/, not yet one).
+DRAFTED_AT = {"the default": (None, "v0.3.2"), "into pairings/": ("new.toml", "new"), "outside": ("x.toml", None)}
+
+
+@pytest.mark.parametrize("where", sorted(DRAFTED_AT))
+def test_the_next_step_of_a_draft_names_the_pairing_written(next_release, folder, tmp_path, where, capsys):
+    out, name = DRAFTED_AT[where]
+    target = (folder if where == "into pairings/" else tmp_path) / out if out else folder / f"{name}.toml"
+    argv = ["draft", "--slime-tree", str(next_release), *(["--out", str(target)] if out else [])]
+    assert pairings.main(argv) == 0
+    said = capsys.readouterr().err.strip()
+    if name is None:
+        moved = f"move it to {folder}/v0.3.2.toml, then make lock PAIRING=v0.3.2"
+        assert said == f"pairings: wrote {target}, no pairing (outside pairings/); next: {moved}", said
+    else:
+        assert said == f"pairings: wrote {target}; next: make lock PAIRING={name}", said
+        assert pairings.load(name).draft[0].startswith(f"drafted, not yet planned: make lock PAIRING={name}, ")
+    named = name or "v0.3.2"  # the pairing it will be, moved to pairings/<its tag>.toml
+    assert f"make lock PAIRING={named}, then make build-check PAIRING={named}" in target.read_text()
+
+
+def pairing_of(folder: Path, name: str, **args: str) -> None:
+    """pairings/<name>.toml: the default pairing's file with `args` set."""
+    text = (folder / f"{pairings.default().name}.toml").read_text()
+    for key, value in args.items():
+        text = re.sub(rf"^{key} = .*$", f'{key} = "{value}"', text, count=1, flags=re.M)
+    (folder / f"{name}.toml").write_text(text)
+
+
+@pytest.mark.parametrize("key", pairings.RELEASE)
+def test_two_pairings_of_one_release_are_refused_naming_both(folder, key, capsys):
+    """`cp pairings/v0.3.0.toml pairings/new.toml` passed the check: two pairings, each built and locked as another."""
+    other = {"SLIME_REF": "v9.9.9", "SLIME_COMMIT": "f" * 40}
+    pairing_of(folder, "new", **{k: v for k, v in other.items() if k != key})
+    default = pairings.default().name
+    assert pairings.main(["check"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith(f"pairings: {folder}/new.toml and {folder}/{default}.toml are both slime's {key} "), (
+        lines
+    )
+    assert len(lines) == 2 and lines[1].startswith("fix: remove the one that is no release's own"), lines
+
+
+def test_a_draft_into_pairings_of_a_release_already_paired_is_refused(next_release, folder, capsys):
+    pairing_of(folder, "other", SLIME_REF="v0.3.2", SLIME_COMMIT="f" * 40)
+    before = sorted(p.name for p in folder.iterdir())
+    assert pairings.main(["draft", "--slime-tree", str(next_release), "--out", str(folder / "new.toml")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].endswith(f"would be a second pairing of slime v0.3.2, whose pairing is {folder}/other.toml"), lines
+    assert len(lines) == 2 and lines[1].startswith("fix: pass --out a file outside pairings/"), lines
+    assert sorted(p.name for p in folder.iterdir()) == before

@@ -13,7 +13,7 @@ from conftest import ROOT
 from slime_image.errors import UserError
 from slime_image.lock_file import pin_text, read_lock
 
-from tools.inputs import pairings, rules
+from tools.inputs import download_pins, pairings, rules
 from tools.inputs.recipe import Recipe
 
 
@@ -349,3 +349,53 @@ def test_a_lock_pin_without_its_hashes_is_named(recipe_copy):
     lock.write_text(pinned.sub("numpy==1.26.4", lock.read_text(), count=1))
     problems = rules.violations(Recipe.load(dockerfile))["installs-by-content"]
     assert any("numpy==1.26.4 carries no --hash" in p for p in problems), problems
+
+
+SHORT = 200  # the longest a fix line may be: one sentence, the one fix of its cause
+# Sweep 3 row 15: download-pins-by-form said every fix it knows in one line (~520 characters) for any one cause; each
+# cause it finds, with the one fix that applies, the fix make build says for the same cause.
+PIN_CAUSES = {
+    "a sha256: prefix": (
+        lambda t: re.sub(r"^(ARG EFA_INSTALLER_SHA256=)", r"\1sha256:", t, flags=re.M),
+        download_pins.PIN_FIX,
+    ),
+    "a base digest of 63 digits": (
+        lambda t: re.sub(r"(ARG BASE_IMAGE=.*@sha256:)\w", r"\1", t),
+        download_pins.BASE_FIX,
+    ),
+    "a pin without its note": (
+        lambda t: re.sub(r"^# PIP_SHA256 from: .*\n", "", t, flags=re.M),
+        download_pins.NOTE_FIX,
+    ),
+    "an ARG pin without a default": (
+        lambda t: t.replace("ARG SGL_ROUTER_SHA256=\n", "ARG SGL_ROUTER_SHA256\n"),
+        download_pins.DEFAULT_FIX,
+    ),
+    "an ENV over a pin": (
+        lambda t: t.replace("# One virtual environment", "ENV PIP_SHA256=\n# One virtual environment", 1),
+        download_pins.ENV_FIX,
+    ),
+}
+
+
+@pytest.mark.parametrize("cause", sorted(PIN_CAUSES))
+def test_a_malformed_download_pin_gets_the_one_fix_of_its_cause_as_make_build_does(recipe_copy, cause, capsys):
+    edit, fix = PIN_CAUSES[cause]
+    dockerfile = recipe_copy(edit)
+    assert rules.report(dockerfile) == 1
+    said = capsys.readouterr().err.splitlines()
+    assert said[-1] == f"fix: {fix}" and len(said[-1]) <= SHORT, said
+    with pytest.raises(UserError) as build_refused:
+        download_pins.check_recipe(Recipe.load(dockerfile))
+    assert build_refused.value.fix == fix
+
+
+@pytest.mark.parametrize("rule", sorted(BROKEN))
+def test_every_rule_follows_its_causes_with_one_short_fix(recipe_copy, rule, capsys):
+    """Each run of a rule's causes that share a fix is followed by that one fix's line, short enough to read."""
+    assert rules.report(recipe_copy(BROKEN[rule])) == 1
+    said = capsys.readouterr().err.splitlines()
+    own = said[next(i for i, line in enumerate(said) if line.startswith(f"{rule}: ")) :]
+    own = own[: next(i for i, line in enumerate(own) if line.startswith("fix: ")) + 1]
+    assert all(line.startswith(f"{rule}: ") for line in own[:-1]), own
+    assert len(own[-1]) <= SHORT, own[-1]

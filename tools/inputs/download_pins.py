@@ -104,28 +104,32 @@ def in_recipe(recipe) -> list[tuple[str, str]]:
             where = "a build argument" if name in given else f"{recipe.shown}:{pins[name].line}"
             found.append((f"{where}: {why}", fix(name)))
     found += [(why, NOTE_FIX) for why in unnoted(recipe.path, pins, _set_by_pairings(recipe))]
-    return found + [(why, UNREAD_FIX) for why in unread(recipe)]
+    return found + unread(recipe)
 
 
-UNREAD_FIX = (
-    "give each *_SHA256 ARG its pin as its default (ARG NAME=<64 hex digits>, or ARG NAME= until it is pinned, which "
-    "make build warns of), and set it nowhere else: no ENV line may name it"
+DEFAULT_FIX = (
+    "give the ARG its pin as its default: ARG NAME=<64 hex digits>, or ARG NAME= until it is pinned (warned of)"
 )
+ENV_FIX = "remove the ENV line's pin: the ARG's default is the one place a download pin is set"
 
 
-def unread(recipe) -> list[str]:
-    """Why a download pin of `recipe` is not the one this module reads, `FILE:LINE: ...`: an ARG that gives it no
-    default at all (a build takes the download unchecked, and nothing warned), and an ENV that sets it (ENV wins over
-    the ARG in every later RUN, so fetch.py would check the download against the ENV's value: none, if empty)."""
+def unread(recipe) -> list[tuple[str, str]]:
+    """(why, fix) for each download pin of `recipe` that is not the one this module reads, `FILE:LINE: ...`: an ARG
+    that gives it no default at all (a build takes the download unchecked, and nothing warned), and an ENV that sets
+    it (ENV wins over the ARG in every later RUN, so fetch.py would check the download against the ENV's value: none,
+    if empty)."""
     found = [
-        f"{recipe.shown}:{ins.line}: ARG {name} gives the download pin no default: a build takes that download "
-        "unchecked, unsaid"
+        (
+            f"{recipe.shown}:{ins.line}: ARG {name} gives the download pin no default: a build takes that download "
+            "unchecked, unsaid",
+            DEFAULT_FIX,
+        )
         for ins in recipe.of("ARG")
         for name in ins.value
         if name.endswith(SUFFIX) and name not in recipe.arg_lines
     ]
     return found + [
-        f"{recipe.shown}:{ins.line}: ENV sets the download pin {name}, over its ARG in every later RUN"
+        (f"{recipe.shown}:{ins.line}: ENV sets the download pin {name}, over its ARG in every later RUN", ENV_FIX)
         for ins in recipe.of("ENV")
         for name in ins.pairs
         if name.endswith(SUFFIX)

@@ -23,7 +23,9 @@ The default pairing is the one whose values the Dockerfile's ARG defaults are: n
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -33,7 +35,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.atomic_write import write_atomically
-from slime_image.errors import UserError, run_command
+from slime_image.errors import Finding, UserError, report_findings, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser, add_output, add_path
 
@@ -162,9 +164,33 @@ def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
     return unmet
 
 
+# What names a slime release in a pairing: two pairings of one release would each be built, locked and listed as
+# another, and a draft could add the second unseen (`draft --out pairings/new.toml` of a release already paired).
+RELEASE = ("SLIME_REF", "SLIME_COMMIT")
+CHECK_FIX = "make the pairings and slime.Dockerfile agree as the line above says (docs/pairings.md)"
+
+
+def one_release(a: Pairing, b: Pairing) -> str | None:
+    """The key of RELEASE by which `a` and `b` are pairings of one slime release, or None where they are not."""
+    return next((key for key in RELEASE if a.args.get(key) and a.args.get(key) == b.args.get(key)), None)
+
+
+def same_release(found: dict[str, Pairing], folder: Path | None = None) -> list[Finding]:
+    """Each two pairings of `found` (name -> pairing) of one slime release, both files named."""
+    shown = {name: as_typed((folder or FOLDER) / f"{name}.toml") for name in found}
+    return [
+        Finding(
+            f"{shown[a]} and {shown[b]} are both slime's {key} {found[a].args[key]}: one release, one pairing",
+            "remove the one that is no release's own: a release's pairing is pairings/<its tag>.toml",
+        )
+        for a, b in itertools.combinations(found, 2)
+        if (key := one_release(found[a], found[b]))
+    ]
+
+
 def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[str]:
     recipe = recipe or Recipe.load()
-    found = []
+    found = same_release(every(folder, recipe), folder)
     pairings = list(every(folder, recipe).values())
     for pairing in pairings:
         found += unmet_slime_requirements(pairing, recipe.context / REQUIREMENTS)
@@ -289,15 +315,15 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
     return args, {k: v for k, v in found.items() if v}, carried
 
 
-def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> str:
+def draft_text(release: upstream_release.Release, last: Pairing, tree: Path, name: str) -> str:
+    """The draft pairing file, `name` the pairing it is to be (the name make lock and make build-check take)."""
     args, upstream, carried = draft(release, last)
 
     def value(v) -> str:
         return json.dumps(v) if isinstance(v, str) else "[" + ", ".join(json.dumps(i) for i in v) + "]"
 
     why = [
-        f"drafted, not yet planned: make lock PAIRING={release.ref}, then make build-check PAIRING={release.ref}, "
-        "then drop this line"
+        f"drafted, not yet planned: make lock PAIRING={name}, then make build-check PAIRING={name}, then drop this line"
     ]
     if release.nccl:
         why.append(
@@ -331,7 +357,14 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path) -> 
     return download_pins.noted(text, drafted, carried, toml=True)
 
 
-def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
+def pairing_at(target: Path) -> str | None:
+    """The pairing a file written at `target` is: its name where it is a .toml of pairings/, else None."""
+    inside = Path(os.path.realpath(target)).parent == FOLDER.resolve() and target.suffix == ".toml"
+    return target.stem if inside else None
+
+
+def write_draft(tree: Path, out: str | None) -> tuple[Path, str | None, str]:
+    """Write the draft of the release at `tree`; the file, the pairing it is (None outside pairings/), its tag."""
     # --out over what the recipe reads (a pairing, a lock) is refused before the tree is read; a new pairing is not.
     recipe = Recipe.load()
     if out is not None:
@@ -345,8 +378,31 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str]:
             "pass --out FILE to write the draft elsewhere and compare it with the pairing",
         )
     recipe.check_outputs({"--out": target}, fills=FOLDER)
-    write_atomically(target, draft_text(release, last_before(release.ref), tree))
-    return target, release.ref
+    name = pairing_at(target)
+    if name is not None:
+        given = f"--out {out}" if out else str(as_typed(target))
+        check_name(name, f"{given}: the pairing")
+        drafted = Pairing(name, {"SLIME_REF": release.ref, "SLIME_COMMIT": release.commit}, {})
+        paired = [n for n, p in every(recipe=recipe).items() if n != name and one_release(p, drafted)]
+        if paired:
+            raise UserError(
+                f"{given} would be a second pairing of slime {release.ref}, whose pairing is "
+                f"{as_typed(FOLDER / f'{paired[0]}.toml')}",
+                "pass --out a file outside pairings/ to compare the draft with that pairing",
+            )
+    write_atomically(target, draft_text(release, last_before(release.ref), tree, name or release.ref))
+    return target, name, release.ref
+
+
+def next_step(target: Path, name: str | None, ref: str) -> str:
+    """What to do with a draft written at `target`: lock the pairing it is, or make it one."""
+    if name is not None:
+        return f"wrote {as_typed(target)}; next: make lock PAIRING={name}"
+    paired = FOLDER / f"{ref}.toml"
+    done = f"wrote {as_typed(target)}, no pairing (outside pairings/); next:"
+    if paired.exists():
+        return f"{done} compare it with {as_typed(paired)}"
+    return f"{done} move it to {as_typed(paired)}, then make lock PAIRING={ref}"
 
 
 COLUMNS = ("SLIME_REF", "SGLANG_VERSION", "TRANSFORMER_ENGINE_VERSION", "MEGATRON_COMMIT", "SGL_ROUTER_RELEASE")
@@ -408,12 +464,10 @@ def main(argv: list[str] | None = None) -> int:
                 )
             print(release.patch_series)
         elif args.command == "draft":
-            target, ref = write_draft(args.slime_tree, args.out)
-            print(f"pairings: wrote {as_typed(target)}; next: make lock PAIRING={ref}", file=sys.stderr)
+            print(f"pairings: {next_step(*write_draft(args.slime_tree, args.out))}", file=sys.stderr)
         else:
             found = problems()
-            for line in found:
-                print(f"pairings: {line}", file=sys.stderr)
+            report_findings("pairings", found, CHECK_FIX)
             return 1 if found else 0
         return 0
 

@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.atomic_write import check_outputs
+from slime_image.atomic_write import check_outputs, read_as
 from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
@@ -55,6 +55,8 @@ INSTRUCTIONS = frozenset(
     ]
 )
 _VAR = re.compile(r"\$\{(\w+)\}|\$(\w+)")
+# The repository's folders every recipe's tools read besides its COPY sources.
+READ_FOLDERS = ("locks", "pairings", "base-manifests")
 
 
 @dataclass(frozen=True)
@@ -155,6 +157,7 @@ class Recipe:
                 f"--context {context} is not a folder", "pass the build context (the repository, for slime.Dockerfile)"
             )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
+        recipe.check_no_links()
         if build_args:
             undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:
@@ -291,12 +294,44 @@ class Recipe:
         return mapping
 
     @property
+    def input_folders(self) -> list[Path]:
+        """Every folder a build or a tool of this recipe reads an input through, inside its base (the build context,
+        or the repository for its locks, pairings and base manifests): each folder on the way to a COPY or ADD source
+        and each folder that is one, and the repository's folders `reads` names."""
+        found = []
+        for ins in self.of("COPY", "ADD"):
+            if any(f.startswith("--from") for f in ins.flags):
+                continue
+            for source in ins.value[:-1]:
+                path = self.context / substitute(source, self.args)
+                if path.is_relative_to(self.context):
+                    parts = path.relative_to(self.context).parts
+                    found += [self.context.joinpath(*parts[:depth]) for depth in range(1, len(parts))]
+                    found += [path] if path.is_dir() else []
+        found += [ROOT / folder for folder in READ_FOLDERS]
+        return list(dict.fromkeys(found))
+
+    def check_no_links(self) -> None:
+        """Refuse an input folder that is a link (`locks -> /tmp/L`): the tools would read what it points at, and the
+        build's COPY, which reads the build context alone, would not; a lock that is itself a link is refused where
+        locks are read (lock.regular_files)."""
+        for folder in self.input_folders:
+            if folder.is_symlink():
+                whole = Path(os.path.abspath(folder))
+                shown = whole.relative_to(Path.cwd()) if whole.is_relative_to(Path.cwd()) else whole
+                raise UserError(
+                    f"{shown} is a link to {os.readlink(folder)}: the tools would read what it points at, the build's "
+                    "COPY the build context's own",
+                    f"put the folder itself at {shown} (rm {shown}, then git checkout -- {shown}, or move it back)",
+                )
+
+    @property
     def reads(self) -> dict[str, Path]:
         """What a plan or a rule of this recipe reads besides its options (what -> a file or a folder): the files its
         COPY lines take from the context, and the repository's locks, pairings and base manifests."""
         return {
             **{f"the source of COPY {image}": source for image, source in self.copies.items()},
-            **{f"{folder}/": ROOT / folder for folder in ("locks", "pairings", "base-manifests")},
+            **{f"{folder}/": ROOT / folder for folder in READ_FOLDERS},
         }
 
     def check_outputs(
@@ -311,7 +346,7 @@ class Recipe:
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
-            reads |= {f"the {path.name} of {Path(fills).name}/": path for path in held}
+            reads |= {f"{Path(fills).name}/{path.name}": path for path in held}
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
@@ -395,9 +430,8 @@ def _apart(option: str, folder: Path | str, reads: dict) -> None:
                 where = "holds"
             else:
                 continue
-            shown = "" if what.rstrip("/") == os.path.relpath(path) else f" ({os.path.relpath(path)})"
             raise UserError(
-                f"{option} {folder} {where} {what}{shown}, which the command reads: what it writes there would go "
-                "among it",
+                f"{option} {folder} {where} {read_as(what, path)}, which the command reads: what it writes there "
+                "would go among it",
                 f"give {option} a folder of its own, outside the clone's inputs (its default is one)",
             )

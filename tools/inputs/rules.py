@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
-from slime_image.errors import run_command
+from slime_image.errors import Finding, report_findings, run_command
 from slime_image.lock_file import LockError
 from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
@@ -386,7 +386,7 @@ def download_pins_by_form(recipe: Recipe) -> list[str]:
     """A download pin (a *_SHA256, the base's digest) is 64 lower-case hex digits, nothing else, and says where it came
     from on the line above it (W50); the defaults the pairings set carry their notes in their own files. A *_SHA256
     is set by its ARG's default and nothing else (no ARG without one, no ENV over it)."""
-    return [why for why, _ in download_pins.in_recipe(recipe)]
+    return [Finding(why, fix) for why, fix in download_pins.in_recipe(recipe)]
 
 
 # Build arguments whose value changes with every commit of this repository.
@@ -425,8 +425,8 @@ GENERAL_FIX = "change slime.Dockerfile as the problem says (docs/image.md explai
 
 class Rule(NamedTuple):
     walls: tuple[str, ...]  # the walls it guards (slime_image/walls.py); empty for hygiene with no wall of its own
-    run: Callable[[Recipe], list[str]]
-    fix: str = GENERAL_FIX
+    run: Callable[[Recipe], list[str]]  # its problems; a Finding carries the fix of its own cause
+    fix: str = GENERAL_FIX  # for a problem that carries none
 
 
 RULES = {
@@ -447,13 +447,7 @@ RULES = {
     "build-time-assertions": Rule(("W9", "W10", "W18"), build_time_assertions),
     "downloads-from-build-args": Rule(("W32",), downloads_from_build_args),
     "installs-by-content": Rule(("W50",), installs_by_content),
-    "download-pins-by-form": Rule(
-        ("W50",),
-        download_pins_by_form,
-        f"{download_pins.PIN_FIX}; the base: {download_pins.BASE_FIX}; and above each pin its "
-        f"`{download_pins.note('NAME', 'where the value came from')}` line; each *_SHA256 set by its ARG's default "
-        "alone, never by an ENV",
-    ),
+    "download-pins-by-form": Rule(("W50",), download_pins_by_form),  # each cause with its own fix (in_recipe)
     "per-commit-args-after-the-last-run": Rule((), per_commit_args_after_the_last_run),
     "patches-then-smoke-gate": Rule(("W3", "W12", "W20"), patches_then_smoke_gate),
 }
@@ -485,16 +479,22 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
     check_locks(recipe)
     # Each rule says `line N:` of the one file it reads; the report names it as every other pin and lock error does.
     found = {
-        name: [re.sub(r"^line (\d+): ", rf"{recipe.shown}:\1: ", problem) for problem in problems]
+        name: [
+            Finding(
+                re.sub(r"^line (\d+): ", rf"{recipe.shown}:\1: ", problem), getattr(problem, "fix", RULES[name].fix)
+            )
+            for problem in problems
+        ]
         for name, problems in violations(recipe).items()
     }
     for name, problems in found.items():
-        for problem in problems:
-            print(f"{name}: {problem}", file=sys.stderr)
-        if problems:
-            print(f"fix: {RULES[name].fix}", file=sys.stderr)
+        report_findings(name, problems, RULES[name].fix)
     if args is not None:
-        guard_report.write_reports(args, guard_report.rows(found, guards()), "rules", dockerfile.name)
+        # A failing rule's row says the fix of the first cause it found.
+        named = {
+            name: replace(guard, fix=found[name][0].fix) if found[name] else guard for name, guard in guards().items()
+        }
+        guard_report.write_reports(args, guard_report.rows(found, named), "rules", dockerfile.name)
     return 1 if any(found.values()) else 0
 
 

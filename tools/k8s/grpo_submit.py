@@ -125,6 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         help="the RayCluster's GPU nodes (NUM_NODES; make submit passes it): checked against the job",
     )
     parser.add_argument("ray", nargs="*", default=["ray"], help="the ray command (after --)")
+    parser.passes_on("ray")
     guard_report.add_options(parser)
 
     def run() -> int:

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
-from slime_image.errors import UserError, run_command
+from slime_image.errors import run_command
 from slime_image.options import Parser, add_output, add_path
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
@@ -204,11 +204,6 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[arg
     """The options, and the patches they select."""
     args = parser.parse_args(argv)
     known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
-    if args.only is not None and not args.only.strip():
-        raise UserError(
-            "--only is empty: it selects no patch",
-            "pass --only patch ids separated by commas, or leave --only out for every patch",
-        )
     selected = args.only.split(",") if args.only is not None else known
     unknown = [i for i in selected if i not in known]
     if unknown:

@@ -32,7 +32,16 @@ from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
 from tools.release.build_check import image_weight, record, registry
-from tools.release.build_check.run import UPSTREAM, base_label, build, buildah, prepare, require_tools, source_args
+from tools.release.build_check.run import (
+    UPSTREAM,
+    add_repo_options,
+    base_label,
+    build,
+    buildah,
+    prepare,
+    require_tools,
+    source_args,
+)
 
 JSON = "reproducibility.json"
 PAGE = "reproducibility.md"
@@ -43,15 +52,6 @@ EXPLAINED = 12  # differing files a layer's entry explains with diffoscope; the 
 # The labels a build check's image carries: its stand-in base's (build_check/standin_base.sh), which names what the
 # base was made of, and the Dockerfile's pairing.
 STANDIN_LABEL, PAIRING_LABEL = "org.slime-image.standin", "org.slime-image.pairing"
-
-
-def named_image(value: str) -> str:
-    """argparse type of --against: an empty one is refused, where it read as no --against and built twice."""
-    if not value.strip():
-        raise UserError(
-            "--against is empty: it names no image", "pass --against an image make build-check made, or leave it out"
-        )
-    return value
 
 
 def check_against(image: str, pairing: pairings.Pairing) -> None:
@@ -223,20 +223,9 @@ def page(result: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="repro-check", description=__doc__.split("\n\n")[0])
-    defaults = Recipe.load().args
-    for name, arg in UPSTREAM.items():
-        add_path(
-            parser,
-            f"--{name}-repo",
-            kind="folder",
-            url=True,
-            default=defaults[arg],
-            help=f"path or URL (default {defaults[arg]})",
-        )
+    add_repo_options(parser)
     parser.add_argument("--pairing", default=pairings.DEFAULT)
-    parser.add_argument(
-        "--against", type=named_image, help="an image built by make build-check: build once more and compare with it"
-    )
+    parser.add_argument("--against", help="an image built by make build-check: build once more and compare with it")
     add_path(parser, "--work", reads=False, kind="folder", default=Path("/var/tmp/slime-build-check"))
 
     def run() -> int:

@@ -46,6 +46,21 @@ STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
 UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL", "apex": "APEX_REPO_URL"}
 
 
+def add_repo_options(parser: Parser) -> None:
+    """`--<name>-repo` for each of UPSTREAM, build-check's and repro-check's alike: a mirror's path or a URL, by
+    default the Dockerfile's."""
+    defaults = Recipe.load().args
+    for name, arg in UPSTREAM.items():
+        add_path(
+            parser,
+            f"--{name}-repo",
+            kind="folder",
+            url=True,
+            default=defaults[arg],
+            help=f"path or URL (default {defaults[arg]})",
+        )
+
+
 def buildah(*args: str, capture: bool = True, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["buildah", *STORAGE, *args], capture_output=capture, text=True, check=check)
 
@@ -409,16 +424,7 @@ def verify(
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="build-check", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    recipe_args = Recipe.load().args
-    for name, arg in UPSTREAM.items():
-        add_path(
-            parser,
-            f"--{name}-repo",
-            kind="folder",
-            url=True,
-            default=recipe_args[arg],
-            help=f"path or URL (default {recipe_args[arg]})",
-        )
+    add_repo_options(parser)
     add_path(
         parser,
         "--work",
