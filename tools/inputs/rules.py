@@ -23,7 +23,7 @@ from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell
-from tools.inputs.lock import existing_locks, held_cutoff
+from tools.inputs.lock import existing_locks, held_cutoff, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
 
@@ -151,7 +151,9 @@ def check_locks(recipe: Recipe) -> None:
     locks = existing_locks(every_lock(recipe))
     for build in every_build(recipe):
         if build.constraint_file() in locks:
-            held_cutoff(locks[build.constraint_file()])
+            whole = locks[build.constraint_file()]
+            held_cutoff(whole)
+            own_stack_locks(whole, [locks[path] for _, path in build.constraint_files[:-1] if path in locks])
 
 
 def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:

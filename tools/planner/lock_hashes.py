@@ -29,7 +29,7 @@ from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
-from tools.inputs.lock import held_cutoff, regular_files, stack_locks, unlisted
+from tools.inputs.lock import held_cutoff, own_stack_locks, regular_files, stack_locks, unlisted
 from tools.inputs.pairings import ARG
 from tools.inputs.recipe import Recipe
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
             args.lock: lock,
             **{path: read_lock(path) for path in stacks},
         }  # each in the one form, before the index
+        own_stack_locks(lock, list(locks.values())[1:])
         texts = rehash(list(locks.values()))
         written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
         changed = {path: text for path, text in texts.items() if locks[path].text != text}
