@@ -62,4 +62,3 @@ def test_a_pairing_named_as_another_s_stack_lock_is_refused(name):
     with pytest.raises(pairings.UserError) as caught:
         pairings.check_name(f"{name}.stack", "the pairing")
     assert f"locks/{name}.stack.lock, would be the stack lock of a pairing {name}" in caught.value.cause
-
