@@ -99,12 +99,14 @@ def checked(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     """NAME -> value of `extra`, once everything a build of `pairing` refuses of its inputs is refused: what every
     builder (make build, the verification build) calls before any work."""
     locks = lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
-    stale = plan_steps.stale_lock(Recipe.load(build_args=pairing.build_arg_values), locks[pairing.lock], pairing.name)
-    if stale:  # its pins were planned for other inputs: the build would install what no plan checked
-        raise UserError(stale, f"make lock PAIRING={pairing.name}, then commit the lock with the change")
     given = overrides(pairing, list(extra))
     # The Dockerfile's own pins too: a malformed one would fail the build at its download, and silence the warning.
     download_pins.check_recipe(Recipe.load(build_args={**pairing.build_arg_values, **given}))
+    # Staleness last: a pin written wrong also changes the lock's inputs, and its own refusal names it, where "the
+    # lock is stale" would send its user to make lock, which plans with that wrong pin.
+    stale = plan_steps.stale_lock(Recipe.load(build_args=pairing.build_arg_values), locks[pairing.lock], pairing.name)
+    if stale:  # its pins were planned for other inputs: the build would install what no plan checked
+        raise UserError(stale, f"make lock PAIRING={pairing.name}, then commit the lock with the change")
     return given
 
 
