@@ -8,11 +8,24 @@ index's own, where a command has read the index's pages."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.lock_file import CUTOFF_LINE, Lock, LockError, Pin, as_typed, canonical, committed, pin_text, read_lock
+from slime_image.lock_file import (
+    CUTOFF_LINE,
+    STACK_FORM,
+    STACK_LINE,
+    Lock,
+    LockError,
+    Pin,
+    as_typed,
+    canonical,
+    committed,
+    pin_text,
+    read_lock,
+)
 
 from tools.inputs.recipe import DOCKERFILE, Recipe
 
@@ -136,14 +149,39 @@ def held_cutoff(lock: Lock) -> str:
     return cutoff
 
 
+def stack_digest(stack: Lock) -> str:
+    """The sha256 of a stack lock's pins as the reader reads them (each name, version and hash, in name order): what
+    its lock records of it, so that a pin deleted, added or changed in it shows, and nothing else of its text counts."""
+    pins = "".join(pin_text(stack.pins[name]) + "\n" for name in sorted(stack.pins))
+    return hashlib.sha256(pins.encode()).hexdigest()
+
+
+def stack_line(stack: Lock) -> str:
+    """The line of its lock that records `stack` (make lock and lock_hashes write it; the reader holds its form)."""
+    return f"{STACK_LINE}{stack.path.name} pins = sha256:{stack_digest(stack)}"
+
+
+def recorded_stacks(lock: Lock) -> dict[str, str]:
+    """Stack lock's file name -> the digest `lock` records of its pins (the reader has held each line to its form)."""
+    return {found[1]: found[2] for line in lock.comments if (found := STACK_FORM.fullmatch(line))}
+
+
+def stacks_recorded_anew(lock: Lock, stacks: list[Lock]) -> tuple[str, ...]:
+    """`lock`'s comment lines, each record of one of `stacks` made of it as it is now (lock_hashes: new hashes)."""
+    lines = {stack.path.name: stack_line(stack) for stack in stacks}
+    return tuple(lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments)
+
+
 def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
-    """Refuse a stack lock that is not `lock`'s, for every command that reads a lock with its stack locks (the
-    recipe's locks, make lint, lock_hashes): its first line must name `lock`, and each pin of it that `lock` pins must
-    be `lock`'s pin, version and hashes (make lock writes it so). Another pairing's stack lock copied over it was
-    built, fingerprinted and linted as this pairing's (SWEEP3 rows 1 and 3). A pin deleted from it cannot be told
-    here: which pins it holds only the plan knows (make plan's stack_locks_agree)."""
+    """Refuse a stack lock that is not `lock`'s, or not as make lock wrote it, for every command that reads a lock with
+    its stack locks (the recipe's locks, make lint, lock_hashes): its first line must name `lock`; its pins must be
+    the ones `lock`'s `# stack lock` line records (a pin deleted, added or changed in it: SWEEP3 row 2, where a pin
+    deleted left it a subset of the lock's, and the build would have resolved that package freely); and each pin of
+    it that `lock` pins must be `lock`'s pin, version and hashes (make lock writes it so). Another pairing's stack lock
+    copied over it was built, fingerprinted and linted as this pairing's (SWEEP3 rows 1 and 3)."""
     pairing = lock.path.name.removesuffix(".lock")
     fix = f"write both again with make lock PAIRING={pairing}"
+    recorded = recorded_stacks(lock)
     for stack in stacks:
         first = stack.text.split("\n", 1)[0]
         start, end = STACK_FIRST_LINE
@@ -151,6 +189,23 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
         if named is None or Path(named).name != lock.path.name:
             said = f"names {named} as its lock" if named else "does not name its lock"
             raise LockError(stack.path, 1, f"{said}, not {lock.path.name}: it is another lock's stack lock", fix)
+        if stack.path.name not in recorded:
+            raise LockError(
+                lock.path,
+                None,
+                f"has no '{STACK_LINE}{stack.path.name} pins = sha256:...' line: the record of its stack lock's pins, "
+                "without which a pin deleted from the stack lock goes unseen",
+                f"write the line back as make lock wrote it, or write both again: make lock PAIRING={pairing}",
+            )
+        if recorded[stack.path.name] != stack_digest(stack):
+            raise LockError(
+                stack.path,
+                None,
+                f"its pins are not the ones make lock wrote ({lock.path.name}'s line '{STACK_LINE}{stack.path.name}' "
+                "records others): a pin was deleted, added or changed since, and the build would install what no plan "
+                "checked",
+                fix,
+            )
         for name, pin in stack.pins.items():
             whole = lock.pins.get(name)
             if whole is not None and whole != pin:
@@ -213,10 +268,13 @@ def lock_text(
     cutoff: str | None,
     inputs: dict,
     hashes: dict[str, tuple[str, ...]] | None = None,
+    stacks: tuple[Lock, ...] = (),
 ) -> str:
     """A lock: the `pins` of a planned final environment (name -> version), less what the image builds from source
     (named here, recorded by commit) and what the base image brought and no step changed (the base's). Each pin carries
-    its `hashes` (canonical name -> sha256s, lock_hashes.py); without them the text is a proposal to plan under."""
+    its `hashes` (canonical name -> sha256s, lock_hashes.py); without them the text is a proposal to plan under. It
+    records the pins of each of its `stacks` as written (stack_line): the stack lock itself is COPYed before the stack's
+    layers, and a line of its own would rebuild them."""
     header = [
         "# Generated by `make lock` from the plan of slime.Dockerfile: do not edit.",
         "# Every pip step of the image is constrained by this file or its stack lock (PIP_CONSTRAINT), so a later",
@@ -224,6 +282,7 @@ def lock_text(
         f"{CUTOFF_LINE}{cutoff}",
         *[f"{INPUT_LINE}{name} = {digest}" for name, digest in inputs.items()],
         *[f"{SOURCE_LINE}{name} = {where}" for name, where in built_from_source.items()],
+        *[stack_line(stack) for stack in stacks],
     ]
     hashes = hashes or {}
     return "\n".join(header + [pin_text(Pin(n, v, hashes.get(canonical(n), ()))) for n, v in pins.items()]) + "\n"
