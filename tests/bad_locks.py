@@ -89,6 +89,27 @@ def _cutoff_not_a_time(text: str) -> str:
     return CUTOFF.sub(bad, text) if CUTOFF.search(text) else bad + text
 
 
+STACK_RECORD = re.compile(r"^# stack lock .*\n", re.MULTILINE)
+# What a stack lock, which records none, is given to read: a record in the line's form.
+A_RECORD = f"# stack lock x.stack.lock pins = sha256:{'a' * 64}\n"
+
+
+def _record_line(text: str) -> int:
+    found = STACK_RECORD.search(text)
+    return _line_of(text, found.start()) if found else 1
+
+
+def _record_cut_short(text: str) -> str:
+    """A lock's record of its stack lock with its digest one hex digit short."""
+    found = STACK_RECORD.search(text)
+    return text[: found.end() - 2] + text[found.end() - 1 :] if found else A_RECORD[:-2] + "\n" + text
+
+
+def _record_twice(text: str) -> str:
+    found = STACK_RECORD.search(text)
+    return text.replace(found[0], found[0] * 2, 1) if found else A_RECORD * 2 + text
+
+
 BAD = {
     "cutoff-not-a-time": Bad(_cutoff_not_a_time, _cutoff_line, "is not a time in the index's form"),
     "cutoff-missing": Bad(lambda t: CUTOFF.sub("", t), lambda t: None, "has no '# uploaded-prior-to:' line", True),
@@ -113,6 +134,10 @@ BAD = {
     "line-separator": Bad(lambda t: _replace_pin(t, lambda p: "\u2028" + p), _pin_line, "U+2028"),
     "form-feed": Bad(lambda t: _replace_pin(t, lambda p: p + "\f"), _pin_line, "U+000C"),
     "arabic-indic-digit": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", "==\u0661", 1)), _pin_line, "U+0661"),
+    # A lock's record of its stack lock's pins (a stack lock given one, which it does not have).
+    "stack-record-not-in-form": Bad(_record_cut_short, _record_line, "is no '# stack lock <its name>.lock pins ="),
+    "stack-record-twice": Bad(_record_twice, lambda t: _record_line(t) + 1, "records the stack lock"),
+    "stack-record-missing": Bad(lambda t: STACK_RECORD.sub("", t), lambda t: None, "has no '# stack lock ", True),
     "no-pin": Bad(
         lambda t: "".join(line for line in t.splitlines(True) if line.startswith("#")), lambda t: None, "pins nothing"
     ),

@@ -74,6 +74,13 @@ def check_cutoff(value: str | None, where: str = "--uploaded-prior-to") -> None:
         )
 
 
+# A lock's record of each stack lock's pins as make lock wrote them (its file name beside the lock, then the sha256
+# of its pins, tools/inputs/lock.py's stack_digest): a pin deleted from a stack lock leaves it a subset of the lock's,
+# which only this record tells. One form, held here as the cutoff's is.
+STACK_LINE = "# stack lock "
+STACK_FORM = re.compile(r"# stack lock ([A-Za-z0-9][A-Za-z0-9._+-]*\.lock) pins = sha256:([0-9a-f]{64})")
+
+
 class LockError(UserError):
     """A lock that is not in the one form: the cause names the file and the line, the fix what to write there."""
 
@@ -181,6 +188,8 @@ def parse_lock(text: str, path: Path | str) -> Lock:
         if stripped.startswith("#"):
             if raw.startswith(CUTOFF_LINE.rstrip()):
                 _check_cutoff_line(path, number, raw)
+            if raw.startswith(STACK_LINE.rstrip()):
+                _check_stack_line(path, number, raw, comments)
             comments.append(raw)
             continue
         if stripped.startswith("--hash"):
@@ -214,6 +223,21 @@ def _check_cutoff_line(path: Path, number: int, line: str) -> None:
         check_cutoff(line[len(CUTOFF_LINE.rstrip()) :].strip(), CUTOFF_LINE.strip())
     except UserError as refused:
         raise LockError(path, number, refused.cause, refused.fix) from None
+
+
+def _check_stack_line(path: Path, number: int, line: str, before: list[str]) -> None:
+    """A stack lock's record in its one form, once for each stack lock: a line that is no record, or a second record
+    of one stack lock, would leave the commands to guess which the lock means."""
+    form = STACK_FORM.fullmatch(line)
+    if form is None:
+        raise LockError(
+            path,
+            number,
+            f"{line[:90]!r} is no '{STACK_LINE}<its name>.lock pins = sha256:<64 lower-case hex>' line",
+            "write the line back as make lock wrote it (make lock writes it anew with the stack lock)",
+        )
+    if any(STACK_FORM.fullmatch(other) and other.split()[3] == form[1] for other in before):
+        raise LockError(path, number, f"records the stack lock {form[1]} a second time", "keep one line of each")
 
 
 def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:

@@ -101,8 +101,11 @@ def test_plan_lock_takes_only_the_planned_pairing_s_lock(argv, planned):
 
 
 def test_plan_lock_refuses_a_file_that_is_no_lock():
-    for path in ("requirements.txt", f"pairings/{DEFAULT}.toml"):
-        refused(run("tools.planner.plan", "--lock", path), "plan", f"{path} is not the lock")
+    """Named so, not sent to `make lock PAIRING=requirements.txt` (SWEEP3 row 12): every pairing's file too."""
+    for path in ("requirements.txt", *(f"pairings/{name}.toml" for name in NAMES)):
+        proc = run("tools.planner.plan", "--lock", path)
+        refused(proc, "plan", f"{path} is no lock file", "name one of locks/*.lock")
+        assert "make lock PAIRING=" not in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from packaging.version import Version
 from slime_image.lock_file import parse_lock, read_lock
 
 from tools.inputs import pairings
-from tools.inputs.lock import lock_cutoff, lock_gaps
+from tools.inputs.lock import lock_cutoff, lock_gaps, own_stack_locks, stack_line
 from tools.inputs.recipe import Recipe
 from tools.planner import platforms
 
@@ -154,6 +154,9 @@ def test_make_lock_writes_a_layer_lock_that_a_change_after_its_layers_leaves_as_
     # The layer's pins at the versions the whole image ends with: numpy as requirements.txt has it, not numpy 2.
     assert read_lock(stack).versions() == {"numpy": "1.26.4", "scipy": "1.15.3"}
     assert read_lock(whole).versions()["six"] == "1.16.0"
+    # The lock records the stack lock's pins as written (SWEEP3 row 2), and they are its own.
+    assert stack_line(read_lock(stack)) in read_lock(whole).comments
+    own_stack_locks(read_lock(whole), [read_lock(stack)])
     before = stack.read_bytes()
     proc, _ = run_plan(*stacked(tmp_path, "1.17.0"), "--lock", str(whole), "--uploaded-prior-to", CUTOFF)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -182,11 +185,18 @@ def test_a_layer_lock_that_is_not_its_lock_s_part_fails_the_plan(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     proc, report = run_plan(*args, "--json", "-")
     assert proc.returncode == 0 and report["invariants"]["stack_locks_agree"] is True
-    stack = tmp_path / "stack.lock"
-    written = stack.read_text()
-    six = re.search(r"^six==.*?[^\\]\n", (tmp_path / "whole.lock").read_text(), re.MULTILINE | re.DOTALL)[0]
+    stack, whole = tmp_path / "stack.lock", tmp_path / "whole.lock"
+    written, recorded = stack.read_text(), whole.read_text()
+    six = re.search(r"^six==.*?[^\\]\n", recorded, re.MULTILINE | re.DOTALL)[0]
     for stale in (without_pin(written, "scipy"), written + six):
         stack.write_text(stale)
+        # Edited by hand: its lock's record of its pins refuses it before any step is planned.
+        proc, _ = run_plan(*args, "--json", "-")
+        said = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(said) == 2 and "stack.lock: its pins are not the ones" in said[0], said
+        # Recorded so (the lock written with it, before a Dockerfile change moved what its layers install): the
+        # plan's own verdict, that it pins other than what its steps install.
+        whole.write_text(re.sub(r"^# stack lock .*$", stack_line(read_lock(stack)), recorded, flags=re.MULTILINE))
         proc, report = run_plan(*args, "--json", "-")
         assert proc.returncode == 1 and report["invariants"]["stack_locks_agree"] is False
         assert report["stack_locks"][str(stack)] == {"numpy": "1.26.4", "scipy": "1.15.3"}

@@ -81,14 +81,26 @@ NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 
 
 def check_name(name: str, what: str) -> None:
-    """Refuse `name` (`what` says where it came from) as a pairing's name."""
-    if name == DEFAULT or not NAME.fullmatch(name):
-        why = (
-            "is the word that means the default pairing (make build PAIRING=default)"
-            if name == DEFAULT
-            else "is no pairing's name: one file, pairings/<name>.toml, of letters, digits and . _ + -"
-        )
+    """Refuse `name` (`what` says where it came from) as a pairing's name: also one whose lock, locks/<name>.lock,
+    would be the stack lock of the pairing its name ends another's with (v0.3.1.stack: make lock would write its
+    lock over v0.3.1's stack lock)."""
+    stack = next((s for s in _stack_suffixes() if name.endswith(s)), None) if NAME.fullmatch(name) else None
+    if name == DEFAULT or not NAME.fullmatch(name) or stack:
+        if name == DEFAULT:
+            why = "is the word that means the default pairing (make build PAIRING=default)"
+        elif stack:
+            other = name.removesuffix(stack)
+            why = f"ends in {stack}: its lock, locks/{name}.lock, would be the stack lock of a pairing {other}"
+        else:
+            why = "is no pairing's name: one file, pairings/<name>.toml, of letters, digits and . _ + -"
         raise UserError(f"{what} {name!r} {why}", "name the pairing by its release tag, such as v0.3.2")
+
+
+def _stack_suffixes() -> tuple[str, ...]:
+    """What slime.Dockerfile adds to a pairing's name to name its stack locks (.stack of locks/NAME.stack.lock)."""
+    probe = "p"
+    stacks = Recipe.load(build_args={ARG: probe}).constraint_files[:-1]
+    return tuple(path.name.removeprefix(probe).removesuffix(".lock") for _, path in stacks)
 
 
 def names(folder: Path | None = None) -> list[str]:

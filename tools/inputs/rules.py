@@ -17,14 +17,15 @@ from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import Finding, report_findings, run_command
-from slime_image.lock_file import LockError
+from slime_image.lock_file import LockError, read_lock
 from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell
-from tools.inputs.lock import existing_locks, held_cutoff
+from tools.inputs.lock import existing_locks, held_cutoff, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
+from tools.planner import plan_steps
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
 # CUDA's devel image on NGC's registry or Docker Hub; its digest's form is download-pins-by-form's to check.
@@ -150,7 +151,9 @@ def check_locks(recipe: Recipe) -> None:
     locks = existing_locks(every_lock(recipe))
     for build in every_build(recipe):
         if build.constraint_file() in locks:
-            held_cutoff(locks[build.constraint_file()])
+            whole = locks[build.constraint_file()]
+            held_cutoff(whole)
+            own_stack_locks(whole, [locks[path] for _, path in build.constraint_files[:-1] if path in locks])
 
 
 def pairing_lock(recipe: Recipe) -> tuple[Path, dict[str, str]]:
@@ -259,12 +262,41 @@ def loader_path_has_reasons(recipe: Recipe) -> list[str]:
 
 def copy_sources_exist(recipe: Recipe) -> list[str]:
     problems = []
+    # A missing lock is no change to the Dockerfile: pairing-locks-current names it, with make lock.
+    locks = {path for _, path in recipe.constraint_files}
     for i in recipe.of("COPY", "ADD"):
         if any(f.startswith("--from") for f in i.flags):
             continue
         for source in i.value[:-1]:
-            if not list(recipe.context.glob(substitute(source, recipe.args).rstrip("/"))):
+            found = substitute(source, recipe.args).rstrip("/")
+            if recipe.context / found not in locks and not list(recipe.context.glob(found)):
                 problems.append(f"line {i.line}: {i.cmd} source {source} does not exist in the build context")
+    return problems
+
+
+def pairing_locks_current(recipe: Recipe) -> list[str]:
+    """Each pairing's locks are there, made from the inputs its build reads now (the lock's `# input` digests,
+    plan_steps.stale_lock): a requirements.txt or a pip step changed after make lock was built with the old pins."""
+    problems = []
+    for pairing in pairings.every(recipe=recipe).values():
+        if pairing.draft:
+            continue
+        build = replace(recipe, build_args=tuple(sorted(pairing.build_arg_values.items())))
+        missing = [path for _, path in build.constraint_files if not path.is_file()]
+        if missing:
+            shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
+            problems.append(f"{shown}: pairing {pairing.name}'s lock is missing")
+            continue
+        try:
+            lock = read_lock(build.constraint_file())
+        except LockError:  # a lock in no one form is named by the readers (check_locks, installs-by-content)
+            continue
+        if download_pins.in_recipe(build):
+            # A pin written wrong changes the lock's inputs too, but download-pins-by-form names it, and make lock
+            # would plan with it: the lock is judged once the pins are in form, as make build judges it.
+            continue
+        stale = plan_steps.stale_lock(build, lock, pairing.name)
+        problems += [stale] if stale else []
     return problems
 
 
@@ -441,6 +473,12 @@ RULES = {
     "version-args-once-and-used": Rule(("W18",), version_args_declared_once_and_used),
     "record-names-every-version": Rule(("W18",), record_names_every_version),
     "copy-sources-exist": Rule((), copy_sources_exist),
+    "pairing-locks-current": Rule(
+        (),
+        pairing_locks_current,
+        "make lock PAIRING=<the pairing named> writes its locks from its current inputs (a committed lock removed by "
+        "mistake: git checkout -- locks/)",
+    ),
     "copies-only-the-image-side": Rule((), copies_only_the_image_side),
     "no-build-time-ssh-keys": Rule((), no_build_time_ssh_keys),
     "no-cuda-compat-on-loader-path": Rule(("W14",), no_cuda_compat_on_loader_path),

@@ -29,7 +29,14 @@ from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
-from tools.inputs.lock import held_cutoff, regular_files, stack_locks, unlisted
+from tools.inputs.lock import (
+    held_cutoff,
+    own_stack_locks,
+    regular_files,
+    stack_locks,
+    stacks_recorded_anew,
+    unlisted,
+)
 from tools.inputs.pairings import ARG
 from tools.inputs.recipe import Recipe
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
@@ -135,15 +142,20 @@ def kept_hashes(
 
 def rehash(locks: list[Lock]) -> dict[Path, str]:
     """Each of `locks` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions, the
-    comments and every hash they held as they are."""
+    comments and every hash they held as they are, but the lock's record of each stack lock's pins, which follows
+    the stack lock's new hashes."""
     listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, held_cutoff(locks[0]))
-    return {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks}
+    texts = {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks[1:]}
+    stacks = [parse_lock(texts[stack.path], stack.path) for stack in locks[1:]]
+    first = locks[0]
+    kept = kept_hashes(first.versions(), listings, locks)
+    return {first.path: _with_hashes(first, kept, stacks_recorded_anew(first, stacks)), **texts}
 
 
-def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]]) -> str:
-    """A lock's text with its comment lines kept and every pin rewritten with `hashes`."""
+def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]], comments: tuple[str, ...] | None = None) -> str:
+    """A lock's text with its comment lines kept (or `comments` instead) and every pin rewritten with `hashes`."""
     pins = [pin_text(LockPin(p.name, p.version, hashes[name])) for name, p in lock.pins.items()]
-    return "\n".join([*lock.comments, *pins]) + "\n"
+    return "\n".join([*(lock.comments if comments is None else comments), *pins]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
             args.lock: lock,
             **{path: read_lock(path) for path in stacks},
         }  # each in the one form, before the index
+        own_stack_locks(lock, list(locks.values())[1:])
         texts = rehash(list(locks.values()))
         written = {path: parse_lock(text, path) for path, text in texts.items()}  # and so is what is written
         changed = {path: text for path, text in texts.items() if locks[path].text != text}

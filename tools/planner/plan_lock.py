@@ -67,10 +67,13 @@ def lock_texts(path: Path, recipe: Recipe, locked: Plan, cutoff: str, old: dict[
     wanted = {(n, v) for pins in (locked.pins, *stacks.values()) for n, v in pins.items()}
     listings = lock_hashes.collect(wanted, cutoff)
     held = list(old.values())
-    texts = {path: locked.lock_text(lock_hashes.kept_hashes(locked.pins, listings, held))}
-    for stack, pins in stacks.items():
-        texts[stack] = layer_lock_text(shown(path), pins, lock_hashes.kept_hashes(pins, listings, held))
-    return texts
+    layers = {
+        stack: layer_lock_text(shown(path), pins, lock_hashes.kept_hashes(pins, listings, held))
+        for stack, pins in stacks.items()
+    }
+    # The lock records each stack lock's pins as written here (lock.own_stack_locks holds the stack lock to them).
+    written = tuple(parse_lock(text, stack) for stack, text in layers.items())
+    return {path: locked.lock_text(lock_hashes.kept_hashes(locked.pins, listings, held), written), **layers}
 
 
 if __name__ == "__main__":

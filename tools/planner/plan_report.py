@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 
 from packaging.version import InvalidVersion, Version
+from slime_image.lock_file import Lock
 from slime_image.smoke.core import WARN, Result
 from slime_image.smoke.report import Guard, Row
 
@@ -76,9 +77,9 @@ class Plan:
         local = {*self.built_from_source, *self.from_base}
         return {name: version for name, version in self.final.items() if name not in local}
 
-    def lock_text(self, hashes: dict[str, tuple[str, ...]] | None = None) -> str:
-        """The lock this plan's final environment makes."""
-        return lock_text(self.pins, self.built_from_source, self.uploaded_prior_to, self.inputs, hashes)
+    def lock_text(self, hashes: dict[str, tuple[str, ...]] | None = None, stacks: tuple[Lock, ...] = ()) -> str:
+        """The lock this plan's final environment makes, recording its `stacks` (the stack locks written with it)."""
+        return lock_text(self.pins, self.built_from_source, self.uploaded_prior_to, self.inputs, hashes, stacks)
 
     def as_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self)}

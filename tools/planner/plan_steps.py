@@ -14,10 +14,13 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.errors import UserError
+from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import pairings
+from tools.inputs.lock import lock_inputs
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
+from tools.planner import base_manifest
 from tools.planner.plan_env import Dist
 
 # Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what
@@ -167,8 +170,27 @@ def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     # A file another stage brings is no input the plan reads (Blind names its step).
     files = {recipe.copies[r] for s in recipe.installs for r in s.requirements if r in recipe.copies}
     for path in [*sorted(files), *([manifest] if manifest else [])]:
-        digests[shown(path)] = path.read_text()
+        # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
+        digests[shown(path)] = path.read_text() if path.is_file() else ""
     return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
+
+
+def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
+    """Why `lock`, the lock of `pairing` built as `recipe`, is stale, or None: an input whose digest now is not the one
+    its `# input` lines recorded when make lock wrote it from the plan. The one comparison every command that takes a
+    lock as current makes (make lint's rules, make build, the tests): it reads files only, no pip, no index. The base
+    manifest is the one the plan starts from (manifest_for), where there is one."""
+    try:
+        manifest = base_manifest.manifest_for(recipe.base_image)
+    except UserError:  # a base of no image reference: the rules and the build name it themselves
+        manifest = None
+    current = input_digests(recipe, manifest if manifest and manifest.is_file() else None)
+    recorded = lock_inputs(lock)
+    changed = [name for name in current if recorded.get(name) != current[name]]
+    if not changed:
+        return None
+    changed_now = ", ".join(changed)
+    return f"{as_typed(lock.path)} is stale for pairing {pairing}: {changed_now} changed since make lock wrote it"
 
 
 def _copied_from_elsewhere(recipe: Recipe) -> dict[str, str]:

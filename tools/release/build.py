@@ -27,7 +27,7 @@ from slime_image.record import image_tag
 
 from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
-from tools.planner import platforms
+from tools.planner import plan_steps, platforms
 from tools.release import image_ref
 
 ENGINES = ("docker", "podman", "buildah")
@@ -98,10 +98,15 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
 def checked(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     """NAME -> value of `extra`, once everything a build of `pairing` refuses of its inputs is refused: what every
     builder (make build, the verification build) calls before any work."""
-    lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
+    locks = lock.locked(pairing)  # what the plan refuses of a lock, the build refuses before the engine starts
     given = overrides(pairing, list(extra))
     # The Dockerfile's own pins too: a malformed one would fail the build at its download, and silence the warning.
     download_pins.check_recipe(Recipe.load(build_args={**pairing.build_arg_values, **given}))
+    # Staleness last: a pin written wrong also changes the lock's inputs, and its own refusal names it, where "the
+    # lock is stale" would send its user to make lock, which plans with that wrong pin.
+    stale = plan_steps.stale_lock(Recipe.load(build_args=pairing.build_arg_values), locks[pairing.lock], pairing.name)
+    if stale:  # its pins were planned for other inputs: the build would install what no plan checked
+        raise UserError(stale, f"make lock PAIRING={pairing.name}, then commit the lock with the change")
     return given
 
 

@@ -1,0 +1,132 @@
+"""A stack lock is its lock's alone, as make lock wrote it (SWEEP3 rows 1, 2, 3, 4, 12): another pairing's stack lock
+copied over one, or its first line made to name another lock, was linted, built and fingerprinted as the pairing's
+own; a pin block deleted from it (its pins still a subset of the lock's) went unseen by make lint, make build and
+lock_hashes, and the build would have resolved that package freely; a pairing named v0.3.1.stack would have had make
+lock write its lock over v0.3.1's stack lock; and `plan --lock requirements.txt` was told to `make lock
+PAIRING=requirements.txt`. Every command that reads a lock (test_lock_readers.READS) is run on every pairing's stack
+lock so edited, in the scratch repository that test uses; the lock's `# stack lock` line is what tells an edit of
+its pins."""
+
+from __future__ import annotations
+
+import pytest
+from bad_locks import HASH, PIN_BLOCK
+from slime_image.lock_file import canonical
+from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
+from test_pairing_files import tree  # noqa: F401
+
+from tools.inputs import pairings
+from tools.inputs.lock import (
+    SOURCE_LINE,
+    lock_cutoff,
+    lock_inputs,
+    lock_text,
+    locked,
+    recorded_stacks,
+    stack_digest,
+)
+
+NAMES = pairings.names()
+
+
+def _other(name: str) -> str:
+    return NAMES[(NAMES.index(name) + 1) % len(NAMES)]
+
+
+def _stack(root, name: str) -> str:
+    return (root / "locks" / f"{name}.stack.lock").read_text()
+
+
+def _foreign(root, name: str) -> str:
+    """The stack lock of the next pairing, whole (its first line names that pairing's lock)."""
+    return _stack(root, _other(name))
+
+
+def _first_line_names_another(root, name: str) -> str:
+    first, rest = _stack(root, name).split("\n", 1)
+    return first.replace(f"{name}.lock", f"{_other(name)}.lock") + "\n" + rest
+
+
+def _block_deleted(root, name: str) -> str:
+    text = _stack(root, name)
+    block = PIN_BLOCK.search(text)
+    return text[: block.start()] + text[block.end() :]
+
+
+def _version_changed(root, name: str) -> str:
+    text = _stack(root, name)
+    pin = PIN_BLOCK.search(text)[1]
+    return text.replace(pin, pin + ".1", 1)
+
+
+def _hash_changed(root, name: str) -> str:
+    text = _stack(root, name)
+    digest = HASH.search(text)[1]
+    return text.replace(digest, ("1" if digest[0] == "0" else "0") + digest[1:], 1)
+
+
+def _pin_added(root, name: str) -> str:
+    """One of the lock's own pins that the stack lock lacks, added: its pins still the lock's, a subset of them."""
+    text = _stack(root, name)
+    held = {canonical(block[1].split("==")[0]) for block in PIN_BLOCK.finditer(text)}
+    whole = (root / "locks" / f"{name}.lock").read_text()
+    return text + next(b[0] for b in PIN_BLOCK.finditer(whole) if canonical(b[1].split("==")[0]) not in held)
+
+
+NOT_ITS_OWN = ".stack.lock:1: names locks/", "it is another lock's stack lock"
+EDITED = ".stack.lock: its pins are not the ones make lock wrote", "'# stack lock "
+# Each edit of every pairing's stack lock, and what the first line of its refusal must hold.
+EDITS = {
+    "another pairing's stack lock": (_foreign, NOT_ITS_OWN),
+    "first line naming another lock": (_first_line_names_another, NOT_ITS_OWN),
+    "a pin block deleted": (_block_deleted, EDITED),
+    "a version changed": (_version_changed, EDITED),
+    "a hash changed": (_hash_changed, EDITED),
+    "a pin of the lock added": (_pin_added, EDITED),
+}
+
+
+@pytest.mark.parametrize("module, prog, argv", [(m, p, a) for m, runs in READS.items() for p, a in runs])
+def test_every_command_refuses_a_stack_lock_that_is_not_its_lock_s(repo, tmp_path, module, prog, argv):  # noqa: F811
+    written = [
+        {"files": {str(repo / "locks" / f"{n}.stack.lock"): edit(repo, n) for n in NAMES}} for edit, _ in EDITS.values()
+    ]
+    results = run_all(repo, module, argv, written, tmp_path)
+    wrong = []
+    for (case, (_, said_in_it)), result in zip(EDITS.items(), results, strict=True):
+        said = result["stderr"].strip().splitlines()
+        if "--lock" in argv and result["code"] not in (0, 99) and "Traceback" not in result["stderr"]:
+            continue  # make lock writes the stack lock anew: refused or mended, never taken as it is
+        ok = (
+            result["code"] not in (0, 99)
+            and len(said) == 2
+            and said[0].startswith(f"{prog}: ")
+            and all(words in said[0] for words in said_in_it)
+            and said[1].startswith("fix: ")
+            and "make lock PAIRING=" in said[1]
+            and "Traceback" not in result["stderr"]
+        )
+        if not ok:
+            wrong.append(f"{case}: exit {result['code']}, {result['stderr'][-600:]!r}")
+    assert wrong == []
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_pairing_named_as_another_s_stack_lock_is_refused(name):
+    with pytest.raises(pairings.UserError) as caught:
+        pairings.check_name(f"{name}.stack", "the pairing")
+    assert f"locks/{name}.stack.lock, would be the stack lock of a pairing {name}" in caught.value.cause
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not pairings.load(n).draft])
+def test_each_committed_lock_is_what_the_writer_writes_of_it_and_its_stack_locks(name):
+    """Byte for byte what lock_text, make lock's writer, makes of the lock's own parts and its stack locks as they are:
+    its `# stack lock` lines are the records make lock would write (added to the committed locks by hand, so)."""
+    *stacks, lock = locked(pairings.load(name)).values()  # the stack locks slime.Dockerfile COPYs first, then the lock
+    assert stacks, f"{name} has no stack lock"
+    sources = dict(line[len(SOURCE_LINE) :].split(" = ", 1) for line in lock.comments if line.startswith(SOURCE_LINE))
+    pins = {pin.name: pin.version for pin in lock.pins.values()}
+    cutoff, inputs = lock_cutoff(lock), lock_inputs(lock)
+    assert lock_text(pins, sources, cutoff, inputs, lock.hashes(), tuple(stacks)) == lock.text
+    assert recorded_stacks(lock) == {stack.path.name: stack_digest(stack) for stack in stacks}

@@ -1,0 +1,95 @@
+"""A lock made from other inputs than its build reads now is refused by make lint's rules and make build, as the
+tests refused it (sweep 2 row 12: requirements.txt changed after make lock passed both, silent), through the one
+comparison (plan_steps.stale_lock); a missing lock is named as the pairing's, with make lock, not as a change of
+slime.Dockerfile (row 22). Run in a scratch copy of the tree (test_pairing_files' `tree`)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from slime_image.lock_file import read_lock
+from test_pairing_files import make, tree  # noqa: F401 (tree: the fixture)
+
+from tools.inputs import pairings
+from tools.inputs.lock import lock_inputs
+
+DEFAULT = pairings.default().name
+
+
+def _args_changed(root: Path) -> None:
+    path = root / "slime.Dockerfile"
+    path.write_text(path.read_text().replace("ARG IMAGE_REVISION=unknown\n", "ARG IMAGE_REVISION=changed\n"))
+
+
+def _appended(name: str):
+    return lambda root: (root / name).write_text((root / name).read_text() + "\n")
+
+
+def _recorded_changed(root: Path) -> None:
+    path = root / "locks" / f"{DEFAULT}.lock"
+    path.write_text(path.read_text().replace("# input requirements.txt = ", "# input requirements.txt = 0", 1))
+
+
+def edits(root: Path) -> dict[str, object]:
+    """Each input the default lock records (its `# input` lines, enumerated), changed; and the record itself."""
+    found = {}
+    for name in lock_inputs(read_lock(root / "locks" / f"{DEFAULT}.lock")):
+        found[name] = _args_changed if name == "slime.Dockerfile pip steps" else _appended(name)
+    return {**found, "the lock's record": _recorded_changed}
+
+
+def rules(root: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tools.inputs.rules"], cwd=root, capture_output=True, text=True)
+
+
+def test_every_input_changed_leaves_the_lock_stale_for_lint_and_build(tree):  # noqa: F811
+    cases = edits(tree)
+    assert {"slime.Dockerfile pip steps", "requirements.txt"} <= set(cases) and len(cases) >= 4, cases
+    files = ("slime.Dockerfile", "requirements.txt", f"locks/{DEFAULT}.lock", *[n for n in cases if "/" in n])
+    saved = {name: (tree / name).read_bytes() for name in files}
+    wrong = []
+    try:
+        for name, edit in cases.items():
+            edit(tree)
+            stale = f"locks/{DEFAULT}.lock is stale for pairing {DEFAULT}: "
+            linted = rules(tree)
+            if linted.returncode != 1 or f"pairing-locks-current: {stale}" not in linted.stderr:
+                wrong.append(f"rules, {name}: {linted.stderr[-400:]}")
+            built = make(tree, "build", "DRY_RUN=1", "ENGINE=buildah")
+            said = [line for line in built.stderr.splitlines() if not line.startswith("make: ")]
+            if built.returncode == 0 or said[-2:-1] != [
+                f"make build: {stale}{name_of(name)} changed since make lock wrote it"
+            ]:
+                wrong.append(f"make build, {name}: {built.stderr[-400:]}")
+            for path, data in saved.items():
+                (tree / path).write_bytes(data)
+    finally:
+        for path, data in saved.items():
+            (tree / path).write_bytes(data)
+    assert wrong == []
+    assert rules(tree).returncode == 0
+
+
+def name_of(case: str) -> str:
+    return "requirements.txt" if case == "the lock's record" else case
+
+
+@pytest.mark.parametrize("which", ["lock", "stack lock"])
+def test_a_missing_lock_is_named_as_the_pairing_s_with_make_lock(tree, which):  # noqa: F811
+    names = [n for n in pairings.names() if not pairings.load(n).draft]
+    paths = [tree / "locks" / (f"{n}.lock" if which == "lock" else f"{n}.stack.lock") for n in names]
+    saved = {path: path.read_bytes() for path in paths}
+    try:
+        for path in paths:
+            path.unlink()
+        linted = rules(tree)
+    finally:
+        for path, data in saved.items():
+            path.write_bytes(data)
+    assert linted.returncode == 1 and "Traceback" not in linted.stderr, linted.stderr
+    for name, path in zip(names, paths, strict=True):
+        assert f"pairing-locks-current: locks/{path.name}: pairing {name}'s lock is missing" in linted.stderr
+    assert "copy-sources-exist" not in linted.stderr and "make lock PAIRING=" in linted.stderr, linted.stderr
