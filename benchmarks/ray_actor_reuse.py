@@ -44,7 +44,9 @@ def main() -> None:
     case("no runtime env, no GPU", {}, {})
     pg = placement_group([{"GPU": 1, "CPU": 1}])
     ray.get(pg.ready())
-    bundle = {"scheduling_strategy": PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=0)}
+    bundle = {
+        "scheduling_strategy": PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=0)
+    }
     case(
         "engine's runtime env, a GPU fraction, one bundle",
         {"num_cpus": 0, "num_gpus": 0.01, "runtime_env": ENGINE_ENV, **bundle},
