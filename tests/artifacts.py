@@ -108,12 +108,15 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
 def _with_pip(base_python: str) -> Path:
     """A venv made with `base_python -m venv`, whose ensurepip puts its pip (and, before Python 3.12, setuptools) in:
     once per interpreter. Each venv of the tests takes those from it (_installers_from): ensurepip took 2.7 s of CPU,
-    the most of what making a small venv costs, and the suite makes about twenty."""
+    the most of what making a small venv costs, and the suite makes about twenty. What it holds is compiled here, once,
+    for those copies to take too."""
     folder = CACHE / "venvs" / f"with-pip-{hashlib.sha256(base_python.encode()).hexdigest()[:12]}"
     with making(folder):
         if not (folder / ".complete").exists():
             shutil.rmtree(folder, ignore_errors=True)
             subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
+            python = folder / "bin" / "python"
+            subprocess.run([str(python), "-m", "compileall", "-q", str(site_packages(python))], check=True)
             (folder / ".complete").touch()
     return folder
 
@@ -128,6 +131,14 @@ def _installers_from(template: Path, folder: Path) -> None:
             shutil.copytree(entry, target / entry.name, symlinks=True)
         else:
             shutil.copy2(entry, target / entry.name)
+    # Their bytecode too, where the tests keep it apart (PYTHONPYCACHEPREFIX, tests/system_temp.py); beside the sources
+    # it came with them. A copy keeps each source's time and size, which is what Python checks bytecode against, so a
+    # venv's first pip run no longer compiles pip (1.4 s of CPU a venv).
+    if sys.pycache_prefix:
+        prefix = Path(sys.pycache_prefix)
+        compiled = prefix / source.relative_to(source.anchor)
+        if compiled.is_dir():
+            shutil.copytree(compiled, prefix / target.relative_to(target.anchor), dirs_exist_ok=True)
     for record in target.glob("*.dist-info/RECORD"):
         with record.open(newline="") as handle:
             rows = list(csv.reader(handle))
