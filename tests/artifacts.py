@@ -73,18 +73,25 @@ def unpacked(spec: str) -> Path:
     return target
 
 
-def venv(name: str, steps: list[list[str]], base_python: str | None = None, over: Path | None = None) -> Path:
+def venv(
+    name: str,
+    steps: list[list[str]],
+    base_python: str | None = None,
+    over: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> Path:
     """A venv (Python 3.12 unless `base_python` is given) built by running `pip install <step>` for each step in
     order; cached by its steps, its interpreter and what it stands on.
 
     Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it. `over` is the python
     of a venv this one stands on: a .pth names its site-packages, so what it holds counts as installed here, and a
     large distribution (torch) is installed once for every venv that needs it. pip compiles no bytecode: a test
-    imports a few modules of the thousands it would compile.
+    imports a few modules of the thousands it would compile. `env` is set for every pip step, over this process's.
     Returns the venv's python.
     """
     base_python = base_python or python312()
-    key = hashlib.sha256(json.dumps([steps, base_python, str(over or "")]).encode()).hexdigest()[:12]
+    inputs = [steps, base_python, str(over or "")] + ([env] if env else [])
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
     with making(folder):
@@ -100,6 +107,7 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
                 [str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *step],
                 check=True,
                 capture_output=True,
+                env={**os.environ, **(env or {})},
             )
         (folder / ".complete").touch()
     return python
