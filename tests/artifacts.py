@@ -79,18 +79,21 @@ def venv(
     base_python: str | None = None,
     over: Path | None = None,
     env: dict[str, str] | None = None,
+    start: Path | None = None,
 ) -> Path:
     """A venv (Python 3.12 unless `base_python` is given) built by running `pip install <step>` for each step in
-    order; cached by its steps, its interpreter and what it stands on.
+    order; cached by its steps, its interpreter and what it stands on or starts from.
 
     Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it. `over` is the python
     of a venv this one stands on: a .pth names its site-packages, so what it holds counts as installed here, and a
-    large distribution (torch) is installed once for every venv that needs it. pip compiles no bytecode: a test
-    imports a few modules of the thousands it would compile. `env` is set for every pip step, over this process's.
+    large distribution (torch) is installed once for every venv that needs it. `start` is the python of a venv of the
+    same interpreter this one starts as a copy of, its steps then layers over what that one installed: a venv that is
+    another's and a step more is installed once. pip compiles no bytecode: a test imports a few modules of the
+    thousands it would compile. `env` is set for every pip step, over this process's.
     Returns the venv's python.
     """
     base_python = base_python or python312()
-    inputs = [steps, base_python, str(over or "")] + ([env] if env else [])
+    inputs = [steps, base_python, str(over or "")] + ([env] if env else []) + ([str(start)] if start else [])
     key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
@@ -99,7 +102,7 @@ def venv(
             return python
         shutil.rmtree(folder, ignore_errors=True)
         subprocess.run([base_python, "-m", "venv", "--without-pip", str(folder)], check=True)
-        _installers_from(_with_pip(base_python), folder)
+        _installers_from(start.parent.parent if start else _with_pip(base_python), folder)
         if over is not None:
             (site_packages(python) / "_over.pth").write_text(f"{site_packages(over)}\n")
         for step in steps:
@@ -130,9 +133,10 @@ def _with_pip(base_python: str) -> Path:
 
 
 def _installers_from(template: Path, folder: Path) -> None:
-    """Put into the venv `folder` (made --without-pip by the same interpreter) what ensurepip put into `template`, as
-    ensurepip would have: its distributions copied whole, their scripts (bin/pip...) written with this venv's python
-    on their first line, and each script's RECORD row with its digest and size, in pip's CSV."""
+    """Put into the venv `folder` (made --without-pip by the same interpreter) what the venv `template` holds (what
+    ensurepip put in, or all another test venv installed), as pip would have: its distributions copied whole, their
+    scripts (bin/pip...) written with this venv's python on their first line, and each script's RECORD row with its
+    digest and size, in pip's CSV."""
     source, target = site_packages(template / "bin" / "python"), site_packages(folder / "bin" / "python")
     for entry in source.iterdir():
         if entry.is_dir():
@@ -161,6 +165,17 @@ def _installers_from(template: Path, folder: Path) -> None:
                 row[1:] = [f"sha256={digest}", str(len(script))]
         with record.open("w", newline="") as handle:
             csv.writer(handle).writerows(rows)
+
+
+def tms_old() -> Path:
+    """torch_memory_saver 0.0.9.post1 alone: the venv the CUDA venvs of the tests start from (venv's `start`)."""
+    return venv("tms09", [[TMS_OLD]])
+
+
+def tms_old_pip_cuda() -> Path:
+    """torch_memory_saver 0.0.9.post1, then CUDA 13's runtime installed the pip way: only under
+    site-packages/nvidia/cu13/lib."""
+    return venv("tms09-pipcuda", [["--no-deps", CUDART13]], start=tms_old())
 
 
 def torch_cpu() -> Path:
