@@ -27,7 +27,9 @@ VENV         ?= .venv
 VPY           = $(call q,$(VENV)/bin/python)
 IMAGE        ?= slime-image
 # Its default's refusal (a pairing that does not exist) is left to the target that reads TAG, which says it once.
-TAG          ?= $(shell $(VPY) -m tools.release.versions $(pairing_opt) tag 2>/dev/null)
+# The default is worked out at TAG's first use, then held: a recipe names TAG up to three times, each a Python start.
+tag_default   = $(shell $(VPY) -m tools.release.versions $(pairing_opt) tag 2>/dev/null)
+TAG          ?= $(eval TAG := $(value tag_default))$(TAG)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=

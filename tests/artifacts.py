@@ -73,18 +73,28 @@ def unpacked(spec: str) -> Path:
     return target
 
 
-def venv(name: str, steps: list[list[str]], base_python: str | None = None, over: Path | None = None) -> Path:
+def venv(
+    name: str,
+    steps: list[list[str]],
+    base_python: str | None = None,
+    over: Path | None = None,
+    env: dict[str, str] | None = None,
+    start: Path | None = None,
+) -> Path:
     """A venv (Python 3.12 unless `base_python` is given) built by running `pip install <step>` for each step in
-    order; cached by its steps, its interpreter and what it stands on.
+    order; cached by its steps, its interpreter and what it stands on or starts from.
 
     Successive steps behave as successive Dockerfile layers do: each keeps what satisfies it. `over` is the python
     of a venv this one stands on: a .pth names its site-packages, so what it holds counts as installed here, and a
-    large distribution (torch) is installed once for every venv that needs it. pip compiles no bytecode: a test
-    imports a few modules of the thousands it would compile.
+    large distribution (torch) is installed once for every venv that needs it. `start` is the python of a venv of the
+    same interpreter this one starts as a copy of, its steps then layers over what that one installed: a venv that is
+    another's and a step more is installed once. pip compiles no bytecode: a test imports a few modules of the
+    thousands it would compile. `env` is set for every pip step, over this process's.
     Returns the venv's python.
     """
     base_python = base_python or python312()
-    key = hashlib.sha256(json.dumps([steps, base_python, str(over or "")]).encode()).hexdigest()[:12]
+    inputs = [steps, base_python, str(over or "")] + ([env] if env else []) + ([str(start)] if start else [])
+    key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
     with making(folder):
@@ -92,7 +102,7 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
             return python
         shutil.rmtree(folder, ignore_errors=True)
         subprocess.run([base_python, "-m", "venv", "--without-pip", str(folder)], check=True)
-        _installers_from(_with_pip(base_python), folder)
+        _installers_from(start.parent.parent if start else _with_pip(base_python), folder)
         if over is not None:
             (site_packages(python) / "_over.pth").write_text(f"{site_packages(over)}\n")
         for step in steps:
@@ -100,6 +110,7 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
                 [str(python), "-m", "pip", "install", "-q", "--no-compile", "--disable-pip-version-check", *step],
                 check=True,
                 capture_output=True,
+                env={**os.environ, **(env or {})},
             )
         (folder / ".complete").touch()
     return python
@@ -108,26 +119,38 @@ def venv(name: str, steps: list[list[str]], base_python: str | None = None, over
 def _with_pip(base_python: str) -> Path:
     """A venv made with `base_python -m venv`, whose ensurepip puts its pip (and, before Python 3.12, setuptools) in:
     once per interpreter. Each venv of the tests takes those from it (_installers_from): ensurepip took 2.7 s of CPU,
-    the most of what making a small venv costs, and the suite makes about twenty."""
+    the most of what making a small venv costs, and the suite makes about twenty. What it holds is compiled here, once,
+    for those copies to take too."""
     folder = CACHE / "venvs" / f"with-pip-{hashlib.sha256(base_python.encode()).hexdigest()[:12]}"
     with making(folder):
         if not (folder / ".complete").exists():
             shutil.rmtree(folder, ignore_errors=True)
             subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
+            python = folder / "bin" / "python"
+            subprocess.run([str(python), "-m", "compileall", "-q", str(site_packages(python))], check=True)
             (folder / ".complete").touch()
     return folder
 
 
 def _installers_from(template: Path, folder: Path) -> None:
-    """Put into the venv `folder` (made --without-pip by the same interpreter) what ensurepip put into `template`, as
-    ensurepip would have: its distributions copied whole, their scripts (bin/pip...) written with this venv's python
-    on their first line, and each script's RECORD row with its digest and size, in pip's CSV."""
+    """Put into the venv `folder` (made --without-pip by the same interpreter) what the venv `template` holds (what
+    ensurepip put in, or all another test venv installed), as pip would have: its distributions copied whole, their
+    scripts (bin/pip...) written with this venv's python on their first line, and each script's RECORD row with its
+    digest and size, in pip's CSV."""
     source, target = site_packages(template / "bin" / "python"), site_packages(folder / "bin" / "python")
     for entry in source.iterdir():
         if entry.is_dir():
             shutil.copytree(entry, target / entry.name, symlinks=True)
         else:
             shutil.copy2(entry, target / entry.name)
+    # Their bytecode too, where the tests keep it apart (PYTHONPYCACHEPREFIX, tests/system_temp.py); beside the sources
+    # it came with them. A copy keeps each source's time and size, which is what Python checks bytecode against, so a
+    # venv's first pip run no longer compiles pip (1.4 s of CPU a venv).
+    if sys.pycache_prefix:
+        prefix = Path(sys.pycache_prefix)
+        compiled = prefix / source.relative_to(source.anchor)
+        if compiled.is_dir():
+            shutil.copytree(compiled, prefix / target.relative_to(target.anchor), dirs_exist_ok=True)
     for record in target.glob("*.dist-info/RECORD"):
         with record.open(newline="") as handle:
             rows = list(csv.reader(handle))
@@ -142,6 +165,17 @@ def _installers_from(template: Path, folder: Path) -> None:
                 row[1:] = [f"sha256={digest}", str(len(script))]
         with record.open("w", newline="") as handle:
             csv.writer(handle).writerows(rows)
+
+
+def tms_old() -> Path:
+    """torch_memory_saver 0.0.9.post1 alone: the venv the CUDA venvs of the tests start from (venv's `start`)."""
+    return venv("tms09", [[TMS_OLD]])
+
+
+def tms_old_pip_cuda() -> Path:
+    """torch_memory_saver 0.0.9.post1, then CUDA 13's runtime installed the pip way: only under
+    site-packages/nvidia/cu13/lib."""
+    return venv("tms09-pipcuda", [["--no-deps", CUDART13]], start=tms_old())
 
 
 def torch_cpu() -> Path:

@@ -23,16 +23,15 @@ def cudart_dir(major):
 def mixed_env():
     """CUDA 13 intended, but a -cu12 runtime wheel and a library linked against libcudart.so.12 came in."""
     uses12 = artifacts.library_wheel("uses-cudart", cudart_dir(12), "libcudart.so.12")
-    steps = [[artifacts.TMS_OLD], ["--no-deps", artifacts.CUDART12], ["--no-deps", str(uses12)]]
-    return artifacts.venv("cuda-mixed", steps)
+    steps = [["--no-deps", artifacts.CUDART12], ["--no-deps", str(uses12)]]
+    return artifacts.venv("cuda-mixed", steps, start=artifacts.tms_old())
 
 
 @pytest.fixture(scope="module")
 def cu13_env():
     """CUDA 13 throughout; torch_memory_saver still ships its CUDA 12 hooks beside the CUDA 13 ones."""
     uses13 = artifacts.library_wheel("uses-cudart", cudart_dir(13), "libcudart.so.13")
-    steps = [[artifacts.TMS_OLD], ["--no-deps", artifacts.CUDART13], ["--no-deps", str(uses13)]]
-    return artifacts.venv("cuda-13", steps)
+    return artifacts.venv("cuda-13", [["--no-deps", str(uses13)]], start=artifacts.tms_old_pip_cuda())
 
 
 def consistency(python, **env):

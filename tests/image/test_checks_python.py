@@ -31,9 +31,10 @@ def numpy2():
 
 
 @pytest.fixture(scope="session")
-def numpy_downgraded():
-    """scipy 1.18 resolved against numpy 2, then a later layer pins numpy<2: scipy is left broken (W2)."""
-    return artifacts.venv("numpy-downgraded", [["scipy==1.18.1"], ["numpy==1.26.4"]])
+def numpy_downgraded(numpy2):
+    """scipy 1.18 resolved against numpy 2 (numpy2's venv, copied), then a later layer pins numpy<2: scipy is left
+    broken (W2)."""
+    return artifacts.venv("numpy-downgraded", [["numpy==1.26.4"]], start=numpy2)
 
 
 def one(python, check_id, *args, env=None):

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="session")
 def tms09():
-    return artifacts.venv("tms09", [[artifacts.TMS_OLD]])
+    return artifacts.tms_old()
 
 
 @pytest.fixture(scope="session")
@@ -31,8 +31,7 @@ def tms010():
 
 @pytest.fixture(scope="session")
 def tms09_pip_cuda():
-    """torch_memory_saver plus CUDA 13's runtime installed the pip way: only under site-packages/nvidia/cu13/lib."""
-    return artifacts.venv("tms09-pipcuda", [[artifacts.TMS_OLD], ["--no-deps", artifacts.CUDART13]])
+    return artifacts.tms_old_pip_cuda()
 
 
 @pytest.fixture(scope="session")

@@ -21,8 +21,9 @@ from conftest import ROOT, path_without
 from slime_image.walls import WALLS
 
 MAKEFILE = (ROOT / "Makefile").read_text()
-# A reference to a make variable or macro: $(NAME), ${NAME}, $(call NAME,...); a shell's $$(...) is none.
-REF = re.compile(r"(?<!\$)\$[({](?:call )?([A-Za-z_][A-Za-z0-9_]*)[),}]")
+# A reference to a make variable or macro: $(NAME), ${NAME}, $(call NAME,...), $(value NAME) (its text, expanded where
+# it lands: TAG's default); a shell's $$(...) is none.
+REF = re.compile(r"(?<!\$)\$[({](?:call |value )?([A-Za-z_][A-Za-z0-9_]*)[),}]")
 MAKE_OWN = {"CURDIR", "MAKEFILE_LIST"}
 ABSENT = ("docker", "kubectl", "aws", "skopeo", "podman", "buildah")
 

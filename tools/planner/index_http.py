@@ -7,6 +7,7 @@ lookups under load, and 283 index pages fetched that way took 46 s where kept co
 
 from __future__ import annotations
 
+import functools
 import http.client
 import ssl
 import threading
@@ -38,7 +39,13 @@ class Answer:
         return self.headers.get("content-type", "")
 
 
-_context = ssl.create_default_context()
+@functools.cache
+def _context() -> ssl.SSLContext:
+    """Made at the first HTTPS connection, not at import: reading the CA bundle takes 25 ms of CPU, and most commands
+    that import this module (every refusal of the planner's) never connect."""
+    return ssl.create_default_context()
+
+
 _local = threading.local()
 _PROXIES = urllib.request.getproxies()  # read once: it walks the whole environment
 
@@ -47,7 +54,7 @@ def _connection(scheme: str, netloc: str) -> http.client.HTTPConnection:
     kept = _local.__dict__.setdefault("connections", {})
     if (scheme, netloc) not in kept:
         if scheme == "https":
-            kept[scheme, netloc] = http.client.HTTPSConnection(netloc, context=_context, timeout=TIMEOUT)
+            kept[scheme, netloc] = http.client.HTTPSConnection(netloc, context=_context(), timeout=TIMEOUT)
         else:
             kept[scheme, netloc] = http.client.HTTPConnection(netloc, timeout=TIMEOUT)
     return kept[scheme, netloc]
