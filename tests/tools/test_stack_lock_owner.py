@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 from bad_locks import HASH, PIN_BLOCK
-from slime_image.lock_file import canonical
+from slime_image.lock_file import canonical, read_lock
 from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
 from test_pairing_files import tree  # noqa: F401
 
@@ -73,27 +73,63 @@ def _pin_added(root, name: str) -> str:
     return text + next(b[0] for b in PIN_BLOCK.finditer(whole) if canonical(b[1].split("==")[0]) not in held)
 
 
-NOT_ITS_OWN = ".stack.lock:1: names locks/", "it is another lock's stack lock"
-EDITED = ".stack.lock: its pins are not the ones make lock wrote", "'# stack lock "
-# Each edit of every pairing's stack lock, and what the first line of its refusal must hold.
+def _first_line_deleted(root, name: str) -> str:
+    return _stack(root, name).split("\n", 1)[1]
+
+
+def _first_line_naming_a_lock_elsewhere(root, name: str) -> str:
+    """Its lock's name, in a folder that is not locks/ (sweep 4 row 16: only the name was compared)."""
+    return _stack(root, name).replace(f"with locks/{name}.lock", f"with /tmp/elsewhere/{name}.lock", 1)
+
+
+def _lock(root, name: str) -> str:
+    return (root / "locks" / f"{name}.lock").read_text()
+
+
+def _record_edited(root, name: str) -> str:
+    """The lock's `# stack lock` digest edited, the stack lock intact (sweep 4 row 15: the stack lock was blamed)."""
+    text = _lock(root, name)
+    digest = recorded_stacks(read_lock(root / "locks" / f"{name}.lock"))[f"{name}.stack.lock"]
+    return text.replace(digest, ("1" if digest[0] == "0" else "0") + digest[1:], 1)
+
+
+def _another_s_record_added(root, name: str) -> str:
+    """A line recording another pairing's stack lock added to the lock (sweep 4 row 16: kept by every command)."""
+    other = f"# stack lock {_other(name)}.stack.lock pins = sha256:{'0' * 64}\n"
+    text = _lock(root, name)
+    at = text.index("# stack lock ")
+    return text[:at] + other + text[at:]
+
+
+NOT_ITS_OWN = ".stack.lock:1: names ", "it is another lock's stack lock"
+NO_HEADER = ".stack.lock:1: its first line is not ", "the lock it belongs to"
+EDITED = ".stack.lock: its pins are not the ones ", "'# stack lock ", "or that line was edited"
+FOREIGN = ".lock: records the pins of ", "another pairing's stack lock"
+# Each edit of every pairing's stack lock (or of its lock: "lock"), and what the first line of its refusal must hold.
 EDITS = {
-    "another pairing's stack lock": (_foreign, NOT_ITS_OWN),
-    "first line naming another lock": (_first_line_names_another, NOT_ITS_OWN),
-    "a pin block deleted": (_block_deleted, EDITED),
-    "a version changed": (_version_changed, EDITED),
-    "a hash changed": (_hash_changed, EDITED),
-    "a pin of the lock added": (_pin_added, EDITED),
+    "another pairing's stack lock": (_foreign, NOT_ITS_OWN, "stack"),
+    "first line naming another lock": (_first_line_names_another, NOT_ITS_OWN, "stack"),
+    "first line naming its lock elsewhere": (_first_line_naming_a_lock_elsewhere, NOT_ITS_OWN, "stack"),
+    "first line deleted": (_first_line_deleted, NO_HEADER, "stack"),
+    "a pin block deleted": (_block_deleted, EDITED, "stack"),
+    "a version changed": (_version_changed, EDITED, "stack"),
+    "a hash changed": (_hash_changed, EDITED, "stack"),
+    "a pin of the lock added": (_pin_added, EDITED, "stack"),
+    "the lock's record of it edited": (_record_edited, EDITED, "lock"),
+    "the lock recording another's": (_another_s_record_added, FOREIGN, "lock"),
 }
+
+
+def _path(root, name: str, kind: str) -> str:
+    return str(root / "locks" / (f"{name}.stack.lock" if kind == "stack" else f"{name}.lock"))
 
 
 @pytest.mark.parametrize("module, prog, argv", [(m, p, a) for m, runs in READS.items() for p, a in runs])
 def test_every_command_refuses_a_stack_lock_that_is_not_its_lock_s(repo, tmp_path, module, prog, argv):  # noqa: F811
-    written = [
-        {"files": {str(repo / "locks" / f"{n}.stack.lock"): edit(repo, n) for n in NAMES}} for edit, _ in EDITS.values()
-    ]
+    written = [{"files": {_path(repo, n, kind): edit(repo, n) for n in NAMES}} for edit, _, kind in EDITS.values()]
     results = run_all(repo, module, argv, written, tmp_path)
     wrong = []
-    for (case, (_, said_in_it)), result in zip(EDITS.items(), results, strict=True):
+    for (case, (_, said_in_it, _)), result in zip(EDITS.items(), results, strict=True):
         said = result["stderr"].strip().splitlines()
         if "--lock" in argv and result["code"] not in (0, 99) and "Traceback" not in result["stderr"]:
             continue  # make lock writes the stack lock anew: refused or mended, never taken as it is

@@ -182,13 +182,25 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
     pairing = lock.path.name.removesuffix(".lock")
     fix = f"write both again with make lock PAIRING={pairing}"
     recorded = recorded_stacks(lock)
+    foreign = sorted(name for name in recorded if not name.startswith(f"{pairing}."))
+    if foreign:
+        raise LockError(
+            lock.path,
+            None,
+            f"records the pins of {', '.join(foreign)}, another pairing's stack lock: a lock records its own alone",
+            f"remove that line, or write the lock again: make lock PAIRING={pairing}",
+        )
+    start, end = STACK_FIRST_LINE
     for stack in stacks:
         first = stack.text.split("\n", 1)[0]
-        start, end = STACK_FIRST_LINE
         named = first[len(start) : -len(end)] if first.startswith(start) and first.endswith(end) else None
-        if named is None or Path(named).name != lock.path.name:
-            said = f"names {named} as its lock" if named else "does not name its lock"
-            raise LockError(stack.path, 1, f"{said}, not {lock.path.name}: it is another lock's stack lock", fix)
+        if named is None:
+            said = f"its first line is not '{start}locks/{lock.path.name}{end}', the lock it belongs to"
+            raise LockError(stack.path, 1, said, fix)
+        # make lock names the lock as it wrote it, beside its stack locks (a fixture's or a copy's, bare).
+        if Path(named).parts not in ((lock.path.name,), ("locks", lock.path.name)):
+            said = f"names {named} as its lock, not locks/{lock.path.name}: it is another lock's stack lock"
+            raise LockError(stack.path, 1, said, fix)
         if stack.path.name not in recorded:
             raise LockError(
                 lock.path,
@@ -198,13 +210,13 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
                 f"write the line back as make lock wrote it, or write both again: make lock PAIRING={pairing}",
             )
         if recorded[stack.path.name] != stack_digest(stack):
-            raise LockError(
-                stack.path,
-                None,
-                f"its pins are not the ones make lock wrote ({lock.path.name}'s line '{STACK_LINE}{stack.path.name}' "
-                "records others): a pin was deleted, added or changed since, and the build would install what no plan "
-                "checked",
-                fix,
+            # Which of the two was edited cannot be told: the cause names both, the fix mends either.
+            both = f"{as_typed(lock.path)} {as_typed(stack.path)}"
+            raise UserError(
+                f"{as_typed(stack.path)}: its pins are not the ones {as_typed(lock.path)}'s line "
+                f"'{STACK_LINE}{stack.path.name}' records: a pin was deleted, added or changed in it, or that line was "
+                "edited, since make lock wrote both; the build would install what no plan checked",
+                f"{fix}, or restore both: git checkout -- {both}",
             )
         for name, pin in stack.pins.items():
             whole = lock.pins.get(name)
