@@ -155,7 +155,7 @@ def build_words(*args: str) -> list[str]:
     return shlex.split(run.stdout)
 
 
-# A '"' or a newline is no character of a URL (url_form refuses it unescaped, test_url_form): escaped, as a URL holds it.
+# A '"', a newline or a space is no character of a URL (url_form refuses it unescaped): escaped, as a URL holds it.
 @pytest.mark.parametrize("password", ["pa$word", "pa$$word", "pa$(word)", "p'a%22s;s$(shell,echo,x)%0Aword"])
 def test_a_dollar_in_build_args_reaches_the_engine_as_typed(password):
     url = f"https://u:{password}@host/simple"
