@@ -15,8 +15,9 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
 from tools import docs, writers
-from tools.inputs import lock, pairings
+from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
+from tools.release import build
 
 
 def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
@@ -25,7 +26,9 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
     files written."""
     dockerfile = root / DOCKERFILE.name
     text, changed = pairings.promoted(name, dockerfile)
-    lock.locked(pairings.load(name), dockerfile)  # a default is built: its locks are there and in the one form
+    # A default is built: what a build of it refuses (its locks there, in the one form and not stale; its pins in form)
+    # is refused here, before anything is written (sweep 4 row 11: a stale lock was promoted, then refused by rules).
+    build.checked(pairings.load(name), [])
     with tempfile.TemporaryDirectory() as scratch:
         staged = Path(scratch) / dockerfile.name
         staged.write_text(text)

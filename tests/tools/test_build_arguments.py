@@ -6,11 +6,12 @@ found by its options, and each bad form is refused by each in the same two lines
 from __future__ import annotations
 
 import importlib
+import shlex
 
 import pytest
 from test_options import command_modules, commands, nothing_outside, path_without_engines  # noqa: F401
 
-from tools.inputs import build_arguments
+from tools.inputs import build_arguments, url_form
 
 # The options that take build arguments: as words (--build-arg NAME=VALUE, repeated) or in one (make's BUILD_ARGS).
 OPTIONS = {"build_arg": "--build-arg", "build_args": "--build-args"}
@@ -29,6 +30,23 @@ FORMS = {
         "build argument EFA_INSTALLER_URL is given twice (EFA_INSTALLER_URL=file:///a, then "
         "EFA_INSTALLER_URL=file:///b): the last would win unsaid",
         "give EFA_INSTALLER_URL once",
+    ),
+    # A *_URL value no URL can be (sweep 4 rows 1-3): fetch.py and pin_downloads ended in a traceback at the download.
+    "a space in a URL": (
+        ["EFA_INSTALLER_URL=http://127.0.0.1:9/a b"],
+        "build argument EFA_INSTALLER_URL='http://127.0.0.1:9/a b' holds ' ' at character 21, which a URL holds only "
+        "%-escaped",
+        url_form.fix("EFA_INSTALLER_URL"),
+    ),
+    "a tab in a URL": (
+        ["SGL_ROUTER_URL=http://m/a\tb"],
+        "build argument SGL_ROUTER_URL='http://m/a\\tb' holds '\\t' at character 11, which a URL holds only %-escaped",
+        url_form.fix("SGL_ROUTER_URL"),
+    ),
+    "an unclosed '[' in a URL": (
+        ["EFA_INSTALLER_URL=http://[::1"],
+        "build argument EFA_INSTALLER_URL='http://[::1' is no URL: Invalid IPv6 URL",
+        url_form.fix("EFA_INSTALLER_URL"),
     ),
 }
 
@@ -58,7 +76,11 @@ def test_the_commands_taking_build_arguments_are_found():
 @pytest.mark.parametrize("module, option", taking_build_arguments())
 def test_every_command_refuses_each_bad_form_in_the_same_two_lines(module, option, form, capsys):
     words, cause, fix = FORMS[form]
-    given = [w for word in words for w in (option, word)] if option == "--build-arg" else [option, " ".join(words)]
+    given = (
+        [w for word in words for w in (option, word)]
+        if option == "--build-arg"
+        else [option, " ".join(map(shlex.quote, words))]
+    )
     code = importlib.import_module(module).main([*BESIDES.get(module, []), *given])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 from test_host_bad_input import ROOT
 
+from tools.inputs import url_form
 from tools.inputs.recipe import Recipe
 from tools.release import build
 from tools.release.build_check import run
@@ -47,8 +48,9 @@ def test_build_check_refuses_what_make_build_refuses_before_any_work(case, stand
     argv = ["--work", str(standins / "work"), "--out", str(standins / "out"), "--build-arg", case]
     code = run.main(argv)
     lines = said(capsys)
-    name = case.split("=")[0]
-    if name in OWN:
+    name, _, value = case.partition("=")
+    no_url = name.endswith("_URL") and value and url_form.problem(value)  # the one reader refuses it first, for both
+    if name in OWN and not no_url:
         assert code != 0 and len(lines) == 2 and "the verification build's own" in lines[0], lines
     elif built != 0:
         assert code != 0 and lines == build_said, (build_said, lines)

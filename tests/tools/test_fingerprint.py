@@ -3,7 +3,10 @@ rendered with, and make submit's comparison with the cluster's image (its versio
 slime-record's shape), with its override."""
 
 import json
+import re
+import shutil
 
+import pytest
 import yaml
 from test_host_bad_input import USER, assert_refused, tool
 
@@ -57,3 +60,24 @@ def test_submit_refuses_an_image_other_inputs_built_unless_allowed(tmp_path):
 
 def test_submit_names_an_image_without_a_fingerprint(tmp_path):
     assert_refused(submit(tmp_path, "unknown"), "submit", "the cluster's image carries no fingerprint")
+
+
+@pytest.mark.parametrize("key", ["SLIME_COMMIT", "APEX_COMMIT", "SLIME_REF"])
+def test_a_pairing_value_edited_is_no_fingerprint_of_the_old_tree(tmp_path, monkeypatch, capsys, key):
+    """Sweep 4 row 12: SLIME_COMMIT, APEX_COMMIT or SLIME_REF edited in a pairing left its fingerprint as it was, so an
+    image of the old pairing matched a tree naming another slime. Its values reach the fingerprint through its lock's
+    `# input` digests: a lock they no longer match is refused, as make build refuses it."""
+    name = next(n for n in pairings.names() if n != pairings.default().name)
+    copy = tmp_path / "pairings"
+    shutil.copytree(pairings.FOLDER, copy)
+    value = "v0.3.9" if key == "SLIME_REF" else "c" * 40
+    text = (copy / f"{name}.toml").read_text()
+    (copy / f"{name}.toml").write_text(re.sub(rf"^{key} = .*$", f'{key} = "{value}"', text, count=1, flags=re.M))
+    monkeypatch.setattr(pairings, "FOLDER", copy)
+    assert fingerprint.main(["--pairing", name]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"fingerprint: locks/{name}.lock is stale for pairing {name}: slime.Dockerfile pip steps changed since make "
+        "lock wrote it",
+        f"fix: make lock PAIRING={name}, then commit the lock with the change",
+    ], lines

@@ -141,6 +141,59 @@ def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option,
     assert str(ROOT) not in run.stderr, run.stderr
 
 
+# Sweep 4 rows 4 and 14: the clone's own files beyond what the recipe reads (tools/inputs/clone_files.py): a file git
+# tracks (the recipe itself, the Makefile, the project's metadata), the venv, the git folder.
+CLONE_FILES = ("slime.Dockerfile", "Makefile", "pyproject.toml", "README.md", ".venv/pyvenv.cfg", ".git/description")
+CLONE_CASES = [(c, w, o, t) for (c, w), options in OUTPUTS.items() for o in options for t in CLONE_FILES]
+
+
+@pytest.mark.parametrize("command, words, option, target", CLONE_CASES)
+def test_an_output_over_the_clone_s_own_files_is_refused(command, words, option, target):
+    path = ROOT / target
+    before, mode = path.read_bytes(), path.stat().st_mode
+    try:
+        run = subprocess.run(
+            [sys.executable, "-m", command, *words, option, target],
+            cwd=ROOT, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        after = path.read_bytes()
+    finally:
+        if path.read_bytes() != before or path.stat().st_mode != mode:
+            path.write_bytes(before)
+            path.chmod(mode)
+    assert after == before, f"{command} {option} wrote {target}"
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 2 and "Traceback" not in run.stderr, run.stderr
+    assert lines[0].split(": ", 1)[1].startswith(f"{option} {target} is "), lines
+    assert "the clone" in lines[0] or "which the command reads" in lines[0], lines  # the Dockerfile is an input too
+    assert lines[1] == f"fix: give {option} a file of its own, not {target}", lines
+
+
+# build-check's default pairing is v0.3.1: v0.3.0's committed record is no folder of its own.
+CLONE_FOLDERS = (".git", ".venv", ".git/objects", "docs/build/v0.3.0", "docs")
+
+
+@pytest.mark.parametrize("target", CLONE_FOLDERS)
+@pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
+def test_a_folder_over_the_clone_s_own_files_is_refused(engineless, command, option, target):
+    run = subprocess.run(
+        [sys.executable, "-m", command, f"{option}={target}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": engineless},
+    )  # fmt: skip
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode != 0 and len(lines) == 2, run.stderr
+    assert f"{option} {target} " in lines[0] and "the clone" in lines[0], lines
+    assert lines[1].startswith("fix: "), lines
+
+
+def test_build_check_s_own_record_folder_is_its_own():
+    from tools.inputs import pairings
+    from tools.release.build_check import record
+
+    own = record.folder_for(pairings.load(pairings.DEFAULT))
+    Recipe.load().check_outputs({}, fills=own, replaces=True, folders={"--out": own})
+
+
 def test_a_draft_may_add_a_pairing_and_a_base_manifest_may_remake_its_own(tmp_path):
     """The folder a command is there to write in (Recipe.check_outputs' `fills`) takes a new file."""
     recipe = Recipe.load()

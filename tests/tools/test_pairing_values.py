@@ -20,7 +20,16 @@ URLS = sorted(name for name in Recipe.load().declared if name.endswith("_URL"))
 WRONG = {
     "_COMMIT": ["master", ARGS["APEX_COMMIT"][:7], ARGS["APEX_COMMIT"].upper()],
     "_VERSION": ["", ">=0.5", " 0.5.1", "0.5.*"],
-    "_URL": ["http://example.com/x", "example.com/x", ""],
+    # a space or an unclosed '[' (sweep 4 row 1): the first passed as https, the second ended in a traceback
+    "_URL": ["http://example.com/x", "example.com/x", "", "https://example.com/a b", "https://[::1"],
+    # sweep 4 row 10: slime-patch's series form; a requirement by name, not by URL
+    "_PATCHES": [
+        "garbage",
+        "v0.5.12.post1:",
+        "v0.5.12.post1: megatron.patch@976f",
+        ": megatron.patch@976fd8bbe1f4e386",
+    ],
+    "_REQUIREMENT": ["kernels @ http://127.0.0.1:9/k.whl", "kernels >=", ""],
 }
 CASES = [
     (name, value)
@@ -46,7 +55,7 @@ COMMANDS = {
 
 def test_every_kind_is_enumerated():
     assert set(WRONG) == set(pairing_schema.KINDS)
-    assert {e for e in WRONG if any(n.endswith(e) for n in ARGS)} == {"_COMMIT", "_VERSION"}
+    assert {e for e in WRONG if any(n.endswith(e) for n in ARGS)} == {"_COMMIT", "_VERSION", "_PATCHES", "_REQUIREMENT"}
     assert URLS, "the Dockerfile declares a download's URL, a pairing's to set"
 
 

@@ -289,7 +289,21 @@ def test_two_pairings_of_one_release_are_refused_naming_both(folder, key, capsys
     assert lines[0].startswith(f"pairings: {folder}/new.toml and {folder}/{default}.toml are both slime's {key} "), (
         lines
     )
-    assert len(lines) == 2 and lines[1].startswith("fix: remove the one that is no release's own"), lines
+    assert lines[1].startswith("fix: remove the one that is no release's own"), lines
+    # "new" is besides named for no release (misnamed: a release's pairing is pairings/<its tag>.toml)
+    assert len(lines) == 4 and lines[2].startswith(f"pairings: {folder}/new.toml sets SLIME_REF "), lines
+
+
+@pytest.mark.parametrize("name, ref", [("v0.3.0", "v9.9.9"), ("v9.9.9", "v0.3.2")])
+def test_a_pairing_not_named_for_its_slime_ref_is_refused(folder, name, ref, capsys):
+    """Sweep 4 row 13: pairings/v0.3.0.toml with SLIME_REF = "v9.9.9" passed the check, silently."""
+    pairing_of(folder, name, SLIME_REF=ref, SLIME_COMMIT="f" * 40)
+    assert pairings.main(["check"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == [
+        f"pairings: {folder}/{name}.toml sets SLIME_REF {ref}: a release's pairing is pairings/<its tag>.toml",
+        f"fix: set SLIME_REF to the tag {name} names, or give the file its tag's name ({ref}.toml)",
+    ]
 
 
 def test_a_draft_into_pairings_of_a_release_already_paired_is_refused(next_release, folder, capsys):

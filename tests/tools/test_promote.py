@@ -66,3 +66,26 @@ def test_promoting_a_pairing_that_does_not_exist_names_those_that_do(clone):
         f"fix: {UNKNOWN_PAIRING_FIX}",
     ]
     assert git(clone, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize(
+    "key, value, cause",
+    [
+        ("SLIME_COMMIT", "c" * 40, "stale"),  # the lock was planned for another commit: rules and build refuse it
+        ("SLIME_PATCHES", "garbage", "SLIME_PATCHES = 'garbage' is not a patch series"),
+        ("KERNELS_REQUIREMENT", "kernels @ http://127.0.0.1:9/k.whl", "is not a requirement by name"),
+    ],
+)
+def test_a_pairing_that_make_lint_or_build_refuses_is_not_promoted(clone, key, value, cause):
+    """Sweep 4 rows 10-11: promote wrote slime.Dockerfile and docs/pairings.md for a pairing whose lock was stale or
+    whose value was garbage; what a build of it refuses, promote refuses first, writing nothing."""
+    other = next(name for name in pairings.names() if name != pairings.default().name)
+    toml = clone / "pairings" / f"{other}.toml"
+    text = toml.read_text()
+    line = next(line for line in text.splitlines() if line.startswith(f"{key} = "))
+    toml.write_text(text.replace(line, f'{key} = "{value}"'))
+    proc = promote(clone, other)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and len(lines) == 2, proc.stderr
+    assert cause in lines[0] and lines[1].startswith("fix: "), lines
+    assert git(clone, "status", "--porcelain").splitlines() == [f" M pairings/{other}.toml"]

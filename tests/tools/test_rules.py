@@ -262,6 +262,21 @@ def test_te_build_without_force_build_is_a_hidden_download(recipe_copy):
     assert len(problems) == 1 and "NVTE_PYTORCH_FORCE_BUILD=TRUE" in problems[0]
 
 
+@pytest.mark.parametrize(
+    "default", ['"https://efa-installer.amazonaws.com/a b"', "https://[::1", "efa-installer.amazonaws.com"]
+)
+def test_a_url_arg_default_that_is_no_url_is_caught(recipe_copy, default):
+    """Sweep 4 row 1: the Dockerfile's own default is the third place a URL value enters, held to url_form as a
+    pairing's value and a build argument are."""
+    dockerfile = recipe_copy(
+        lambda t: t.replace(
+            "ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com", f"ARG EFA_INSTALLER_URL={default}"
+        )
+    )
+    problems = rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"]
+    assert len(problems) == 1 and "ARG EFA_INSTALLER_URL=" in problems[0], problems
+
+
 def test_build_time_imports_need_the_driver_stub(recipe_copy):
     dockerfile = recipe_copy(
         lambda t: t.replace(

@@ -1,7 +1,8 @@
 """The one reader of NAME=VALUE build arguments, as `docker build --build-arg` takes them, for every command given them:
 the plan (--build-arg), make build and the verification build (--build-arg, BUILD_ARGS) and pin_downloads
 (--build-arg NAME=URL). Each bad form has one message whatever the command: no '=', no NAME before it, a NAME given
-twice (the last would win silently). What a command then allows of a well-formed one is its own to say.
+twice (the last would win silently), a *_URL value that is no URL (url_form: it would fail only at the download). What
+a command then allows of a well-formed one is its own to say.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import shlex
 
 from slime_image.errors import UserError
+
+from tools.inputs import url_form
 
 FIX = "write each build argument as NAME=VALUE, such as PIP_INDEX_URL=https://pypi.org/simple (a value may be empty)"
 
@@ -27,6 +30,8 @@ def parsed(words: list[str]) -> dict[str, str]:
                 f"build argument {name} is given twice ({name}={given[name]}, then {word}): the last would win unsaid",
                 f"give {name} once",
             )
+        if name.endswith("_URL") and value and (why := url_form.problem(value)):
+            raise UserError(f"build argument {name}={value!r} {why}", url_form.fix(name))
         given[name] = value
     return given
 

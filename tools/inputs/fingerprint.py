@@ -18,6 +18,7 @@ from slime_image.options import Parser
 
 from tools.inputs import download_pins, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
+from tools.planner import plan_steps
 
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
 
@@ -50,8 +51,14 @@ def same_base(base: str, default: str) -> bool:
 
 def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
     """input_digests for a build of `pairing`, its locks as the Dockerfile's PIP_CONSTRAINT lines name them, each read
-    in the one form first (no fingerprint is taken of a lock no build could use)."""
-    return input_digests(*(str(path.relative_to(ROOT)) for path in lock.locked(pairing)))
+    in the one form first (no fingerprint is taken of a lock no build could use), and current: the pairing's values
+    (SLIME_REF, SLIME_COMMIT, ... every ARG) enter the fingerprint through its lock's `# input` digests, which hold
+    them only while the lock is not stale (sweep 4 row 12: a SLIME_COMMIT edited left the fingerprint as it was)."""
+    locks = lock.locked(pairing)
+    stale = plan_steps.stale_lock(Recipe.load(build_args=pairing.build_arg_values), locks[pairing.lock], pairing.name)
+    if stale:  # as make build refuses it: no fingerprint of a tree no build takes
+        raise UserError(stale, f"make lock PAIRING={pairing.name}, then commit the lock with the change")
+    return input_digests(*(str(path.relative_to(ROOT)) for path in locks))
 
 
 def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:

@@ -14,11 +14,13 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
+from slime_image.patches.upstream import parse_series
 
-from tools.inputs import download_pins
+from tools.inputs import download_pins, url_form
 
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
 TABLES = {
@@ -43,7 +45,9 @@ TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:
 # Each [args] value by its kind, its name's ending: what the build does with it (`git fetch URL COMMIT`, `pip install
 # NAME==VERSION`, a download from URL, the image's tag) takes anything else too, and takes it wrong (a branch for a
 # commit builds whatever it holds that day; a version `>=0.5` or with a newline leaves the tag and the Dockerfile that
-# promote writes meaning something else). Download pins are download_pins' (their own form and note).
+# promote writes meaning something else; a series slime-patch cannot parse, or a requirement by URL that pip takes
+# unpinned, passed check and promote and failed at the build or not at all). Download pins are download_pins' (their
+# own form and note). A *_URL is first a URL at all (url_form, as every place a URL value enters holds it).
 KINDS = {
     "_COMMIT": (
         "a commit",
@@ -56,7 +60,25 @@ KINDS = {
         "https://HOST/...",
         lambda v: urlsplit(v).scheme == "https" and bool(urlsplit(v).hostname),
     ),
+    "_PATCHES": (
+        "a patch series",
+        "FOLDER: FILE@SHA256PREFIX ..., as python -m tools.inputs.pairings series <slime tree> prints it",
+        lambda v: _parses(parse_series, v),
+    ),
+    "_REQUIREMENT": (
+        "a requirement by name",
+        "one PEP 508 requirement of a package by name and version range, such as kernels>=0.14.1,<0.15 (no URL)",
+        lambda v: _parses(Requirement, v) and Requirement(v).url is None,
+    ),
 }
+
+
+def _parses(parse, value: str) -> bool:
+    try:
+        parse(value)
+    except (ValueError, InvalidRequirement):
+        return False
+    return True
 
 
 def _is_version(value: str) -> bool:
@@ -73,6 +95,8 @@ def value_problem(name: str, value: str) -> tuple[str, str] | None:
     name ends like a KINDS key is of that kind."""
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         return f"{name} = {value!r} holds a line break or a control character", f"write {name} on one line"
+    if name.endswith("_URL") and (why := url_form.problem(value)):
+        return f"{name} = {value!r} {why}", url_form.fix(name)
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
             return f"{name} = {value!r} is not {kind}", f"set {name} to {form}"

@@ -200,10 +200,25 @@ def same_release(found: dict[str, Pairing], folder: Path | None = None) -> list[
     ]
 
 
+def misnamed(found: list[Pairing], folder: Path | None = None) -> list[Finding]:
+    """Each pairing not named for its SLIME_REF (sweep 4 row 13: pairings/v0.3.0.toml of slime v9.9.9 passed, and its
+    lock, record and image tag named another release); a draft, not yet any release's, may be named otherwise."""
+    return [
+        Finding(
+            f"{as_typed((folder or FOLDER) / f'{p.name}.toml')} sets SLIME_REF {p.args['SLIME_REF']}: a release's "
+            "pairing is pairings/<its tag>.toml",
+            f"set SLIME_REF to the tag {p.name} names, or give the file its tag's name ({p.args['SLIME_REF']}.toml)",
+        )
+        for p in found
+        if not p.draft and p.args.get("SLIME_REF") and p.args["SLIME_REF"] != p.name
+    ]
+
+
 def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[str]:
     recipe = recipe or Recipe.load()
     found = same_release(every(folder, recipe), folder)
     pairings = list(every(folder, recipe).values())
+    found += misnamed(pairings, folder)
     for pairing in pairings:
         found += unmet_slime_requirements(pairing, recipe.context / REQUIREMENTS)
         undeclared = sorted(set(pairing.build_arg_values) - set(recipe.defaults))

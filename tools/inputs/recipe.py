@@ -20,6 +20,7 @@ from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
 
+from tools.inputs import clone_files
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
@@ -342,7 +343,8 @@ class Recipe:
         folders, but in `fills`, the folder the command is there to write in (draft: pairings/, base_manifest:
         base-manifests/), where it may add a file and, with `replaces`, replace one (draft's --out replaced a pairing).
         `also`: what else the command reads (what -> path). `folders`: the options naming a folder the command fills
-        (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would)."""
+        (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would). Then
+        neither may be over the clone itself (clone_files: a tracked file, .git/, .venv/), but what `fills` replaces."""
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
@@ -350,6 +352,7 @@ class Recipe:
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
+        clone_files.check(ROOT, outputs, folders or {}, fills if replaces else None)
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:

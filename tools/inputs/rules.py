@@ -22,7 +22,7 @@ from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import download_pins, pairings, pip_cli, run_shell
+from tools.inputs import download_pins, pairings, pip_cli, run_shell, url_form
 from tools.inputs.lock import existing_locks, held_cutoff, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
@@ -347,11 +347,17 @@ def build_time_assertions(recipe: Recipe) -> list[str]:
 
 def downloads_from_build_args(recipe: Recipe) -> list[str]:
     """Every download is named by a build argument, so a mirror can stand in for it; no build fetches what it does
-    not declare (W32)."""
+    not declare (W32). A *_URL ARG's default is a URL (url_form), as a pairing's or a build argument's value is."""
     problems = [
         f"line {i.line}: a literal URL in RUN ({url}): name it by an ARG defaulting to upstream"
         for i in recipe.of("RUN")
         for url in re.findall(r"\b\w+://[^\s\"']+", _text(i))
+    ]
+    defaults = [(i.line, *item.partition("=")) for i in recipe.of("ARG") for item in i.value]
+    problems += [
+        f"line {line}: ARG {name}={url!r} {why}"
+        for line, name, sep, value in defaults
+        if sep and name.endswith("_URL") and (url := value.strip('"')) and (why := url_form.problem(url))
     ]
     te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[[^\]]*pytorch", _text(i))]
     problems += [

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import http.client
 import sys
 import tarfile
 import tempfile
@@ -120,7 +121,9 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
             path = Path(scratch) / name
             try:
                 fetch.fetch(download.url, "", str(path), str(Path(scratch) / "records"))
-            except (OSError, ValueError) as exc:
+            except fetch.Refused as refused:  # fetch.py's own two lines, as it says them run alone
+                raise UserError(f"{name}: {refused.cause}; nothing was pinned", refused.fix) from None
+            except (OSError, ValueError, http.client.HTTPException) as exc:  # InvalidURL, a bad status line
                 if fetch.timed_out(exc):
                     raise UserError(
                         f"{name}: {download.url} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",

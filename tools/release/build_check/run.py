@@ -460,7 +460,8 @@ def main(argv: list[str] | None = None) -> int:
         build_arguments.parsed(extra)  # a malformed one refused here, before the pairing is read
         pairing = pairings.load(args.pairing)
         out = args.out or record.folder_for(pairing)
-        Recipe.load().check_outputs({}, folders={"--work": args.work, "--out": out})
+        own = record.folder_for(pairing)  # its record, rewritten; another pairing's is no folder of its own
+        Recipe.load().check_outputs({}, fills=own, replaces=True, folders={"--work": args.work, "--out": out})
         return verify(pairing, repos, args.work, out, extra, args.registry_port)
 
     return run_command("build-check", run)

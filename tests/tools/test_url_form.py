@@ -1,0 +1,63 @@
+"""One URL form (tools/inputs/url_form.py) at every place a *_URL value enters (sweep 4 row 1): a pairing's [args]
+(pairing_schema), a NAME=VALUE build argument (build_arguments, for plan, build, build-check and pin_downloads) and
+the Dockerfile's ARG default (the downloads-from-build-args rule). Each entry point refuses each value no download
+can take, and takes each URL the recipe and its tests use; the per-command refusals are in test_build_arguments,
+test_pairing_values and test_rules."""
+
+from __future__ import annotations
+
+import pytest
+from slime_image.errors import UserError
+
+from tools.inputs import build_arguments, pairing_schema, rules, url_form
+from tools.inputs.recipe import Recipe
+
+NOT_URLS = [
+    "https://example.com/a b",
+    "https://example.com/a\tb",
+    "https://[::1",
+    "https://example.com:99999/x",
+    "https://example.com/%zz",
+    "https://example.com/<x>",
+    "https://example.com/ä",
+    "example.com/x",
+]
+URLS = ["https://efa-installer.amazonaws.com", "http://127.0.0.1:9/simple", "file:///mirrors/efa", "https://m/a%20b"]
+
+
+def refused_by_pairing(value: str) -> bool:
+    return pairing_schema.value_problem("EFA_INSTALLER_URL", value) is not None
+
+
+def refused_by_build_argument(value: str) -> bool:
+    try:
+        build_arguments.parsed([f"EFA_INSTALLER_URL={value}"])
+    except UserError:
+        return True
+    return False
+
+
+def refused_by_rules(value: str, recipe_copy) -> bool:
+    default = f'"{value}"' if any(c.isspace() for c in value) else value
+    dockerfile = recipe_copy(
+        lambda t: t.replace(
+            "ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com", f"ARG EFA_INSTALLER_URL={default}"
+        )
+    )
+    return bool(rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"])
+
+
+ENTRY_POINTS = {"pairing": refused_by_pairing, "build argument": refused_by_build_argument, "ARG default": None}
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+@pytest.mark.parametrize("value", NOT_URLS)
+def test_every_entry_point_refuses_a_value_no_url_can_be(entry, value, recipe_copy):
+    assert url_form.problem(value)
+    refused = ENTRY_POINTS[entry] or (lambda v: refused_by_rules(v, recipe_copy))
+    assert refused(value), f"the {entry} took {value!r}"
+
+
+@pytest.mark.parametrize("value", URLS)
+def test_a_url_is_taken_by_the_form(value):
+    assert url_form.problem(value) is None and not refused_by_build_argument(value)
