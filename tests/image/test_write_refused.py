@@ -40,7 +40,7 @@ def write(writer: str, cwd: Path, target: str) -> list[str]:
 
 
 def test_every_caller_writes_through_the_writers_tested_here():
-    allowed = {*WRITERS, "check_writable", "check_outputs", "WRITTEN"}
+    allowed = {*WRITERS, "check_writable", "check_outputs", "read_as", "WRITTEN"}
     assert set(CALLS) == set(WRITERS)
     for folder in ("tools", "image", "benchmarks"):
         for path in (ROOT / folder).rglob("*.py"):

@@ -77,11 +77,6 @@ def _first_line_deleted(root, name: str) -> str:
     return _stack(root, name).split("\n", 1)[1]
 
 
-def _first_line_naming_a_lock_elsewhere(root, name: str) -> str:
-    """Its lock's name, in a folder that is not locks/ (sweep 4 row 16: only the name was compared)."""
-    return _stack(root, name).replace(f"with locks/{name}.lock", f"with /tmp/elsewhere/{name}.lock", 1)
-
-
 def _lock(root, name: str) -> str:
     return (root / "locks" / f"{name}.lock").read_text()
 
@@ -109,7 +104,6 @@ FOREIGN = ".lock: records the pins of ", "another pairing's stack lock"
 EDITS = {
     "another pairing's stack lock": (_foreign, NOT_ITS_OWN, "stack"),
     "first line naming another lock": (_first_line_names_another, NOT_ITS_OWN, "stack"),
-    "first line naming its lock elsewhere": (_first_line_naming_a_lock_elsewhere, NOT_ITS_OWN, "stack"),
     "first line deleted": (_first_line_deleted, NO_HEADER, "stack"),
     "a pin block deleted": (_block_deleted, EDITED, "stack"),
     "a version changed": (_version_changed, EDITED, "stack"),

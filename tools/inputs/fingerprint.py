@@ -55,6 +55,9 @@ def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
     (SLIME_REF, SLIME_COMMIT, ... every ARG) enter the fingerprint through its lock's `# input` digests, which hold
     them only while the lock is not stale (sweep 4 row 12: a SLIME_COMMIT edited left the fingerprint as it was)."""
     locks = lock.locked(pairing)
+    # A pin the build would refuse (its form, its note) is refused here too, before staleness, as make build does: a
+    # pin written wrong changes the lock's inputs as well, and its own refusal names it.
+    download_pins.check_recipe(Recipe.load(build_args=pairing.build_arg_values))
     stale = plan_steps.stale_lock(Recipe.load(build_args=pairing.build_arg_values), locks[pairing.lock], pairing.name)
     if stale:  # as make build refuses it: no fingerprint of a tree no build takes
         raise UserError(stale, f"make lock PAIRING={pairing.name}, then commit the lock with the change")
@@ -67,8 +70,6 @@ def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:
     Another base is another input, so it enters the digest; the Dockerfile's own base pinned by its digest (what
     slime.Dockerfile asks of production builds) is the same input and leaves the fingerprint as it is."""
     digests = pairing_inputs(pairing)
-    # A pin the build would refuse (its form, its note) is refused here too: no fingerprint of a tree no build takes.
-    download_pins.check_recipe(Recipe.load(build_args=pairing.build_arg_values))
     if base is not None and not same_base(base, Recipe.load().defaults["BASE_IMAGE"]):
         digests["BASE_IMAGE"] = base
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]

@@ -182,7 +182,8 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
     pairing = lock.path.name.removesuffix(".lock")
     fix = f"write both again with make lock PAIRING={pairing}"
     recorded = recorded_stacks(lock)
-    foreign = sorted(name for name in recorded if not name.startswith(f"{pairing}."))
+    own = f"{pairing}.stack.lock"
+    foreign = sorted(name for name in recorded if name.endswith(".stack.lock") and name != own)
     if foreign:
         raise LockError(
             lock.path,
@@ -197,8 +198,8 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
         if named is None:
             said = f"its first line is not '{start}locks/{lock.path.name}{end}', the lock it belongs to"
             raise LockError(stack.path, 1, said, fix)
-        # make lock names the lock as it wrote it, beside its stack locks (a fixture's or a copy's, bare).
-        if Path(named).parts not in ((lock.path.name,), ("locks", lock.path.name)):
+        # make lock names the lock by the path it wrote it at, which may be outside locks/: its name is what counts.
+        if Path(named).name != lock.path.name:
             said = f"names {named} as its lock, not locks/{lock.path.name}: it is another lock's stack lock"
             raise LockError(stack.path, 1, said, fix)
         if stack.path.name not in recorded:
