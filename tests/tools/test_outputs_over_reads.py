@@ -79,14 +79,21 @@ def engineless(tmp_path_factory) -> str:
 @pytest.mark.parametrize("target", FOLDER_TARGETS)
 @pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
 def test_a_folder_over_what_the_recipe_reads_is_refused(engineless, command, option, target):
+    lines = refused_folder(engineless, command, option, target)
+    assert "which the command reads" in lines[0], lines
+    assert str(ROOT) not in "\n".join(lines), lines  # paths as typed (sweep 3 row 14)
+
+
+def refused_folder(engineless: str, command: str, option: str, target: str) -> list[str]:
+    """The two lines `command` refuses `option=target` with, before any work (no engine on its PATH)."""
     run = subprocess.run(
         [sys.executable, "-m", command, f"{option}={target}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": engineless},
     )  # fmt: skip
     lines = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(lines) == 2, run.stderr
-    assert f"{option} {target} " in lines[0] and "which the command reads" in lines[0], lines
-    assert lines[1].startswith("fix: ") and str(ROOT) not in run.stderr, lines  # paths as typed (sweep 3 row 14)
+    assert f"{option} {target} " in lines[0] and lines[1].startswith("fix: "), lines
+    return lines
 
 
 def read_files() -> list[str]:
@@ -177,14 +184,8 @@ CLONE_FOLDERS = (".git", ".venv", ".git/objects", "docs/build/v0.3.0", "docs")
 @pytest.mark.parametrize("target", CLONE_FOLDERS)
 @pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
 def test_a_folder_over_the_clone_s_own_files_is_refused(engineless, command, option, target):
-    run = subprocess.run(
-        [sys.executable, "-m", command, f"{option}={target}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": engineless},
-    )  # fmt: skip
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 2, run.stderr
-    assert f"{option} {target} " in lines[0] and "the clone" in lines[0], lines
-    assert lines[1].startswith("fix: "), lines
+    lines = refused_folder(engineless, command, option, target)
+    assert "the clone" in lines[0], lines
 
 
 def test_build_check_s_own_record_folder_is_its_own():
