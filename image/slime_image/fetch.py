@@ -25,14 +25,17 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import http.client
 import itertools
 import json
 import os
+import pathlib
 import re
 import signal
 import stat
 import sys
 import tempfile
+import urllib.parse
 import urllib.request
 
 HEX = re.compile(r"[0-9a-f]{64}")
@@ -42,6 +45,15 @@ USAGE = "URL SHA256 OUT [RECORDS]"
 # Seconds a download waits to connect and at each read: a server that took the connection and never answers is named
 # then, not waited on for the build's life. pin_downloads reads it too; tests lower it.
 TIMEOUT = 30.0
+# What RFC 3986 lets a URL hold as it is: unreserved and reserved characters, and '%' opening a %XX escape. Anything
+# else (a space, a tab, a control character, a quote, a non-ASCII letter) must be written %XX: urllib takes it, and
+# http.client refuses it only once connecting, in a traceback (sweep 4 row 1). tools/inputs/url_form reads these, for
+# every other place a URL value enters (this file imports nothing, so they are declared here).
+UNESCAPED = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
+BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+URL_FIX = "give {} as SCHEME://HOST/PATH, with each space or other such character written %XX (a space: %20)"
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # in a path: it would split the message naming it, and is no file's meant name
 
 
 class Terminated(BaseException):
@@ -126,6 +138,38 @@ def check_apart(out: str, records: str) -> None:
         )
 
 
+def url_problem(value: str) -> str | None:
+    """Why `value` is no URL, in words that follow the value, or None: everything urllib or http.client would refuse
+    only once the download starts."""
+    if bad := UNESCAPED.search(value):
+        return f"holds {bad.group()!r} at character {bad.start() + 1}, which a URL holds only %-escaped"
+    if bad := BAD_ESCAPE.search(value):
+        return f"holds a '%' at character {bad.start() + 1} that opens no %XX escape"
+    if not SCHEME.match(value):
+        return "does not begin SCHEME:// (https://, http://, file://)"
+    try:
+        _ = urllib.parse.urlsplit(value).port  # an unclosed '[', a port not a number or out of range raise here
+    except ValueError as exc:
+        return f"is no URL: {exc}"
+    return None
+
+
+def source_url(given: str) -> str:
+    """The URL to download: `given` when it is one (SCHEME://), else the file:// URL of the path `given`, %-escaped (a
+    '#' or '%' in a file's name was read as a fragment or an escape: another file, or none)."""
+    if "://" in given:
+        if why := url_problem(given):
+            raise Refused(
+                f"the URL {given!r} {why}",
+                URL_FIX.format("it"),
+                code=2,
+            )
+        return given
+    if bad := CONTROL.search(given):
+        raise Refused(f"the path {given!r} holds the control character {bad.group()!r}", "name the file without it", 2)
+    return pathlib.Path(os.path.abspath(given)).as_uri()
+
+
 def timed_out(exc: BaseException) -> bool:
     """Whether a download failed for a server that sent nothing in TIMEOUT seconds (urlopen wraps a connect's)."""
     return TimeoutError in (type(exc), type(getattr(exc, "reason", None)))
@@ -182,14 +226,13 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
         )
     if not url.strip():
         raise Refused("the URL is empty", "pass the file's URL (https://..., file://...) or its path", code=2)
+    url = source_url(url)
     records = image_folder(records, RECORDS, "record of the download")
     name = os.path.basename(out)
     record = os.path.join(records, f"{name}.json")
     check_target("OUT", out)
     check_target("the record", record)
     check_apart(out, records)
-    if "://" not in url:
-        url = "file://" + os.path.abspath(url)
     staged: dict[str, str] = {}
     made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:
@@ -234,7 +277,7 @@ def main(argv: list[str]) -> int:
     except Refused as refused:
         print(f"fetch: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
         return refused.code
-    except OSError as exc:
+    except (OSError, http.client.HTTPException) as exc:  # a server's answer that is no HTTP: BadStatusLine, IncompleteRead
         if timed_out(exc):
             print(f"fetch: {argv[1]}: no answer in {TIMEOUT:g} s", file=sys.stderr)
             print(
@@ -242,7 +285,8 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 1
-        print(f"fetch: {argv[1]}: {exc}", file=sys.stderr)
+        said = " ".join(str(exc).split()) or type(exc).__name__  # a server's words may hold line ends, or be none
+        print(f"fetch: {argv[1]}: {said}", file=sys.stderr)
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -270,3 +271,63 @@ def test_a_download_stopped_by_a_signal_leaves_nothing(tmp_path, sent, code, sai
     assert proc.returncode == code and len(lines) == 2 and lines[0].startswith(said), stderr
     assert lines[1].startswith("fix: ")
     assert sorted(tmp_path.iterdir()) == []  # nor the folder made for OUT
+
+
+# Sweep 4 row 1: a URL urllib takes and http.client (or urlsplit) refuses only once the download starts ended in a
+# traceback (`http.client.InvalidURL`). Each way a URL can be out of form, refused before anything is made, in two
+# lines, as `http://[::1` was; the port is one nothing listens on, so a check made too late fails differently.
+BAD_URLS = {
+    "a space": "http://127.0.0.1:9/a b",
+    "a tab": "http://127.0.0.1:9/a\tb",
+    "a newline": "http://127.0.0.1:9/a\nb",
+    "a control character": "http://127.0.0.1:9/a\x01b",
+    "DEL": "http://127.0.0.1:9/a\x7fb",
+    "a port not a number": "http://127.0.0.1:abc/x",
+    "a port with a space": "http://127.0.0.1:1 8/x",
+    "a port out of range": "http://127.0.0.1:99999/x",
+    "an unclosed [": "http://[::1",
+    "a bare %": "http://127.0.0.1:9/a%zz",
+    "a letter beyond ASCII": "http://127.0.0.1:9/\u00e9",
+    "no scheme before ://": "://127.0.0.1/x",
+    "a path with a newline": "/tmp/a\nb",
+}
+
+
+@pytest.mark.parametrize("case", BAD_URLS)
+def test_a_url_out_of_form_is_refused_before_anything_is_made(tmp_path, case):
+    proc = run("fetch.py", BAD_URLS[case], "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    refused(proc, repr(BAD_URLS[case]))
+    assert "Traceback" not in proc.stderr and sorted(tmp_path.iterdir()) == []
+
+
+def test_a_path_whose_name_a_url_would_read_otherwise_is_the_file_fetched(tmp_path):
+    """A '#' began a fragment and '%41' was unescaped: `a#b` fetched `a`, `%41` fetched `A` (file:// + the path)."""
+    for name in ("a#b", "%41", "c?d", "e f"):
+        (tmp_path / name).write_bytes(name.encode())
+    (tmp_path / "a").write_bytes(b"other")
+    (tmp_path / "A").write_bytes(b"other")
+    for name in ("a#b", "%41", "c?d", "e f"):
+        proc = run("fetch.py", str(tmp_path / name), "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+        assert proc.returncode == 0, proc.stderr
+        assert (tmp_path / "o" / "T").read_bytes() == name.encode()
+
+
+def test_a_server_answering_no_http_is_named_in_two_lines(tmp_path):
+    """http.client's BadStatusLine is no OSError: it ended in a traceback."""
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer():
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(4096)
+            connection.sendall(b"not http at all\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    proc = run("fetch.py", f"http://127.0.0.1:{port}/x", "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    thread.join(10)
+    server.close()
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 2 and lines[1].startswith("fix: "), proc.stderr
+    assert sorted(tmp_path.iterdir()) == []
