@@ -136,7 +136,7 @@ BAD = {
     "arabic-indic-digit": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", "==\u0661", 1)), _pin_line, "U+0661"),
     # A lock's record of its stack lock's pins (a stack lock given one, which it does not have).
     "stack-record-not-in-form": Bad(_record_cut_short, _record_line, "is no '# stack lock <its name>.lock pins ="),
-    "stack-record-twice": Bad(_record_twice, lambda t: _record_line(t) + 1, "records the stack lock"),
+    "stack-record-twice": Bad(_record_twice, lambda t: _record_line(t) + 1, "holds a second '# stack lock "),
     "stack-record-missing": Bad(lambda t: STACK_RECORD.sub("", t), lambda t: None, "has no '# stack lock ", True),
     "no-pin": Bad(
         lambda t: "".join(line for line in t.splitlines(True) if line.startswith("#")), lambda t: None, "pins nothing"

@@ -81,6 +81,22 @@ STACK_LINE = "# stack lock "
 STACK_FORM = re.compile(r"# stack lock ([A-Za-z0-9][A-Za-z0-9._+-]*\.lock) pins = sha256:([0-9a-f]{64})")
 
 
+# make lock's records of what the lock was planned from: each input's digest (its staleness), each distribution built
+# from source rather than pinned.
+INPUT_LINE = "# input "
+SOURCE_LINE = "# built from source, not pinned here: "
+
+# The header lines a lock holds once, each for what it names (None: once in the lock): a second one, agreeing or not,
+# would leave every reader to take one of the two unsaid (sweep 4 row 8: a second, contradicting cutoff was read as
+# the first by some commands and as the last by others). The value: what a line names, from the line's rest.
+ONCE = {
+    CUTOFF_LINE: None,
+    STACK_LINE: lambda rest: rest.split(" pins = ")[0],
+    INPUT_LINE: lambda rest: rest.rpartition(" = ")[0],
+    SOURCE_LINE: lambda rest: rest.partition(" = ")[0],
+}
+
+
 class LockError(UserError):
     """A lock that is not in the one form: the cause names the file and the line, the fix what to write there."""
 
@@ -167,6 +183,7 @@ def parse_lock(text: str, path: Path | str) -> Lock:
         lines.pop()
     pins: dict[str, Pin] = {}
     comments: list[str] = []
+    once: dict[tuple[str, str], int] = {}  # (a once-only line's start, what it names) -> the line it was first at
     number = 0
     while number < len(lines):
         number += 1
@@ -189,7 +206,8 @@ def parse_lock(text: str, path: Path | str) -> Lock:
             if raw.startswith(CUTOFF_LINE.rstrip()):
                 _check_cutoff_line(path, number, raw)
             if raw.startswith(STACK_LINE.rstrip()):
-                _check_stack_line(path, number, raw, comments)
+                _check_stack_line(path, number, raw)
+            _check_once(path, number, raw, once)
             comments.append(raw)
             continue
         if stripped.startswith("--hash"):
@@ -225,19 +243,33 @@ def _check_cutoff_line(path: Path, number: int, line: str) -> None:
         raise LockError(path, number, refused.cause, refused.fix) from None
 
 
-def _check_stack_line(path: Path, number: int, line: str, before: list[str]) -> None:
-    """A stack lock's record in its one form, once for each stack lock: a line that is no record, or a second record
-    of one stack lock, would leave the commands to guess which the lock means."""
-    form = STACK_FORM.fullmatch(line)
-    if form is None:
+def _check_stack_line(path: Path, number: int, line: str) -> None:
+    """A stack lock's record in its one form: a line that is no record would leave the commands to guess what the lock
+    means."""
+    if STACK_FORM.fullmatch(line) is None:
         raise LockError(
             path,
             number,
             f"{line[:90]!r} is no '{STACK_LINE}<its name>.lock pins = sha256:<64 lower-case hex>' line",
             "write the line back as make lock wrote it (make lock writes it anew with the stack lock)",
         )
-    if any(STACK_FORM.fullmatch(other) and other.split()[3] == form[1] for other in before):
-        raise LockError(path, number, f"records the stack lock {form[1]} a second time", "keep one line of each")
+
+
+def _check_once(path: Path, number: int, line: str, seen: dict[tuple[str, str], int]) -> None:
+    """Refuse a header line of ONCE that a line before it already gave (for what it names): `seen` holds those."""
+    start = next((start for start in ONCE if line.startswith(start)), None)
+    if start is None:
+        return
+    named = ONCE[start](line[len(start) :].strip()) if ONCE[start] else ""
+    first = seen.setdefault((start, named), number)
+    if first != number:
+        what = f"'{start}{named}' line" if named else f"'{start.strip()}' line"
+        raise LockError(
+            path,
+            number,
+            f"holds a second {what} (first at line {first}): the readers would take one of the two unsaid",
+            "keep the one line make lock wrote (make lock writes the header anew)",
+        )
 
 
 def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:

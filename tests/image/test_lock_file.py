@@ -1,10 +1,12 @@
 """The one reader of a lock (image/slime_image/lock_file.py) holds every lock to one form and refuses the rest naming
 the file, the line and the fix: each malformed lock of tests/bad_locks.py, made from each committed lock."""
 
+import re
+
 import pytest
 from bad_locks import BAD
 from conftest import LOCKS
-from slime_image.lock_file import HASH_OPTION, LockError, Pin, parse_lock, pin_text, read_lock
+from slime_image.lock_file import HASH_OPTION, ONCE, LockError, Pin, parse_lock, pin_text, read_lock
 
 
 @pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
@@ -68,3 +70,27 @@ def test_what_make_lock_writes_reads_back_pin_for_pin():
     assert lock.versions() == {"numpy": "1.26.4", "torch": "2.11.0+cu130", "six": "1.16.0"}
     assert lock.comments == ("# a comment", "# another")
     assert pin_text(pins[1]) == f"torch==2.11.0+cu130 \\\n    {HASH_OPTION}{'c' * 64}"
+
+
+def _contradicting(line: str) -> str:
+    """`line` with its last digit changed: the same header line, saying another time, digest, or commit."""
+    return re.sub(r"\d(?=\D*$)", lambda digit: "1" if digit[0] == "0" else "0", line)
+
+
+@pytest.mark.parametrize("start", ONCE)
+def test_a_header_line_held_once_is_refused_a_second_time(tmp_path, start):
+    """Sweep 4 row 8: a second, contradicting `# uploaded-prior-to:` was read, one of the two taken unsaid. Every
+    header line of ONCE, in every committed lock that holds one, given again (the same, and saying otherwise) right
+    after the first, is refused naming the second line and the first."""
+    holding = [path for path in LOCKS if any(line.startswith(start) for line in path.read_text().split("\n"))]
+    assert holding, f"no committed lock holds a {start!r} line to give twice"
+    for path in holding:
+        lines = path.read_text().split("\n")
+        at = next(number for number, line in enumerate(lines) if line.startswith(start))
+        for again in (lines[at], _contradicting(lines[at])):
+            broken = tmp_path / path.name
+            broken.write_text("\n".join([*lines[: at + 1], again, *lines[at + 1 :]]))
+            with pytest.raises(LockError) as caught:
+                read_lock(broken)
+            assert caught.value.cause.startswith(f"{broken}:{at + 2}: holds a second "), caught.value.cause
+            assert f"(first at line {at + 1})" in caught.value.cause and start.strip() in caught.value.cause
