@@ -105,6 +105,8 @@ def check_target(what: str, path: str) -> None:
     something there that is not a regular file (a folder; a device, which the rename would replace for every process
     of the machine), or a folder that takes no new file (read-only; under /proc or /sys, even for root)."""
     fix = f"name a file for {what} in a folder you may write"
+    if bad := CONTROL.search(path):
+        raise Refused(f"{what} {path!r} holds the control character {bad.group()!r}", f"name {what} without it", 2)
     if not path.strip() or path.endswith(os.sep):
         raise Refused(f"{what} {path!r} names no file", fix, code=2)
     if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode if os.path.exists(path) else 0):

@@ -8,8 +8,9 @@ a device (/dev/null) is written in place, and one that refuses a write (/dev/ful
 (/proc) is refused; a number is written plainly (no `1_000`, no blank around it), finite and within the option's
 declared bounds, an upper one always (`--timeout 1e30` overflowed every check's wait). The Parser refuses a value
 that is empty or blank, of any option or positional (`--pairing ''` read as the pairing named '', a path '' as the
-current folder, `--against ''` as no --against), but the words of a command it passes on (`passes_on`); an option that
-takes one value given twice (argparse keeps the last silently); and, once parsed, an output that is a path the command
+current folder, `--against ''` as no --against) or holding a control character (a newline split every message naming
+it), but the words of a command it passes on (`passes_on`); an option that takes one value given twice (argparse
+keeps the last silently); and, once parsed, an output that is a path the command
 reads or lies in a folder it reads (atomic_write.check_outputs). tests/tools/test_options.py walks every parser of the
 project and fails on a parser, an output, a number or a path option declared any other way, and runs each refusal
 through its command.
@@ -117,6 +118,7 @@ class Parser(argparse.ArgumentParser):
         # A subcommand's words are its parser's to check; an empty name is no subcommand (argparse's choices).
         if action.nargs not in (argparse.REMAINDER, argparse.PARSER) and action.dest not in self.verbatim:
             _refuse_empty(action, arg_strings)
+            _refuse_control(action, arg_strings)
         return super()._get_values(action, arg_strings)
 
     def parse_args(self, args=None, namespace=None):
@@ -280,6 +282,24 @@ def _refuse_empty(action: argparse.Action, values: list[str]) -> None:
     why, wanted = getattr(action.type, "empty", ("it names nothing", "a value"))
     left_out = "" if action.required else ", or leave it out"
     raise UserError(f"{flag} is empty: {why}", f"give {flag} {wanted}{left_out}", code=2)
+
+
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _refuse_control(action: argparse.Action, values: list[str]) -> None:
+    """Refuse a line break, a tab or another control character in a value of `action` (sweep 4 row 24: `pairings draft
+    --out $'a\\nb.toml'` wrote a file of that name and said so over two lines; a PAIRING so named was looked for): no
+    path, name or setting of the recipe holds one, and every message naming the value would be split by it."""
+    for value in values:
+        if bad := CONTROL.search(value):
+            flag = _flag(tuple(action.option_strings) or (action.dest,))
+            raise UserError(
+                f"{flag} {value!r} holds {bad.group()!r}, a line break or other control character: no path or name of "
+                "the recipe holds one",
+                f"give {flag} without it",
+                code=2,
+            )
 
 
 def _flag(flags: tuple[str, ...]) -> str:

@@ -98,6 +98,8 @@ BAD_FILE = {
     "a device refusing writes": "/dev/full",
     "in a folder that takes no file": "/proc/slime-image-test",
     "under a file": "{tmp}/file/name",
+    "a name with a newline": "{tmp}/out/a\nb",  # sweep 4 row 24: every message naming it split in two
+    "a name with a control character": "{tmp}/out/a\x01b",
 }
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
@@ -107,6 +109,8 @@ BAD_FOLDER = {
     "under a file": "{tmp}/file/records",
     "in a folder that takes no file": "/proc/slime-image-test",
     "the record a pipe or a device": "{tmp}/links",
+    "a name with a newline": "{tmp}/rec\nords",
+    "a name with a tab": "{tmp}/rec\tords",
 }
 RECORD = {"fetch.py": "file.json"}
 
@@ -136,7 +140,7 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
         before = sorted(p.name for p in tmp_path.rglob("*"))
         proc = run(script, *argv)
         refused(proc, "")
-        said = r"names no (file|folder)|is not a regular file|cannot write a file there"
+        said = r"names no (file|folder)|is not a regular file|cannot write a file there|holds the control character"
         assert re.search(said, proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")

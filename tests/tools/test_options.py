@@ -257,6 +257,21 @@ def test_every_command_refuses_an_empty_value_of_any_argument(module, words, fla
     assert f"{flag} is empty: " in lines[0] and lines[1].startswith(f"fix: give {flag} "), lines
 
 
+@pytest.mark.parametrize(
+    "module, words, flag, action", valued_arguments(), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_every_command_refuses_a_control_character_in_any_argument(module, words, flag, action, tmp_path, capsys):
+    """Sweep 4 row 24: `pairings draft --out $'a\\nb.toml'` wrote a file so named and said `wrote a` and `b.toml` on
+    two lines; a PAIRING with a newline split its refusal so. Every option and positional of every command (paths,
+    names, settings), each in two lines naming the option, before anything is written."""
+    for given in (f"{tmp_path}/a\nb", f"{tmp_path}/a\tb", f"{tmp_path}/a\x01b", "v0\x7f"):
+        code = importlib.import_module(module).main([*words, *action.option_strings[-1:], given])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code != 0 and len(lines) == 2, (given, lines)
+        assert f"{flag} {given!r} holds " in lines[0] and lines[1] == f"fix: give {flag} without it", lines
+        assert not list(tmp_path.iterdir())
+
+
 def good_value(action: argparse.Action, tmp_path: Path) -> str:
     """A value the option's own type takes, so that what refuses is what the test is about."""
     if action.choices:
