@@ -172,6 +172,25 @@ def source_url(given: str) -> str:
     return pathlib.Path(os.path.abspath(given)).as_uri()
 
 
+def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
+    """Refuse, before any work, an output file (what -> path) over the clone this file runs from, or a folder it fills
+    (what -> path) among it: its tracked files, .git/, .venv/ (slime_image.clone_files, the one rule; sweep 4 row 6:
+    OUT replaced slime.Dockerfile, RECORDS put a record among the locks). The image's copy has no clone around it, and
+    the build's lies alone, without that module: nothing to check there."""
+    image = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if image == IMAGE:
+        return
+    if image not in sys.path:  # run by its path: the package is the folder above this file's
+        sys.path.insert(0, image)
+    from slime_image import clone_files
+    from slime_image.errors import UserError
+
+    try:
+        clone_files.check(outputs, folders)
+    except UserError as refused:
+        raise Refused(refused.cause, refused.fix, code=2) from None
+
+
 def timed_out(exc: BaseException) -> bool:
     """Whether a download failed for a server that sent nothing in TIMEOUT seconds (urlopen wraps a connect's)."""
     return TimeoutError in (type(exc), type(getattr(exc, "reason", None)))
@@ -235,6 +254,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     check_target("OUT", out)
     check_target("the record", record)
     check_apart(out, records)
+    check_clone({"OUT": out}, {"RECORDS": records})
     staged: dict[str, str] = {}
     made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:
@@ -279,7 +299,10 @@ def main(argv: list[str]) -> int:
     except Refused as refused:
         print(f"fetch: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
         return refused.code
-    except (OSError, http.client.HTTPException) as exc:  # a server's answer that is no HTTP: BadStatusLine, IncompleteRead
+    except (
+        OSError,
+        http.client.HTTPException,
+    ) as exc:  # a server's answer that is no HTTP: BadStatusLine, IncompleteRead
         if timed_out(exc):
             print(f"fetch: {argv[1]}: no answer in {TIMEOUT:g} s", file=sys.stderr)
             print(

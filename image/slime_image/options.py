@@ -31,6 +31,7 @@ import re
 import sys
 from pathlib import Path
 
+from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
 
@@ -61,8 +62,11 @@ class Parser(argparse.ArgumentParser):
     checked against the paths the command reads once all are parsed, and nothing given left unread (its subcommands'
     parsers are Parsers too)."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, guards_clone: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
+        # An image/ command's: no output over the clone it runs from (clone_files; tools/ commands check theirs in
+        # Recipe.check_outputs, where some replace what they own there: a lock, a base manifest).
+        self.guards_clone = guards_clone
         self.register("action", None, _Once)
         self.register("action", "store", _Once)
         self.given: dict[str, object] = {}
@@ -156,7 +160,7 @@ class Parser(argparse.ArgumentParser):
         self.given, self.seen = {}, set()
         self.words = list(sys.argv[1:] if args is None else args)  # for _unread, should argparse refuse them
         parsed, extra = super().parse_known_args(args, namespace)
-        outputs, inputs = {}, {}
+        outputs, inputs, filled = {}, {}, {}
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
             if isinstance(action.type, Output):
@@ -165,7 +169,11 @@ class Parser(argparse.ArgumentParser):
                 values = value if isinstance(value, list) else [value]
                 for number, one in enumerate(values, 1):
                     inputs[action.type.option + (f" #{number}" if len(values) > 1 else "")] = one
+            elif isinstance(action.type, InputPath):
+                filled[action.type.option] = value
         check_outputs(outputs, inputs)
+        if self.guards_clone:
+            clone_files.check(outputs, filled)
         self._check_needs()
         return parsed, extra
 

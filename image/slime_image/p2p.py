@@ -175,7 +175,7 @@ def broadcast(args, count: int) -> list[report.Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="slime-p2p", description=__doc__)
+    parser = Parser(guards_clone=True, prog="slime-p2p", description=__doc__)
     add_number(parser, "--node", kind=int, low=0, high=1, required=True, help="this node's index (the Job's): 0 or 1")
     parser.add_argument("--master", type=address, required=True, help="node 0's address, where the ranks meet")
     add_number(

@@ -24,7 +24,7 @@ from pathlib import Path
 if __name__ == "__main__":  # run by its path (the build's steps): the package is the folder it lies in, with fetch.py
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from slime_image.fetch import IMAGE, Refused, check_target, image_folder, put_in_place, stage, unstage
+from slime_image.fetch import IMAGE, Refused, check_clone, check_target, image_folder, put_in_place, stage, unstage
 
 FOLDER = f"{IMAGE}/pip-reports"
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -54,6 +54,7 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     folder = Path(image_folder(None if folder is None else str(folder), FOLDER, "pip reports"))
     out = folder / f"{len(list(folder.glob('*.json'))):02d}-{name}.json"
     check_target("the kept report", str(out))
+    check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
     text = json.dumps(installed(json.loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
     made: list[str] = []
     staged = {str(out): stage(str(out), text.encode(), made=made)}

@@ -295,7 +295,7 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="slime-sbom", description=__doc__.split("\n\n")[0])
+    parser = Parser(guards_clone=True, prog="slime-sbom", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
     # Each path of the kind it must be, the image's own ones too (defaults given as text go through the same check):
     # a folder given for a file, or a file for a folder, was read as none. Those the image may lack (no file fetched,

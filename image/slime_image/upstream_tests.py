@@ -160,7 +160,10 @@ def run_file(args, file: Path, xml: Path, shown) -> ET.Element:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
-        prog="slime-upstream-tests", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        guards_clone=True,
+        prog="slime-upstream-tests",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_path(parser, "--runner", required=True, help="a folder holding pytest (pip install --target)")
     add_path(parser, "--slime-root", default=Path("/opt/slime"))

@@ -335,3 +335,41 @@ def test_a_server_answering_no_http_is_named_in_two_lines(tmp_path):
     lines = proc.stderr.splitlines()
     assert proc.returncode == 1 and len(lines) == 2 and lines[1].startswith("fix: "), proc.stderr
     assert sorted(tmp_path.iterdir()) == []
+
+
+# Sweep 4 row 6: fetch.py's OUT replaced slime.Dockerfile and RECORDS put a record among the locks, run from the clone;
+# pip_reports.py, which removes its REPORT once kept, with them. The clone's own, as slime_image.clone_files keeps it
+# for every image/ command: a tracked file, the git folder, the venv, image/; a folder filled may hold none of them.
+CLONE_FILES = ("slime.Dockerfile", "locks/v0.3.1.lock", "Makefile", ".git/config", ".venv/pyvenv.cfg", "image/x.json")
+CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+
+
+def clone_cases() -> list[tuple[str, str, str]]:
+    found = [("fetch.py", "OUT", target) for target in CLONE_FILES]
+    found += [("pip_reports.py", "REPORT", target) for target in ("locks/v0.3.1.lock", "image/x.json")]
+    return found + [(script, "RECORDS", target) for script in build_step_scripts() for target in CLONE_FOLDERS]
+
+
+@pytest.mark.parametrize("script, what, target", clone_cases(), ids=str)
+def test_no_build_step_script_writes_over_the_clone_it_runs_from(tmp_path, script, what, target):
+    (tmp_path / "source").write_bytes(b"bytes")
+    path = ROOT / target
+    given = {"OUT": {"out": str(path)}, "RECORDS": {"records": str(path)}}.get(what, {})
+    argv = arguments(script, tmp_path, **given)
+    if what == "REPORT":
+        argv[0] = str(path)
+    before = sorted(os.listdir(path)) if path.is_dir() else path.read_bytes() if path.exists() else None
+    try:
+        proc = run(script, *argv)
+    finally:
+        after = sorted(os.listdir(path)) if path.is_dir() else path.read_bytes() if path.exists() else None
+        if after != before and isinstance(before, bytes):
+            path.write_bytes(before)
+        elif after != before and before is None:
+            path.unlink()
+        for name in set(after) - set(before) if isinstance(before, list) else ():  # the old code's, not left behind
+            os.unlink(path / name)
+    assert after == before, f"{script} {what} {target} was written"
+    refused(proc, "the clone")
+    said = "FOLDER" if (script, what) == ("pip_reports.py", "RECORDS") else what  # its usage's name for it
+    assert proc.stderr.startswith(f"{script.removesuffix('.py').replace('_', '-')}: {said} "), proc.stderr

@@ -354,6 +354,68 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
 
 
+def image_writers() -> list[tuple[str, list[str], str, argparse.ArgumentParser]]:
+    """Every option of every image/ command naming a file it writes or a folder it fills."""
+    return [
+        (module, words, flag, parser)
+        for module in command_modules()
+        if module.startswith("slime_image.")
+        for parser, words in commands(module)
+        for flag, action in valued(parser)
+        if action.option_strings
+        and (isinstance(action.type, Output) or (isinstance(action.type, InputPath) and not action.type.reads))
+    ]
+
+
+def test_every_image_command_keeps_the_clone_it_runs_from():
+    """An image/ command's parser checks its outputs against the clone (tools/ commands check theirs in
+    Recipe.check_outputs): a new image/ command is held to it by being written."""
+    image = [(m, p) for m in command_modules() if m.startswith("slime_image.") for p in parsers(m)]
+    assert image and all(parser.guards_clone for _, parser in image), [m for m, p in image if not p.guards_clone]
+    assert image_writers()
+
+
+# Sweep 4 rows 5 and 6: `slime-sbom --out locks/v0.3.1.lock` replaced the lock with JSON (slime.Dockerfile, a
+# pairing, the Makefile too); the clone's own, as image/slime_image/clone_files.py keeps it: a tracked file, the git
+# folder and the venv, and image/, which the build copies whole. A folder a command fills may hold none of them.
+CLONE_FILES = ("locks/v0.3.1.lock", "slime.Dockerfile", "pairings/v0.3.0.toml", "Makefile", ".git/config",
+               ".venv/pyvenv.cfg", "image/x.json")  # fmt: skip
+CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+
+
+def _state(path: Path) -> bytes | list[str] | None:
+    """What `path` holds: a file's bytes, a folder's names, None where nothing is."""
+    return path.read_bytes() if path.is_file() else sorted(p.name for p in path.iterdir()) if path.is_dir() else None
+
+
+@pytest.mark.parametrize("module, words, flag, parser", image_writers(), ids=lambda x: x if isinstance(x, str) else "")
+def test_no_image_command_writes_over_the_clone_it_runs_from(module, words, flag, parser, tmp_path, capsys):
+    folder = any(isinstance(a.type, InputPath) for f, a in valued(parser) if f == flag)
+    for target in CLONE_FOLDERS if folder else CLONE_FILES:
+        path = ROOT / target
+        before = _state(path)
+        argv = list(words)
+        for other, action in valued(parser):
+            if other == flag:
+                argv += [action.option_strings[-1], str(path)]
+            elif action.required or (not action.option_strings and action.nargs in (None, "+")):
+                argv += ([action.option_strings[-1]] if action.option_strings else []) + [good_value(action, tmp_path)]
+        try:
+            code = importlib.import_module(module).main(argv)
+        finally:
+            after = _state(path)
+            if after != before and isinstance(before, bytes):
+                path.write_bytes(before)
+            elif after != before and before is None:
+                path.unlink()
+            for name in set(after) - set(before) if isinstance(before, list) else ():  # the old code's, not left
+                (path / name).unlink()
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert after == before, f"{module} {flag} wrote {target}"
+        assert code != 0 and len(lines) == 2 and "the clone" in lines[0], (target, lines)
+        assert f"{flag} {path} " in lines[0] or f"{flag} {target} " in lines[0], lines
+
+
 @pytest.mark.parametrize(
     "value", ["nan", "NaN", "inf", "-inf", "1e400", "1e30", "0", "-1", "601", "ten", "", "1_0", " 1", "1 ", "0x10"]
 )

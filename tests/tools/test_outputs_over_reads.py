@@ -148,8 +148,8 @@ def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option,
     assert str(ROOT) not in run.stderr, run.stderr
 
 
-# Sweep 4 rows 4 and 14: the clone's own files beyond what the recipe reads (tools/inputs/clone_files.py): a file git
-# tracks (the recipe itself, the Makefile, the project's metadata), the venv, the git folder.
+# Sweep 4 rows 4 and 14: the clone's own files beyond what the recipe reads (image/slime_image/clone_files.py): a
+# file git tracks (the recipe itself, the Makefile, the project's metadata), the venv, the git folder.
 # .git/config: every clone has it (.git/description comes from templates a clone may lack).
 CLONE_FILES = ("slime.Dockerfile", "Makefile", "pyproject.toml", "README.md", ".venv/pyvenv.cfg", ".git/config")
 CLONE_CASES = [(c, w, o, t) for (c, w), options in OUTPUTS.items() for o in options for t in CLONE_FILES]

@@ -15,12 +15,12 @@ from functools import cached_property
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
+from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, read_as
 from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.record import VERSION_SUFFIXES
 
-from tools.inputs import clone_files
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
@@ -352,7 +352,7 @@ class Recipe:
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
-        clone_files.check(ROOT, outputs, folders or {}, fills if replaces else None)
+        clone_files.check(outputs, folders or {}, fills if replaces else None, root=ROOT)
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:

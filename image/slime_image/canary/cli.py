@@ -117,7 +117,12 @@ def job_env(work: Path, megatron: str, fault: str | None = None) -> dict[str, st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="slime-canary", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        guards_clone=True,
+        prog="slime-canary",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_path(parser, "--work", reads=False, default=Path("/tmp/slime-canary"), help="where its inputs and log go")
     add_path(parser, "--slime-root", default=Path("/opt/slime"))
     add_path(parser, "--megatron-root", default=Path("/opt/Megatron-LM"))

@@ -184,7 +184,9 @@ def rows(results: list[dict]) -> list[Row]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = Parser(prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(
+        guards_clone=True, prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_path(parser, "--slime-root", required=True, help="the slime checkout (holds slime/ray)")
     add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
     add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")

@@ -54,6 +54,7 @@ def run(checks: list[Check], ctx: Context, stages: set[str]) -> list[report.Row]
 
 def parse_args(argv):
     parser = Parser(
+        guards_clone=True,
         prog="slime-smoke",
         description="The slime-image smoke suite: each known way a SLIME image breaks, checked early.",
     )
