@@ -38,9 +38,11 @@ FORMS = {
         "%-escaped",
         url_form.fix("EFA_INSTALLER_URL"),
     ),
-    "a tab in a URL": (
-        ["SGL_ROUTER_URL=http://m/a\tb"],
-        "build argument SGL_ROUTER_URL='http://m/a\\tb' holds '\\t' at character 11, which a URL holds only %-escaped",
+    # A tab, a newline, any control character: refused in every value of every command by the Parser (test_options).
+    "a letter beyond ASCII in a URL": (
+        ["SGL_ROUTER_URL=http://m/a\u00e9b"],
+        "build argument SGL_ROUTER_URL='http://m/a\u00e9b' holds '\u00e9' at character 11, which a URL holds only "
+        "%-escaped",
         url_form.fix("SGL_ROUTER_URL"),
     ),
     "an unclosed '[' in a URL": (
