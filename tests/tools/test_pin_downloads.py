@@ -344,15 +344,17 @@ def test_a_server_that_never_answers_is_named_within_the_timeout(tree, capsys, m
 @pytest.mark.parametrize("url", ["http://127.0.0.1:9/a b", "http://127.0.0.1:9/a\tb", "http://[::1"])
 def test_a_url_no_download_can_take_is_refused_in_two_lines(tree, capsys, url):
     """Sweep 4 rows 2-3: a space or a tab ended in http.client.InvalidURL, an unclosed '[' in fetch's own Refused,
-    each a traceback. Given as a build argument, the URL's form is refused first (url_form); reaching the download
-    (digests, the one place pin_downloads fetches), fetch's refusal and http.client's are the same two lines."""
+    each a traceback. Given as a build argument, the URL's form is refused first (url_form; a tab, as any control
+    character, by the Parser); reaching the download (digests, the one place pin_downloads fetches), fetch refuses
+    the same form before it downloads (sweep 4 row 1)."""
     before = tree.texts()
     assert pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"]) != 0
     err = capsys.readouterr().err
     lines = err.strip().splitlines()
-    assert len(lines) == 2 and "Traceback" not in err and repr(url) in lines[0] and lines[1].startswith("fix: "), lines
+    shown = repr(url)[1:-1]
+    assert len(lines) == 2 and "Traceback" not in err and shown in lines[0] and lines[1].startswith("fix: "), lines
     assert tree.texts() == before
     download = pin_downloads.Download(f"{url}/x.tar.gz", "a file", lambda path: None)
     with pytest.raises(UserError) as refused:
         pin_downloads.digests({pin_downloads.EFA: download})
-    assert refused.value.cause.startswith(f"{pin_downloads.EFA}: {url}/x.tar.gz")
+    assert refused.value.cause.startswith(f"{pin_downloads.EFA}: the URL {f'{url}/x.tar.gz'!r} "), refused.value.cause
