@@ -4,7 +4,8 @@ For the tests about what a command says: a start of Python with the tools' impor
 of such a test's cost. The environment is the one test_host_bad_input.run gives a process (this one's, less the
 user's settings and make's, plus `env`) and the folder `cwd`, each put back after. What only a process shows (the
 hooks of tools/__init__.py, the interpreter's exit, a signal) stays with the tests that start one: test_host_bad_input
-and test_no_traceback run each command's refusals that way."""
+(the renderer's refusals among them), test_grpo_submit (the submitter's) and test_outputs_over_reads (one refusal of
+each command that writes a file)."""
 
 from __future__ import annotations
 
