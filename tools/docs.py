@@ -93,8 +93,9 @@ class Figure:
 
 
 DEV = "development machine: 2 cores, no GPU"
-# The test suite's time on a fresh clone with the default workers: the current table and the README quote it from here.
-SUITE_TIME, SUITE_WORKERS = "4 min 45 s", 3
+# The test suite's time on a fresh clone with the default workers, its CPU, and what that CPU takes at idle (the 1.9
+# cores a run keeps busy there): the current table and the README quote them from here.
+SUITE_TIME, SUITE_WORKERS, SUITE_CPU, SUITE_IDLE = "6 min 55 s", 3, "8.4 CPU-minutes", "4.4 minutes"
 # The verification build's time without a cache, per pairing: the committed records are cached rebuilds, so no record
 # holds it; the current table and docs/building.md quote it from here.
 UNCACHED_SECONDS = {"v0.3.1": 928, "v0.3.0": 964}
@@ -105,12 +106,13 @@ REBUILDS = {"requirements": "a requirements.txt change that moves no stack-lock 
 # records (record_figures).
 FIGURES = (
     Figure(
-        "`make test` on a fresh clone, 820 tests",
-        f"{SUITE_TIME} (pytest's count; {SUITE_WORKERS} workers, the default; `bash .ci/run` 4 min 58 s); 4 min 27 s "
-        "the run before; with 2 workers 5 min 1 s; 17 min 36 s in one process",
+        "`make test` on a fresh clone, 3694 tests",
+        f"{SUITE_TIME} (pytest's count; make's 7 min 9 s; {SUITE_WORKERS} workers, the default) beside others' work, "
+        f"{SUITE_CPU} (501 s of CPU), some {SUITE_IDLE} at idle; 10.1 CPU-minutes before that day's changes (pytest "
+        "8 min 40 s, load 2 to 3.4); with 820 tests (2026-12-05) 4 min 45 s at load 1.55 to 2.45",
         DEV,
-        "1.55 at the start (a run just ended), 2.45 at the end (its own three workers)",
-        "2026-12-05 19:18 UTC",
+        "1.1 at the start, 1.5 at the end; the 5-minute one 2.8 at the end (others' work beside it)",
+        "2026-12-07 09:07 UTC",
         "The test suite",
     ),
     Figure(
@@ -209,8 +211,9 @@ def record_figures() -> list[Figure]:
 def suite_time(_: Path) -> list[str]:
     """The README's sentence on the suite's time, from SUITE_TIME: the same figure as the current table's."""
     return [
-        f"`make test` took {SUITE_TIME} on a fresh clone with 2 cores, in {SUITE_WORKERS} workers (pytest-xdist, one a "
-        'core and one more; docs/benchmarks.md, "The test suite"); its dots start within about 20 s.'
+        f"`make test` took {SUITE_TIME} on a fresh clone with 2 cores that other work shared, in {SUITE_WORKERS} "
+        f"workers (pytest-xdist, one a core and one more): {SUITE_CPU}, some {SUITE_IDLE} at idle "
+        '(docs/benchmarks.md, "The test suite"); its dots start within about 20 s.'
     ]
 
 

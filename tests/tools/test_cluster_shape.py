@@ -1,10 +1,13 @@
 """The cluster's shape, checked before anything is rendered or submitted (issue 31): an image reference every node pulls
 the same way, as many nodes as the job uses, GPUs per node the instance type has, and an entrypoint that is a list.
-Each case rendered or submitted before; now it ends in two lines (cause, fix), a non-zero exit and nothing written."""
+Each case rendered or submitted before; now it ends in two lines (cause, fix), a non-zero exit and nothing written.
+The commands run in this process (in_process.tool): test_host_bad_input runs the renderer's refusals as a process,
+test_grpo_submit the submitter's."""
 
 import pytest
 import yaml
-from test_host_bad_input import USER, assert_refused, tool
+from in_process import tool
+from test_host_bad_input import USER, assert_refused
 
 from tools.k8s import cluster_shape, launch_recipe
 
@@ -13,7 +16,7 @@ RENDER = ("tools.k8s.k8s_render", "--overlay", "h200")
 
 def render(tmp_path, **changes):
     out = tmp_path / "rendered.yaml"
-    proc = tool(*RENDER, "--out", str(out), env={**USER, **changes})
+    proc = tool(*RENDER, "--out", str(out), env={**USER, **changes}, drop=USER)
     return proc, out
 
 
@@ -70,7 +73,7 @@ def recipe_with(tmp_path, **settings):
 
 
 def submit(recipe, *args):
-    return tool("tools.k8s.grpo_submit", "--recipe", recipe, "--overlay", "h200", "--dry-run", *args)
+    return tool("tools.k8s.grpo_submit", "--recipe", recipe, "--overlay", "h200", "--dry-run", *args, drop=USER)
 
 
 def test_more_gpus_per_node_than_the_instance_type_has_is_refused(tmp_path):

@@ -2,15 +2,19 @@
 the renderer and the submitter read the recipe through `launch_recipe.read`, so a guard's key under `model:`, a key
 spelled with dashes, a key given twice in one mapping or in two sections, and a flag hidden in the entrypoint are
 judged as a setting is. Before, each of these reached the job: slime's parser took the later value of a flag given
-twice, after the allowed one the checks had seen."""
+twice, after the allowed one the checks had seen. Both commands run in this process (in_process.tool): test_grpo_submit
+runs the submitter as a process, test_host_bad_input the renderer."""
 
 import json
+import os
 import sys
 
 import pytest
 import yaml
+from conftest import IMAGE_BIN
+from in_process import tool
 from test_cluster_shape import render
-from test_grpo_submit import stand_ins, submit  # noqa: F401 (stand_ins: a fixture, the stand-in ray and train.py)
+from test_grpo_submit import stand_ins  # noqa: F401 (a fixture: the stand-in ray and train.py)
 from test_host_bad_input import assert_refused
 
 from tools.k8s import launch_recipe
@@ -37,6 +41,12 @@ def moved_to_model(key, value):
         recipe["model"][key] = value
 
     return change
+
+
+def submit(recipe_path, folder):
+    """test_grpo_submit's submit: the image's commands on PATH, the stand-in ray to submit through."""
+    env = {"PYTHONPATH": "", "PATH": f"{IMAGE_BIN}:{os.environ['PATH']}"}
+    return tool("tools.k8s.grpo_submit", "--recipe", str(recipe_path), "--", str(folder / "ray"), env=env)
 
 
 def refused_everywhere(tmp_path, path, cause, fix=""):

@@ -2,15 +2,20 @@
 locks/v0.3.1.lock` and `rules --report-json pairings/v0.3.1.toml` said OK and replaced the committed file; sweep 2
 row 3: `pairings draft --out pairings/v0.3.1.toml`, or a lock, replaced it with a draft). Every output option of every
 tools/ command (enumerated from the parsers themselves), over every thing the recipe reads (Recipe.reads: each COPY
-source, a file in each folder), is refused in two lines before the work, and the file is left as it was."""
+source, a file in each folder), is refused in two lines before the work, and the file is left as it was.
+
+The matrix runs each command's main in this process (its message is what it reads: some 250 starts of Python were 37 s
+of the suite's CPU); test_each_command_refuses_so_as_a_process holds, command by command, that the process exits
+with the same code and says the same two lines."""
 
 from __future__ import annotations
 
 import argparse
 import hashlib
-import os
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, path_without
@@ -76,22 +81,54 @@ def engineless(tmp_path_factory) -> str:
     return path_without(tmp_path_factory.mktemp("bin"), ABSENT)
 
 
+@pytest.fixture(autouse=True)
+def at_root(monkeypatch, engineless):
+    """Each command as its subprocess ran: from the clone's root, with no engine and no index within reach (one that
+    went on past its check fails at once, never builds or plans)."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("PATH", engineless)
+    for name in ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+
+
+def refusal(capsys, command: str, argv: list[str], path: Path | None = None, process=False) -> tuple[int, str]:
+    """`command`'s exit code and stderr for `argv`: its main run in this process, or `python -m command`. A command
+    that went on would replace the committed `path`: it is put back whatever happens, and the test fails naming it."""
+
+    def run() -> tuple[int, str]:
+        if process:
+            done = subprocess.run([sys.executable, "-m", command, *argv], capture_output=True, text=True, timeout=120)
+            return done.returncode, done.stderr
+        return importlib.import_module(command).main(argv), capsys.readouterr().err
+
+    if path is None:  # a folder's: no engine is on the PATH, so a command that went on would start no work
+        return run()
+    before, mode = path.read_bytes(), path.stat().st_mode
+    try:
+        code, stderr = run()
+        after = path.read_bytes()
+    finally:
+        if path.read_bytes() != before or path.stat().st_mode != mode:
+            path.write_bytes(before)
+            path.chmod(mode)
+    assert hashlib.sha256(after).digest() == hashlib.sha256(before).digest(), f"{command} {argv} wrote {path}"
+    return code, stderr
+
+
 @pytest.mark.parametrize("target", FOLDER_TARGETS)
 @pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
-def test_a_folder_over_what_the_recipe_reads_is_refused(engineless, command, option, target):
-    lines = refused_folder(engineless, command, option, target)
+def test_a_folder_over_what_the_recipe_reads_is_refused(capsys, command, option, target):
+    lines = refused_folder(capsys, command, option, target)
     assert "which the command reads" in lines[0], lines
     assert str(ROOT) not in "\n".join(lines), lines  # paths as typed (sweep 3 row 14)
 
 
-def refused_folder(engineless: str, command: str, option: str, target: str) -> list[str]:
+def refused_folder(capsys, command: str, option: str, target: str) -> list[str]:
     """The two lines `command` refuses `option=target` with, before any work (no engine on its PATH)."""
-    run = subprocess.run(
-        [sys.executable, "-m", command, f"{option}={target}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "PATH": engineless},
-    )  # fmt: skip
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 2, run.stderr
+    code, stderr = refusal(capsys, command, [f"{option}={target}"])
+    lines = stderr.strip().splitlines()
+    assert code != 0 and len(lines) == 2, stderr
     assert f"{option} {target} " in lines[0] and lines[1].startswith("fix: "), lines
     return lines
 
@@ -121,23 +158,11 @@ CASES = [
 
 
 @pytest.mark.parametrize("command, words, option, target", CASES)
-def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option, target):
-    path = ROOT / target
-    before, mode = path.read_bytes(), path.stat().st_mode
-    try:  # a command that went on would replace the committed file: it is put back whatever happens
-        run = subprocess.run(
-            [sys.executable, "-m", command, *words, option, target],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        after = path.read_bytes()
-    finally:
-        if path.read_bytes() != before or path.stat().st_mode != mode:
-            path.write_bytes(before)
-            path.chmod(mode)
-    assert hashlib.sha256(after).digest() == hashlib.sha256(before).digest(), f"{command} {option} wrote {target}"
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 2, run.stderr
-    assert "which the command reads" in lines[0], run.stderr
+def test_an_output_over_what_the_recipe_reads_is_refused(capsys, command, words, option, target):
+    code, stderr = refusal(capsys, command, [*words, option, target], ROOT / target)
+    lines = stderr.strip().splitlines()
+    assert code != 0 and len(lines) == 2, stderr
+    assert "which the command reads" in lines[0], stderr
     # Sweep 3 row 14: the paths as typed, never the clone's absolute path, and a fix that fits what was hit: another
     # file than that file, or a path outside that folder (it said "a path outside <a file>").
     folder = target.split("/")[0] + "/"
@@ -145,7 +170,7 @@ def test_an_output_over_what_the_recipe_reads_is_refused(command, words, option,
         f"fix: give {option} a file of its own, not {target}",
         f"fix: give {option} a path outside {folder}",
     )
-    assert str(ROOT) not in run.stderr, run.stderr
+    assert str(ROOT) not in stderr, stderr
 
 
 # Sweep 4 rows 4 and 14: the clone's own files beyond what the recipe reads (image/slime_image/clone_files.py): a
@@ -156,22 +181,10 @@ CLONE_CASES = [(c, w, o, t) for (c, w), options in OUTPUTS.items() for o in opti
 
 
 @pytest.mark.parametrize("command, words, option, target", CLONE_CASES)
-def test_an_output_over_the_clone_s_own_files_is_refused(command, words, option, target):
-    path = ROOT / target
-    before, mode = path.read_bytes(), path.stat().st_mode
-    try:
-        run = subprocess.run(
-            [sys.executable, "-m", command, *words, option, target],
-            cwd=ROOT, capture_output=True, text=True, timeout=120,
-        )  # fmt: skip
-        after = path.read_bytes()
-    finally:
-        if path.read_bytes() != before or path.stat().st_mode != mode:
-            path.write_bytes(before)
-            path.chmod(mode)
-    assert after == before, f"{command} {option} wrote {target}"
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode != 0 and len(lines) == 2 and "Traceback" not in run.stderr, run.stderr
+def test_an_output_over_the_clone_s_own_files_is_refused(capsys, command, words, option, target):
+    code, stderr = refusal(capsys, command, [*words, option, target], ROOT / target)
+    lines = stderr.strip().splitlines()
+    assert code != 0 and len(lines) == 2, stderr
     assert lines[0].split(": ", 1)[1].startswith(f"{option} {target} is "), lines
     assert "the clone" in lines[0] or "which the command reads" in lines[0], lines  # the Dockerfile is an input too
     assert lines[1] == f"fix: give {option} a file of its own, not {target}", lines
@@ -183,8 +196,8 @@ CLONE_FOLDERS = (".git", ".venv", ".git/objects", "docs/build/v0.3.0", "docs")
 
 @pytest.mark.parametrize("target", CLONE_FOLDERS)
 @pytest.mark.parametrize("command, option", [(c, o) for c, options in FOLDERS.items() for o in options])
-def test_a_folder_over_the_clone_s_own_files_is_refused(engineless, command, option, target):
-    lines = refused_folder(engineless, command, option, target)
+def test_a_folder_over_the_clone_s_own_files_is_refused(capsys, command, option, target):
+    lines = refused_folder(capsys, command, option, target)
     assert "the clone" in lines[0], lines
 
 
@@ -202,3 +215,19 @@ def test_a_draft_may_add_a_pairing_and_a_base_manifest_may_remake_its_own(tmp_pa
     recipe.check_outputs({"--out": ROOT / "pairings" / "v9.9.9.toml"}, fills=ROOT / "pairings")
     manifest = next((ROOT / "base-manifests").glob("*.json"))
     recipe.check_outputs({"--out": manifest}, fills=ROOT / "base-manifests", replaces=True)
+
+
+# One refusal of each command, by a file option and by a folder option, across the process boundary.
+AS_PROCESS = [(c, [*w, o, "locks/v0.3.1.lock"]) for (c, w), options in OUTPUTS.items() for o in options[:1]] + [
+    (c, [f"{options[0]}=locks"]) for c, options in FOLDERS.items()
+]
+
+
+@pytest.mark.parametrize("command, argv", AS_PROCESS)
+def test_each_command_refuses_so_as_a_process(capsys, command, argv):
+    """`python -m command` exits with main's code and says main's two lines, nothing more: no traceback, nothing its
+    start or its exit adds (tools/__init__.py's hooks, run_command's), and the file is left as it was."""
+    path = ROOT / "locks" / "v0.3.1.lock" if "locks/v0.3.1.lock" in argv else None
+    code, stderr = refusal(capsys, command, argv, path)
+    assert code != 0 and len(stderr.splitlines()) == 2, stderr
+    assert refusal(capsys, command, argv, path, process=True) == (code, stderr)

@@ -16,6 +16,7 @@ variables a step runs with are read through the same table (environment_words).
 from __future__ import annotations
 
 import optparse
+import threading
 from dataclasses import dataclass, field
 
 READ, RESOLVE, INERT, NOTHING, UNSUPPORTED = "read", "resolve", "inert", "nothing", "unsupported"
@@ -177,7 +178,20 @@ class _Parser(optparse.OptionParser):
         raise PipUsageError(msg)
 
 
+# The parsers made, by thread: adding pip's options one by one was most of the time a recipe takes to read (two
+# parsers a pip command, 0.1 s in all for slime.Dockerfile); optparse keeps the words it is parsing on the parser, so
+# a thread never shares one.
+_made = threading.local()
+
+
 def _parser(action: str, more: tuple = ()) -> _Parser:
+    made = _made.__dict__.setdefault("parsers", {})
+    if (action, more) not in made:
+        made[action, more] = _new_parser(action, more)
+    return made[action, more]
+
+
+def _new_parser(action: str, more: tuple) -> _Parser:
     parser = _Parser(add_help_option=False, usage=optparse.SUPPRESS_USAGE)
 
     def record(option, _opt_str, value, parser, use):

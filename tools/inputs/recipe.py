@@ -98,12 +98,21 @@ def requirement_lines(path: Path) -> list[Requirement | str]:
     return found
 
 
+# The instructions of each Dockerfile text parsed in this process, by its bytes: a command reads the recipe once for
+# itself and once for each pairing (pairings.every, the rules' pairing-locks-current: 14 loads of slime.Dockerfile in
+# rules.violations, a third of its time); a text parsed before was parsed clean, and parses the same again.
+_PARSED: dict[bytes, tuple[Instruction, ...]] = {}
+
+
 def _parse(path: Path) -> tuple[Instruction, ...]:
     shown = as_typed(path)  # as its user typed it, as every message names the Dockerfile (Recipe.shown)
     if not path.is_file():
         raise UserError(f"no Dockerfile at {shown}", "pass the path of an existing Dockerfile")
+    text = path.read_bytes()
+    if text in _PARSED:
+        return _PARSED[text]
     try:
-        path.read_bytes().decode()
+        text.decode()
     except UnicodeDecodeError as exc:
         raise UserError(f"{shown} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
     try:
@@ -131,6 +140,9 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
             )
         if ins.cmd == "FROM" and not ins.value:
             raise UserError(f"{shown}:{ins.line}: FROM names no image", "write FROM <image> [AS <name>]")
+    if len(_PARSED) >= 64:  # a test process reads hundreds of edited copies: the oldest go
+        del _PARSED[next(iter(_PARSED))]
+    _PARSED[text] = instructions
     return instructions
 
 
