@@ -8,13 +8,14 @@ index's own, where a command has read the index's pages."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from slime_image.errors import UserError
 from slime_image.lock_file import (
     CUTOFF_LINE,
+    PINS_FORM,
+    PINS_LINE,
     STACK_FORM,
     STACK_LINE,
     Lock,
@@ -24,6 +25,8 @@ from slime_image.lock_file import (
     canonical,
     committed,
     pin_text,
+    pins_digest,
+    pins_line,
     read_lock,
 )
 
@@ -45,6 +48,7 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
     if locks:
         whole = locks[recipe.constraint_file()]
         held_cutoff(whole)
+        held_pins(whole)
         own_stack_locks(whole, [locks[path] for _, path in recipe.constraint_files[:-1]])
     return locks
 
@@ -150,10 +154,9 @@ def held_cutoff(lock: Lock) -> str:
 
 
 def stack_digest(stack: Lock) -> str:
-    """The sha256 of a stack lock's pins as the reader reads them (each name, version and hash, in name order): what
-    its lock records of it, so that a pin deleted, added or changed in it shows, and nothing else of its text counts."""
-    pins = "".join(pin_text(stack.pins[name]) + "\n" for name in sorted(stack.pins))
-    return hashlib.sha256(pins.encode()).hexdigest()
+    """What its lock records of a stack lock's pins (lock_file.pins_digest), so that a pin deleted, added or changed in
+    it shows."""
+    return pins_digest(stack.pins)
 
 
 def stack_line(stack: Lock) -> str:
@@ -161,15 +164,33 @@ def stack_line(stack: Lock) -> str:
     return f"{STACK_LINE}{stack.path.name} pins = sha256:{stack_digest(stack)}"
 
 
+def held_pins(lock: Lock) -> None:
+    """Refuse a lock (not a stack lock: its lock records its pins) without the record of its own pins, for every
+    command that takes a lock as the build's (recipe_locks, make lint): the reader checks the record where there is
+    one, and without it a pin deleted from the lock would go unseen (sweep 4 row 7)."""
+    if not any(PINS_FORM.fullmatch(line) for line in lock.comments):
+        name = lock.path.name.removesuffix(".lock")
+        raise LockError(
+            lock.path,
+            None,
+            f"has no '{PINS_LINE}...' line: the record of its own pins, without which a pin deleted from it or "
+            "edited goes unseen",
+            f"write the line with lock_hashes (python -m tools.planner.lock_hashes {as_typed(lock.path)}), which "
+            f"checks each pin against the index, or write the lock again: make lock PAIRING={name}",
+        )
+
+
 def recorded_stacks(lock: Lock) -> dict[str, str]:
     """Stack lock's file name -> the digest `lock` records of its pins (the reader has held each line to its form)."""
     return {found[1]: found[2] for line in lock.comments if (found := STACK_FORM.fullmatch(line))}
 
 
-def stacks_recorded_anew(lock: Lock, stacks: list[Lock]) -> tuple[str, ...]:
-    """`lock`'s comment lines, each record of one of `stacks` made of it as it is now (lock_hashes: new hashes)."""
+def records_anew(lock: Lock, stacks: list[Lock], pins: dict[str, Pin]) -> tuple[str, ...]:
+    """`lock`'s comment lines with each record made anew (lock_hashes: new hashes): of each of `stacks` as it is now,
+    and of its own `pins` (the last header line, added where an older lock lacks it)."""
     lines = {stack.path.name: stack_line(stack) for stack in stacks}
-    return tuple(lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments)
+    kept = [lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments]
+    return (*(line for line in kept if not PINS_FORM.fullmatch(line)), pins_line(pins))
 
 
 def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
@@ -298,7 +319,10 @@ def lock_text(
         *[stack_line(stack) for stack in stacks],
     ]
     hashes = hashes or {}
-    return "\n".join(header + [pin_text(Pin(n, v, hashes.get(canonical(n), ()))) for n, v in pins.items()]) + "\n"
+    held = {canonical(n): Pin(n, v, hashes.get(canonical(n), ())) for n, v in pins.items()}
+    # Its record of its own pins only with their hashes: a proposal's pins are no lock's yet.
+    header += [pins_line(held)] if hashes else []
+    return "\n".join(header + [pin_text(pin) for pin in held.values()]) + "\n"
 
 
 def layer_lock_text(whole: str, pins: dict[str, str], hashes: dict[str, tuple[str, ...]]) -> str:
