@@ -131,6 +131,15 @@ def lock_inputs(lock: Lock) -> dict[str, str]:
     return found
 
 
+def lock_sources(lock: Lock) -> dict[str, str]:
+    """Distribution -> the tree and checkout its `# built from source` line names."""
+    return dict(
+        line[len(SOURCE_LINE) :].split(" = ", 1)
+        for line in lock.comments
+        if line.startswith(SOURCE_LINE) and " = " in line
+    )
+
+
 def lock_cutoff(lock: Lock) -> str:
     for line in lock.comments:
         if line.startswith(CUTOFF_LINE):
