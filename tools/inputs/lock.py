@@ -71,6 +71,7 @@ def stack_locks(lock: Path, recipe: Recipe) -> list[Path]:
     own = recipe.constraint_file()
     if own is None:
         return []
+    _no_stack_lock(lock, own, [stack for _, stack in recipe.constraint_files[:-1]])
     if lock.name != own.name:
         raise UserError(
             f"{as_typed(lock)} is not the lock {recipe.path.name} is planned with here ({own.name}): its pins, and "
@@ -80,6 +81,23 @@ def stack_locks(lock: Path, recipe: Recipe) -> list[Path]:
             code=2,
         )
     return [lock.parent / stack.name for _, stack in recipe.constraint_files[:-1]]
+
+
+def _no_stack_lock(lock: Path, own: Path, stacks: list[Path]) -> None:
+    """Refuse a stack lock named where its lock is meant (the recipe names its stack locks as its lock's name and a
+    suffix, .stack): it has no cutoff and records nothing of its own, and the pairing its name would give is none."""
+    base = own.name.removesuffix(".lock")
+    for stack in stacks:
+        suffix = stack.name.removeprefix(base).removesuffix(".lock")
+        named = lock.name.removesuffix(".lock")
+        if stack.name.startswith(base) and suffix and named.endswith(suffix) and named != suffix:
+            whole = lock.with_name(named.removesuffix(suffix) + ".lock")
+            raise UserError(
+                f"{as_typed(lock)} is a stack lock, part of {as_typed(whole)}: it is re-hashed and written with its "
+                "lock, never alone",
+                f"name its lock: {as_typed(whole)}",
+                code=2,
+            )
 
 
 def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:

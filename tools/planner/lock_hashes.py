@@ -25,7 +25,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
+from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
@@ -174,12 +174,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.lock = Path(args.lock)
         regular_files([args.lock])
-        if not args.lock.is_file() or args.lock.suffix != ".lock":
-            raise UserError(f"{args.lock} is no lock file", "name one of locks/*.lock (make pairings lists them)")
+        name = args.lock.name.removesuffix(".lock")
+        # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after (a stack lock
+        # named here is refused, naming its lock).
+        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: name}))
+        if not args.lock.exists():
+            raise UserError(
+                f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
+                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: make lock "
+                f"PAIRING={name}",
+            )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)
-        # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after.
-        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: args.lock.name.removesuffix(".lock")}))
         regular_files(stacks)
         missing = [str(path) for path in stacks if not path.is_file()]
         if missing:
