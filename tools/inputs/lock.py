@@ -246,9 +246,15 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
         if named is None:
             said = f"its first line is not '{start}locks/{lock.path.name}{end}', the lock it belongs to"
             raise LockError(stack.path, 1, said, fix)
-        # make lock names the lock by the path it wrote it at, which may be outside locks/: its name is what counts.
         if Path(named).name != lock.path.name:
             said = f"names {named} as its lock, not locks/{lock.path.name}: it is another lock's stack lock"
+            raise LockError(stack.path, 1, said, fix)
+        if not _names_lock(named, lock.path):
+            said = (
+                f"names {named} as its lock, where make lock names locks/{lock.path.name} (a lock of the "
+                f"repository, wherever copied) or the path it wrote the lock at ({lock.path.resolve()}): it was "
+                "written with a lock elsewhere"
+            )
             raise LockError(stack.path, 1, said, fix)
         if stack.path.name not in recorded:
             raise LockError(
@@ -277,6 +283,16 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
                     f"pins {whole.name}=={whole.version} with {len(whole.hashes)}: a stack lock holds its lock's pins",
                     fix,
                 )
+
+
+def _names_lock(named: str, lock: Path) -> bool:
+    """Whether a stack lock's first line names `lock` as make lock writes it: by its path in the repository
+    (locks/NAME.lock, which a copy of the pair keeps), or by the whole path a lock outside the repository was written
+    at. A path in another folder of the same name (sweep 4 row 16) is not its lock: only the base name was compared."""
+    given = Path(named)
+    if given.is_absolute():
+        return given.resolve() == lock.resolve()
+    return given == Path("locks", lock.name)
 
 
 def lock_gaps(final: dict[str, str], excluded: set[str], pins: dict[str, str]) -> list[str]:
