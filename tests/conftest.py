@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
+from slime_image.lock_file import PINS_FORM, parse_lock, pins_line
 from system_temp import pytest_configure, pytest_unconfigure  # noqa: F401 (hooks: the session's own temp folder)
 from xdist.scheduler import LoadScopeScheduling
 
@@ -22,6 +23,15 @@ IMAGE_BIN = ROOT / "image" / "bin"
 LOCKS = sorted((ROOT / "locks").glob("*.lock"))
 # The fix a tool gives for an unknown pairing: every pairing there is, so adding one changes no test.
 UNKNOWN_PAIRING_FIX = "use one of: " + ", ".join(pairings.names())
+
+
+def recorded(text: str) -> str:
+    """A lock's text with the record of its own pins made anew from its pins, as make lock writes it (the last line
+    before the pins): for a fixture's lock, or one a test edits as make lock would."""
+    lines = [line for line in text.splitlines(keepends=True) if not PINS_FORM.fullmatch(line.rstrip("\n"))]
+    first = next(i for i, line in enumerate(lines) if line.strip() and not line.startswith("#"))
+    own = pins_line(parse_lock("".join(lines), "fixture.lock").pins)
+    return "".join([*lines[:first], own + "\n", *lines[first:]])
 
 
 @pytest.fixture

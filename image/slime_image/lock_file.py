@@ -19,6 +19,7 @@ lock through this module.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +82,13 @@ STACK_LINE = "# stack lock "
 STACK_FORM = re.compile(r"# stack lock ([A-Za-z0-9][A-Za-z0-9._+-]*\.lock) pins = sha256:([0-9a-f]{64})")
 
 
+# A lock's record of its own pins as make lock or lock_hashes wrote them (the sha256 of its pins, pins_digest): a pin
+# deleted from the lock, or its version or a hash edited, leaves a lock in the one form that only this record tells
+# from the one written (sweep 4 row 7). The reader checks it wherever it is; the commands that take a lock as the
+# build's (tools/inputs/lock.py's held_pins) require it.
+PINS_LINE = "# own pins = sha256:"
+PINS_FORM = re.compile(r"# own pins = sha256:([0-9a-f]{64})")
+
 # make lock's records of what the lock was planned from: each input's digest (its staleness), each distribution built
 # from source rather than pinned.
 INPUT_LINE = "# input "
@@ -94,6 +102,7 @@ ONCE = {
     STACK_LINE: lambda rest: rest.split(" pins = ")[0],
     INPUT_LINE: lambda rest: rest.rpartition(" = ")[0],
     SOURCE_LINE: lambda rest: rest.partition(" = ")[0],
+    PINS_LINE: None,
 }
 
 
@@ -156,6 +165,18 @@ def pin_text(pin: Pin) -> str:
     return CONTINUED.join([f"{pin.name}=={pin.version}", *(f"\n    {HASH_OPTION}{h}" for h in pin.hashes)])
 
 
+def pins_digest(pins: dict[str, Pin]) -> str:
+    """The sha256 of `pins` (canonical name -> pin) as the reader reads them, each pin's text in name order: what a
+    lock records of its own pins and of each stack lock's, so that a pin deleted, added or changed shows, and nothing
+    else of the text counts (its comments, its order, its line numbers)."""
+    return hashlib.sha256("".join(pin_text(pins[name]) + "\n" for name in sorted(pins)).encode()).hexdigest()
+
+
+def pins_line(pins: dict[str, Pin]) -> str:
+    """A lock's record of its own `pins`, as its writers (make lock, lock_hashes) write it."""
+    return f"{PINS_LINE}{pins_digest(pins)}"
+
+
 def read_lock(path: Path | str) -> Lock:
     """The lock at `path`, or a LockError naming its first line that is not in the one form."""
     path = Path(path)
@@ -207,6 +228,8 @@ def parse_lock(text: str, path: Path | str) -> Lock:
                 _check_cutoff_line(path, number, raw)
             if raw.startswith(STACK_LINE.rstrip()):
                 _check_stack_line(path, number, raw)
+            if raw.startswith(PINS_LINE.partition(" =")[0]):
+                _check_pins_line(path, number, raw)
             _check_once(path, number, raw, once)
             comments.append(raw)
             continue
@@ -231,7 +254,36 @@ def parse_lock(text: str, path: Path | str) -> Lock:
         raise LockError(
             path, None, "pins nothing: no line `name==version` with its hashes", "make lock writes the pins"
         )
+    _check_own_pins(path, lines, pins)
     return Lock(path, pins, tuple(comments), text)
+
+
+def _check_pins_line(path: Path, number: int, line: str) -> None:
+    """The record of the lock's own pins in its one form (once: ONCE)."""
+    if PINS_FORM.fullmatch(line) is None:
+        raise LockError(
+            path,
+            number,
+            f"{line[:90]!r} is no '{PINS_LINE}<64 lower-case hex>' line",
+            "write the line back as make lock wrote it (lock_hashes writes it anew from the pins)",
+        )
+
+
+def _check_own_pins(path: Path, lines: list[str], pins: dict[str, Pin]) -> None:
+    """A lock whose pins are not the ones its record says (a pin deleted, added, its version or a hash edited, or the
+    record itself edited) is refused: every command reads it here, before it plans, builds or hashes anything."""
+    for number, line in enumerate(lines, 1):
+        found = PINS_FORM.fullmatch(line)
+        if found and found[1] != pins_digest(pins):
+            raise LockError(
+                path,
+                number,
+                f"its pins are not the ones this line records: a pin was deleted, added or changed in "
+                f"{path.name}, or this line was edited, since make lock wrote it; the build would install what "
+                "no plan checked",
+                # make lock reads the lock it replaces through this reader too: the lock must go first.
+                f"remove it and write it again: make lock PAIRING={path.name.removesuffix('.lock')}",
+            )
 
 
 def _check_cutoff_line(path: Path, number: int, line: str) -> None:

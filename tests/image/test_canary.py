@@ -150,7 +150,7 @@ def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
     (mine / "notes.txt").write_text("keep me")
     with pytest.raises(UserError) as refused:
         cli.fresh_work_folder(mine)
-    assert "holds files no canary made" in refused.value.cause and (mine / "notes.txt").is_file()
+    assert "holds files slime-canary did not put there" in refused.value.cause and (mine / "notes.txt").is_file()
     work = tmp_path / "work"
     cli.fresh_work_folder(work)
     (work / "canary.log").write_text("an earlier run")

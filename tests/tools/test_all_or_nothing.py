@@ -17,7 +17,7 @@ import time
 import pytest
 from conftest import ROOT, default_sigint
 from slime_image.errors import UserError
-from slime_image.lock_file import Pin, parse_lock, pin_text, read_lock
+from slime_image.lock_file import PINS_LINE, Pin, parse_lock, pin_text, pins_line, read_lock
 from test_promote import clone, git, promote  # noqa: F401 (clone: the fixture under `repo`)
 
 from tools.inputs import pairings
@@ -180,6 +180,10 @@ def test_re_hashing_a_lock_whose_stack_lock_cannot_be_replaced_changes_neither(t
     lock_copy = paths[pairing.lock]
     record = re.compile(r"^# stack lock .*$", re.MULTILINE)
     lock_copy.write_text(record.sub(stack_line(read_lock(stack_copy)), lock_copy.read_text(), count=1))
+    # and its own pins without that hash too, as make lock would have recorded them
+    own = re.compile(rf"^{re.escape(PINS_LINE)}.*\n", re.MULTILINE)
+    pins = parse_lock(own.sub("", lock_copy.read_text()), lock_copy).pins
+    lock_copy.write_text(own.sub(pins_line(pins) + "\n", lock_copy.read_text()))
     edited = {copy: copy.read_text() for copy in paths.values()}
     command = [sys.executable, "-m", "tools.planner.lock_hashes", str(lock_copy)]
     proc = subprocess.run(read_only(stack_copy, *command), capture_output=True, text=True, cwd=ROOT, timeout=300)

@@ -121,3 +121,32 @@ def test_lock_hashes_names_a_path_that_is_no_lock(given, cause, fix):
     proc = run("tools.planner.lock_hashes", given)
     refused(proc, "lock_hashes", cause, fix)
     assert "git checkout -- /dev" not in proc.stderr
+
+
+# The commands that take a lock by its path (make lock passes plan --lock), as run on one.
+TAKE_A_LOCK = {"lock_hashes": ("tools.planner.lock_hashes",), "plan": ("tools.planner.plan", "--lock")}
+
+
+@pytest.mark.parametrize("prog", sorted(TAKE_A_LOCK))
+def test_a_stack_lock_named_as_a_lock_is_refused_naming_its_lock(prog):
+    """Sweep 4 row 17: lock_hashes blamed an intact stack lock for having no cutoff (fix: restore it), and plan
+    --lock sent its user to make lock PAIRING=v0.3.1.stack, which is refused. Every stack lock of every pairing."""
+    pairing_of = {
+        path: name for name in NAMES for _, path in Recipe.load(build_args={pairings.ARG: name}).constraint_files[:-1]
+    }
+    assert pairing_of
+    before = snapshot(ROOT / "locks")
+    for path, name in pairing_of.items():
+        shown = path.relative_to(ROOT)
+        proc = run(*TAKE_A_LOCK[prog], str(shown))
+        refused(proc, prog, f"{shown} is a stack lock, part of locks/{name}.lock", f"name its lock: locks/{name}.lock")
+    assert snapshot(ROOT / "locks") == before
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if not pairings.load(n).draft])
+def test_lock_hashes_names_a_missing_lock_as_missing(scratch_locks, name):
+    """Sweep 4 row 17: a lock removed was `no lock file`, with a fix to name one."""
+    (scratch_locks / f"{name}.lock").unlink()
+    proc = run("tools.planner.lock_hashes", str(scratch_locks / f"{name}.lock"))
+    refused(proc, "lock_hashes", f"{name}.lock is missing", f"git checkout -- {scratch_locks / name}.lock")
+    assert "make lock PAIRING=" + name in proc.stderr

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, recorded
 from test_plan import CUTOFF
 
 from tools.inputs import recipe_steps, run_shell
@@ -184,7 +184,7 @@ FOLLOWED = [
 
 
 # A lock the recipe sets (ENV PIP_CONSTRAINT) is one: each pin with the sha256 of its files (PyPI's, for six 1.16.0).
-CAP_LOCK = (  # with the cutoff line every lock holds (lock.held_cutoff)
+CAP_LOCK = recorded(  # with the cutoff line and the record of its pins every lock holds (lock.held_cutoff, held_pins)
     "# uploaded-prior-to: 2026-12-01T00:00:00Z\n"
     "six==1.16.0 \\\n    --hash=sha256:1e61c37477a1626458e36f7b1d82aa5c9b094fa4802892072e49de9c60c4c926 \\\n"
     "    --hash=sha256:8abb2f1d86890a2dfb989f9a77cfcfd3e47c2a354b01111771326f8aa26e0254\n"

@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, recorded
 from packaging.specifiers import SpecifierSet
 from silent_servers import mute
 from slime_image.errors import UserError
@@ -309,7 +309,7 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
         fixture = version_listings("slime-fixture", {"1.0"}, "", index + "/")["1.0"].installable
         pins = [LockPin("slime-fixture", "1.0", fixture), LockPin("slime-fixture-dep", "2.0", found[dep_hashed_as])]
         # The cutoff line every lock holds (lock.held_cutoff); the planned cutoff is each call's own.
-        return "# uploaded-prior-to: 2026-12-01T00:00:00Z\n" + "\n".join(map(pin_text, pins)) + "\n"
+        return recorded("# uploaded-prior-to: 2026-12-01T00:00:00Z\n" + "\n".join(map(pin_text, pins)) + "\n")
 
     def planned(cutoff: str):
         recipe = Recipe.load(tmp_path / "Dockerfile")
@@ -319,7 +319,7 @@ def test_a_plan_that_reads_the_index_refuses_a_lock_hash_the_index_lists_for_no_
     (tmp_path / "c.lock").write_text(lock("1.0"))  # the hash of dep 1.0's wheel under the pin of 2.0
     with pytest.raises(UserError) as caught:
         planned("2026-12-01T00:00:01Z")  # a cutoff of its own: no cached resolution, the index is read
-    assert caught.value.cause.startswith(f"{tmp_path / 'c.lock'}:4: slime-fixture-dep==2.0 holds --hash=sha256:")
+    assert caught.value.cause.startswith(f"{tmp_path / 'c.lock'}:5: slime-fixture-dep==2.0 holds --hash=sha256:")
     assert caught.value.cause.endswith(f"which the index {index} lists for no file of that version")
     assert caught.value.code == 2
     (tmp_path / "c.lock").write_text(lock("2.0"))
@@ -360,7 +360,9 @@ def test_a_resolution_is_kept_by_what_pip_reads_not_by_how_the_recipe_names_its_
     pins = [("slime-fixture", "1.0"), ("slime-fixture-dep", "2.0")]
     found = {n: version_listings(n, {v}, "", index + "/")[v].installable for n, v in pins}
     cutoff = "# uploaded-prior-to: 2026-12-01T00:00:00Z\n"  # the line every lock holds (lock.held_cutoff)
-    (recipe / "c.lock").write_text(cutoff + "\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
+    (recipe / "c.lock").write_text(
+        recorded(cutoff + "\n".join(pin_text(LockPin(n, v, found[n])) for n, v in pins) + "\n")
+    )
     shutil.copytree(recipe, tmp_path / "copy")
 
     def notes(dockerfile) -> list[str]:

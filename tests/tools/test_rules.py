@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from conftest import ROOT, recorded
 from slime_image.errors import UserError
 from slime_image.lock_file import pin_text, read_lock
 
@@ -303,7 +303,7 @@ def test_cutile_compilers_a_step_brings_and_keeps_are_named(recipe_copy):
     # What make lock writes when a step brings nvcc 13.2 and keeps it (the planner's replay ends with it installed).
     lock = dockerfile.parent / "locks" / f"{recipe.args['PAIRING']}.lock"
     nvcc = read_lock(lock.with_suffix(".stack.lock")).pins["nvidia-cuda-nvcc"]  # its pin, hashes and all
-    lock.write_text(lock.read_text() + pin_text(nvcc) + "\n")
+    lock.write_text(recorded(lock.read_text() + pin_text(nvcc) + "\n"))
     problems = rules.violations(Recipe.load(dockerfile))["unused-left-out"]
     assert len(problems) == 1 and "pins nvidia-cuda-nvcc==13.2.86" in problems[0], problems
 

@@ -47,6 +47,16 @@ def _first_line_names_another(root, name: str) -> str:
     return first.replace(f"{name}.lock", f"{_other(name)}.lock") + "\n" + rest
 
 
+def _first_line_names_it_elsewhere(folder: str):
+    """Its first line naming a lock of its own name in another folder (sweep 4 row 16: the base name alone was
+    compared)."""
+
+    def edit(root, name: str) -> str:
+        return _stack(root, name).replace(f"with locks/{name}.lock", f"with {folder}/{name}.lock", 1)
+
+    return edit
+
+
 def _block_deleted(root, name: str) -> str:
     text = _stack(root, name)
     block = PIN_BLOCK.search(text)
@@ -98,6 +108,7 @@ def _another_s_record_added(root, name: str) -> str:
 
 NOT_ITS_OWN = ".stack.lock:1: names ", "it is another lock's stack lock"
 NO_HEADER = ".stack.lock:1: its first line is not ", "the lock it belongs to"
+ELSEWHERE = ".stack.lock:1: names ", "written with a lock elsewhere"
 EDITED = ".stack.lock: its pins are not the ones ", "'# stack lock ", "or that line was edited"
 FOREIGN = ".lock: records the pins of ", "another pairing's stack lock"
 # Each edit of every pairing's stack lock (or of its lock: "lock"), and what the first line of its refusal must hold.
@@ -105,6 +116,17 @@ EDITS = {
     "another pairing's stack lock": (_foreign, NOT_ITS_OWN, "stack"),
     "first line naming another lock": (_first_line_names_another, NOT_ITS_OWN, "stack"),
     "first line deleted": (_first_line_deleted, NO_HEADER, "stack"),
+    "first line naming a lock of its name in /tmp": (
+        _first_line_names_it_elsewhere("/tmp/elsewhere"),
+        ELSEWHERE,
+        "stack",
+    ),
+    "first line naming a lock of its name in another folder": (
+        _first_line_names_it_elsewhere("other"),
+        ELSEWHERE,
+        "stack",
+    ),
+    "first line naming it through ..": (_first_line_names_it_elsewhere("../locks"), ELSEWHERE, "stack"),
     "a pin block deleted": (_block_deleted, EDITED, "stack"),
     "a version changed": (_version_changed, EDITED, "stack"),
     "a hash changed": (_hash_changed, EDITED, "stack"),

@@ -60,9 +60,16 @@ def test_every_input_changed_leaves_the_lock_stale_for_lint_and_build(tree):  # 
                 wrong.append(f"rules, {name}: {linted.stderr[-400:]}")
             built = make(tree, "build", "DRY_RUN=1", "ENGINE=buildah")
             said = [line for line in built.stderr.splitlines() if not line.startswith("make: ")]
-            if built.returncode == 0 or said[-2:-1] != [
-                f"make build: {stale}{name_of(name)} changed since make lock wrote it"
-            ]:
+            # The cause names the lock's line and what the input gives now, not a change of the input alone: the
+            # line itself may be what was edited (sweep 4 row 23: an edited line was blamed on slime.Dockerfile).
+            line = f"make build: {stale}its line '# input {name_of(name)} = "
+            if built.returncode == 0 or not (
+                said[-2].startswith(line)
+                and f" is not what {name_of(name)} gives now (" in said[-2]
+                and said[-2].endswith(
+                    f": {name_of(name)} changed since make lock wrote it, or the lock's line was edited"
+                )
+            ):
                 wrong.append(f"make build, {name}: {built.stderr[-400:]}")
             for path, data in saved.items():
                 (tree / path).write_bytes(data)

@@ -8,7 +8,6 @@ index's own, where a command has read the index's pages."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -16,6 +15,8 @@ from slime_image.errors import UserError
 from slime_image.lock_file import (
     CUTOFF_LINE,
     INPUT_LINE,
+    PINS_FORM,
+    PINS_LINE,
     SOURCE_LINE,
     STACK_FORM,
     STACK_LINE,
@@ -26,6 +27,8 @@ from slime_image.lock_file import (
     canonical,
     committed,
     pin_text,
+    pins_digest,
+    pins_line,
     read_lock,
 )
 
@@ -45,6 +48,7 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
     if locks:
         whole = locks[recipe.constraint_file()]
         held_cutoff(whole)
+        held_pins(whole)
         own_stack_locks(whole, [locks[path] for _, path in recipe.constraint_files[:-1]])
     return locks
 
@@ -67,6 +71,7 @@ def stack_locks(lock: Path, recipe: Recipe) -> list[Path]:
     own = recipe.constraint_file()
     if own is None:
         return []
+    _no_stack_lock(lock, own, [stack for _, stack in recipe.constraint_files[:-1]])
     if lock.name != own.name:
         raise UserError(
             f"{as_typed(lock)} is not the lock {recipe.path.name} is planned with here ({own.name}): its pins, and "
@@ -76,6 +81,23 @@ def stack_locks(lock: Path, recipe: Recipe) -> list[Path]:
             code=2,
         )
     return [lock.parent / stack.name for _, stack in recipe.constraint_files[:-1]]
+
+
+def _no_stack_lock(lock: Path, own: Path, stacks: list[Path]) -> None:
+    """Refuse a stack lock named where its lock is meant (the recipe names its stack locks as its lock's name and a
+    suffix, .stack): it has no cutoff and records nothing of its own, and the pairing its name would give is none."""
+    base = own.name.removesuffix(".lock")
+    for stack in stacks:
+        suffix = stack.name.removeprefix(base).removesuffix(".lock")
+        named = lock.name.removesuffix(".lock")
+        if stack.name.startswith(base) and suffix and named.endswith(suffix) and named != suffix:
+            whole = lock.with_name(named.removesuffix(suffix) + ".lock")
+            raise UserError(
+                f"{as_typed(lock)} is a stack lock, part of {as_typed(whole)}: it is re-hashed and written with its "
+                "lock, never alone",
+                f"name its lock: {as_typed(whole)}",
+                code=2,
+            )
 
 
 def locked(pairing, dockerfile: Path = DOCKERFILE) -> dict[Path, Lock]:
@@ -127,6 +149,15 @@ def lock_inputs(lock: Lock) -> dict[str, str]:
     return found
 
 
+def lock_sources(lock: Lock) -> dict[str, str]:
+    """Distribution -> the tree and checkout its `# built from source` line names."""
+    return dict(
+        line[len(SOURCE_LINE) :].split(" = ", 1)
+        for line in lock.comments
+        if line.startswith(SOURCE_LINE) and " = " in line
+    )
+
+
 def lock_cutoff(lock: Lock) -> str:
     for line in lock.comments:
         if line.startswith(CUTOFF_LINE):
@@ -150,10 +181,9 @@ def held_cutoff(lock: Lock) -> str:
 
 
 def stack_digest(stack: Lock) -> str:
-    """The sha256 of a stack lock's pins as the reader reads them (each name, version and hash, in name order): what
-    its lock records of it, so that a pin deleted, added or changed in it shows, and nothing else of its text counts."""
-    pins = "".join(pin_text(stack.pins[name]) + "\n" for name in sorted(stack.pins))
-    return hashlib.sha256(pins.encode()).hexdigest()
+    """What its lock records of a stack lock's pins (lock_file.pins_digest), so that a pin deleted, added or changed in
+    it shows."""
+    return pins_digest(stack.pins)
 
 
 def stack_line(stack: Lock) -> str:
@@ -161,15 +191,33 @@ def stack_line(stack: Lock) -> str:
     return f"{STACK_LINE}{stack.path.name} pins = sha256:{stack_digest(stack)}"
 
 
+def held_pins(lock: Lock) -> None:
+    """Refuse a lock (not a stack lock: its lock records its pins) without the record of its own pins, for every
+    command that takes a lock as the build's (recipe_locks, make lint): the reader checks the record where there is
+    one, and without it a pin deleted from the lock would go unseen (sweep 4 row 7)."""
+    if not any(PINS_FORM.fullmatch(line) for line in lock.comments):
+        name = lock.path.name.removesuffix(".lock")
+        raise LockError(
+            lock.path,
+            None,
+            f"has no '{PINS_LINE}...' line: the record of its own pins, without which a pin deleted from it or "
+            "edited goes unseen",
+            f"write the line with lock_hashes (python -m tools.planner.lock_hashes {as_typed(lock.path)}), which "
+            f"checks each pin against the index, or write the lock again: make lock PAIRING={name}",
+        )
+
+
 def recorded_stacks(lock: Lock) -> dict[str, str]:
     """Stack lock's file name -> the digest `lock` records of its pins (the reader has held each line to its form)."""
     return {found[1]: found[2] for line in lock.comments if (found := STACK_FORM.fullmatch(line))}
 
 
-def stacks_recorded_anew(lock: Lock, stacks: list[Lock]) -> tuple[str, ...]:
-    """`lock`'s comment lines, each record of one of `stacks` made of it as it is now (lock_hashes: new hashes)."""
+def records_anew(lock: Lock, stacks: list[Lock], pins: dict[str, Pin]) -> tuple[str, ...]:
+    """`lock`'s comment lines with each record made anew (lock_hashes: new hashes): of each of `stacks` as it is now,
+    and of its own `pins` (the last header line, added where an older lock lacks it)."""
     lines = {stack.path.name: stack_line(stack) for stack in stacks}
-    return tuple(lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments)
+    kept = [lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments]
+    return (*(line for line in kept if not PINS_FORM.fullmatch(line)), pins_line(pins))
 
 
 def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
@@ -198,9 +246,15 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
         if named is None:
             said = f"its first line is not '{start}locks/{lock.path.name}{end}', the lock it belongs to"
             raise LockError(stack.path, 1, said, fix)
-        # make lock names the lock by the path it wrote it at, which may be outside locks/: its name is what counts.
         if Path(named).name != lock.path.name:
             said = f"names {named} as its lock, not locks/{lock.path.name}: it is another lock's stack lock"
+            raise LockError(stack.path, 1, said, fix)
+        if not _names_lock(named, lock.path):
+            said = (
+                f"names {named} as its lock, where make lock names locks/{lock.path.name} (a lock of the "
+                f"repository, wherever copied) or the path it wrote the lock at ({lock.path.resolve()}): it was "
+                "written with a lock elsewhere"
+            )
             raise LockError(stack.path, 1, said, fix)
         if stack.path.name not in recorded:
             raise LockError(
@@ -229,6 +283,16 @@ def own_stack_locks(lock: Lock, stacks: list[Lock]) -> None:
                     f"pins {whole.name}=={whole.version} with {len(whole.hashes)}: a stack lock holds its lock's pins",
                     fix,
                 )
+
+
+def _names_lock(named: str, lock: Path) -> bool:
+    """Whether a stack lock's first line names `lock` as make lock writes it: by its path in the repository
+    (locks/NAME.lock, which a copy of the pair keeps), or by the whole path a lock outside the repository was written
+    at. A path in another folder of the same name (sweep 4 row 16) is not its lock: only the base name was compared."""
+    given = Path(named)
+    if given.is_absolute():
+        return given.resolve() == lock.resolve()
+    return given == Path("locks", lock.name)
 
 
 def lock_gaps(final: dict[str, str], excluded: set[str], pins: dict[str, str]) -> list[str]:
@@ -298,7 +362,10 @@ def lock_text(
         *[stack_line(stack) for stack in stacks],
     ]
     hashes = hashes or {}
-    return "\n".join(header + [pin_text(Pin(n, v, hashes.get(canonical(n), ()))) for n, v in pins.items()]) + "\n"
+    held = {canonical(n): Pin(n, v, hashes.get(canonical(n), ())) for n, v in pins.items()}
+    # Its record of its own pins only with their hashes: a proposal's pins are no lock's yet.
+    header += [pins_line(held)] if hashes else []
+    return "\n".join(header + [pin_text(pin) for pin in held.values()]) + "\n"
 
 
 def layer_lock_text(whole: str, pins: dict[str, str], hashes: dict[str, tuple[str, ...]]) -> str:

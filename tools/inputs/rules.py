@@ -23,7 +23,7 @@ from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell, url_form
-from tools.inputs.lock import existing_locks, held_cutoff, own_stack_locks
+from tools.inputs.lock import existing_locks, held_cutoff, held_pins, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
 
@@ -153,6 +153,7 @@ def check_locks(recipe: Recipe) -> None:
         if build.constraint_file() in locks:
             whole = locks[build.constraint_file()]
             held_cutoff(whole)
+            held_pins(whole)
             own_stack_locks(whole, [locks[path] for _, path in build.constraint_files[:-1] if path in locks])
 
 

@@ -25,16 +25,16 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.lock_file import Lock, parse_lock, pin_text, read_lock
+from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
 from tools.inputs.lock import (
     held_cutoff,
     own_stack_locks,
+    records_anew,
     regular_files,
     stack_locks,
-    stacks_recorded_anew,
     unlisted,
 )
 from tools.inputs.pairings import ARG
@@ -142,20 +142,28 @@ def kept_hashes(
 
 def rehash(locks: list[Lock]) -> dict[Path, str]:
     """Each of `locks` (a lock, then its stack locks) with every pin hashed as of the first's cutoff: the versions, the
-    comments and every hash they held as they are, but the lock's record of each stack lock's pins, which follows
-    the stack lock's new hashes."""
+    comments and every hash they held as they are, but the lock's records of each stack lock's pins and of its own,
+    which follow the new hashes."""
     listings = collect({(n, pin.version) for lock in locks for n, pin in lock.pins.items()}, held_cutoff(locks[0]))
     texts = {lock.path: _with_hashes(lock, kept_hashes(lock.versions(), listings, locks)) for lock in locks[1:]}
     stacks = [parse_lock(texts[stack.path], stack.path) for stack in locks[1:]]
     first = locks[0]
     kept = kept_hashes(first.versions(), listings, locks)
-    return {first.path: _with_hashes(first, kept, stacks_recorded_anew(first, stacks)), **texts}
+    pins = _hashed(first, kept)
+    return {first.path: _text(records_anew(first, stacks, pins), pins), **texts}
 
 
-def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]], comments: tuple[str, ...] | None = None) -> str:
-    """A lock's text with its comment lines kept (or `comments` instead) and every pin rewritten with `hashes`."""
-    pins = [pin_text(LockPin(p.name, p.version, hashes[name])) for name, p in lock.pins.items()]
-    return "\n".join([*(lock.comments if comments is None else comments), *pins]) + "\n"
+def _hashed(lock: Lock, hashes: dict[str, tuple[str, ...]]) -> dict[str, LockPin]:
+    return {name: LockPin(p.name, p.version, hashes[name]) for name, p in lock.pins.items()}
+
+
+def _with_hashes(lock: Lock, hashes: dict[str, tuple[str, ...]]) -> str:
+    """A stack lock's text with its comment lines kept and every pin rewritten with `hashes`."""
+    return _text(lock.comments, _hashed(lock, hashes))
+
+
+def _text(comments: tuple[str, ...], pins: dict[str, LockPin]) -> str:
+    return "\n".join([*comments, *(pin_text(pin) for pin in pins.values())]) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,12 +174,18 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         args.lock = Path(args.lock)
         regular_files([args.lock])
-        if not args.lock.is_file() or args.lock.suffix != ".lock":
-            raise UserError(f"{args.lock} is no lock file", "name one of locks/*.lock (make pairings lists them)")
+        name = args.lock.name.removesuffix(".lock")
+        # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after (a stack lock
+        # named here is refused, naming its lock).
+        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: name}))
+        if not args.lock.exists():
+            raise UserError(
+                f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
+                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: make lock "
+                f"PAIRING={name}",
+            )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)
-        # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after.
-        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: args.lock.name.removesuffix(".lock")}))
         regular_files(stacks)
         missing = [str(path) for path in stacks if not path.is_file()]
         if missing:

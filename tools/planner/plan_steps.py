@@ -17,7 +17,7 @@ from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import pairings
-from tools.inputs.lock import lock_inputs
+from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
 from tools.planner import base_manifest
@@ -177,9 +177,11 @@ def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
 
 def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     """Why `lock`, the lock of `pairing` built as `recipe`, is stale, or None: an input whose digest now is not the one
-    its `# input` lines recorded when make lock wrote it from the plan. The one comparison every command that takes a
-    lock as current makes (make lint's rules, make build, the tests): it reads files only, no pip, no index. The base
-    manifest is the one the plan starts from (manifest_for), where there is one."""
+    its `# input` lines recorded when make lock wrote it from the plan, or a `# built from source` line that does not
+    name the tree and checkout the build takes. The one comparison every command that takes a lock as current makes
+    (make lint's rules, make build, fingerprint, the tests): it reads files only, no pip, no index. The base manifest
+    is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from here (an
+    input, or the lock's line edited): the cause names the line and what the inputs give now."""
     try:
         manifest = base_manifest.manifest_for(recipe.base_image)
     except UserError:  # a base of no image reference: the rules and the build name it themselves
@@ -187,10 +189,40 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     current = input_digests(recipe, manifest if manifest and manifest.is_file() else None)
     recorded = lock_inputs(lock)
     changed = [name for name in current if recorded.get(name) != current[name]]
-    if not changed:
-        return None
-    changed_now = ", ".join(changed)
-    return f"{as_typed(lock.path)} is stale for pairing {pairing}: {changed_now} changed since make lock wrote it"
+    stale = f"{as_typed(lock.path)} is stale for pairing {pairing}: "
+    if changed:
+        said = "; ".join(
+            f"its line '{INPUT_LINE}{name} = {recorded[name]}' is not what {name} gives now ({current[name]})"
+            if name in recorded
+            else f"it has no '{INPUT_LINE}{name} = ...' line ({name} gives {current[name]} now)"
+            for name in changed
+        )
+        return f"{stale}{said}: {', '.join(changed)} changed since make lock wrote it, or the lock's line was edited"
+    # Each source tree's checkout is a recipe argument, which the pip steps' digest covers: inputs that match and a line
+    # that names another checkout (or none) mean the line itself was edited.
+    built = built_from_source(recipe)
+    written = lock_sources(lock)
+    wrong = [name for name in {**built, **written} if built.get(name) != written.get(name)]
+    if wrong:
+        said = "; ".join(_source_line_wrong(name, written.get(name), built.get(name)) for name in wrong)
+        return f"{stale}{said}: the lock's line was edited since make lock wrote it"
+    return None
+
+
+def _source_line_wrong(name: str, written: str | None, built: str | None) -> str:
+    if written is None:
+        return f"it has no '{SOURCE_LINE}{name} = ...' line, where the build makes {name} from {built}"
+    line = f"its line '{SOURCE_LINE}{name} = {written}'"
+    return (
+        f"{line} is not what the build takes: {name} from {built}" if built else f"{line} names no tree the build takes"
+    )
+
+
+def built_from_source(recipe: Recipe) -> dict[str, str]:
+    """Distribution -> the tree and checkout the image builds it from, as a plan of `recipe` records it (the lock's
+    `# built from source` lines). The architecture only names wheels, never a tree."""
+    found = {dist.name: at for step in recipe.installs for dist, at in asked(recipe, step, "x86_64").named if at}
+    return dict(sorted(found.items()))
 
 
 def _copied_from_elsewhere(recipe: Recipe) -> dict[str, str]:

@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image import gpus, where
+from slime_image import gpus, where, work_folder
 from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output, add_path
@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> int:
         args = parser.parse_args(argv)
+        work_folder.check(args.work.resolve(), MARK, "slime-canary")  # with the arguments, before the GPU is looked for
         base = LEARN if args.learn else CHECK
         mode = Mode(args.iterations or base.iterations, base.prompts, base.samples, base.lr, base.reward)
         if not gpus.devices():
@@ -182,15 +183,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def fresh_work_folder(work: Path) -> None:
     """Empty `work` for a run: a folder a canary made before (its MARK inside), or a new or empty one; never
-    another folder the user named by mistake."""
-    if work.exists() and any(work.iterdir()) and not (work / MARK).is_file():
-        raise UserError(
-            f"--work {work} holds files no canary made: the canary empties its work folder",
-            "pass a new or empty folder (the default is /tmp/slime-canary)",
-        )
+    another folder the user named by mistake (work_folder.check, the rule of every --work)."""
+    work_folder.check(work, MARK, "slime-canary")
     shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    (work / MARK).write_text("made by slime-canary, emptied by its next run\n")
+    work_folder.claim(work, MARK, "slime-canary")
 
 
 def canary(args, mode: Mode, out) -> list[report.Row]:

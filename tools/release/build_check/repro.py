@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slime_image import work_folder
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
@@ -33,7 +34,10 @@ from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
 from tools.release.build_check import image_weight, record, registry
 from tools.release.build_check.run import (
+    COMMANDS,
+    EARLIER,
     UPSTREAM,
+    WORK_MARK,
     add_repo_options,
     base_label,
     build,
@@ -234,10 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         lock.locked(pairing)  # its locks there and in the one form, before any work
         out = record.folder_for(pairing)
         Recipe.load().check_outputs({}, folders={"--work": args.work})
+        work_folder.check(args.work, WORK_MARK, COMMANDS, EARLIER)
         given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
         require_tools()
         if args.against:
             check_against(args.against, pairing)
+        work_folder.claim(args.work, WORK_MARK, COMMANDS)
         epoch = tools_build.EPOCH
         images, seconds = [args.against] if args.against else [], []
         with registry.serving(args.work / "registry") as host:

@@ -27,6 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from slime_image import work_folder
 from slime_image.atomic_write import check_writable, write_atomically
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
@@ -44,6 +45,11 @@ STANDIN_SCRIPT = Path(__file__).with_name("standin_base.sh")
 STORAGE = ("--storage-driver", "overlay")
 STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
 UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL", "apex": "APEX_REPO_URL"}
+# The work folder build-check and repro-check share (slime_image.work_folder): their mark, and the file every folder
+# of theirs from before the mark holds (ensure_base writes it first), which the refusal's fix line names.
+WORK_MARK = ".slime-build-check"
+COMMANDS = "build-check or repro-check"
+EARLIER = "standin-pins.txt"
 
 
 def add_repo_options(parser: Parser) -> None:
@@ -118,7 +124,7 @@ def ensure_base(work: Path, pins: dict[str, str]) -> str:
         return tag
     env = {**os.environ, "STORAGE_DRIVER": STORAGE[1]}
     # The script greps its pins from a list of them, written from the lock the build read, never from the lock itself.
-    listed = work / "standin-pins.txt"
+    listed = work / EARLIER
     write_atomically(listed, "\n".join(cuda_pins(pins)) + "\n")
     if subprocess.run(["bash", str(STANDIN_SCRIPT), tag, str(work), str(listed), label], env=env).returncode:
         raise UserError(
@@ -355,7 +361,7 @@ def verify(
     pins = lock.locked(pairing)[pairing.lock].versions()  # every lock there and in the one form, before any work
     require_tools()
     warn_on_disk()
-    work.mkdir(parents=True, exist_ok=True)
+    work_folder.claim(work, WORK_MARK, COMMANDS)
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     inputs = fingerprint.pairing_inputs(pairing)
     log = work / f"build-{pairing.name}.log"  # one per pairing: two pairings may build at once
@@ -462,6 +468,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or record.folder_for(pairing)
         own = record.folder_for(pairing)  # its record, rewritten; another pairing's is no folder of its own
         Recipe.load().check_outputs({}, fills=own, replaces=True, folders={"--work": args.work, "--out": out})
+        work_folder.check(args.work, WORK_MARK, COMMANDS, EARLIER)
         return verify(pairing, repos, args.work, out, extra, args.registry_port)
 
     return run_command("build-check", run)

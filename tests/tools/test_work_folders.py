@@ -1,0 +1,99 @@
+"""One rule for every --work option (slime_image.work_folder; sweep 4 row 14: `build-check --work $HOME` went on to the
+tools check, and its stand-in base deletes rootfs/ and unpacked/ in its work folder): a new or empty folder, or one the
+same command made (its mark inside), else refused with the arguments, in two lines, the folder as it was. The
+commands are found from their parsers (test_options), not listed by hand. Real processes; no build engine, no
+debootstrap and no GPU here, so a folder let through stops at the next check, which the test tells apart."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT, path_without
+from test_options import ABSENT, command_modules, commands
+
+from tools.release.build_check.run import COMMANDS, EARLIER, WORK_MARK
+
+# Each command with a --work option: the name it reports under, whose folder it takes, its mark, and what a folder
+# let through stops at here.
+RUNS = {
+    "tools.release.build_check.run": ("build-check", COMMANDS, WORK_MARK, "not found"),
+    "tools.release.build_check.repro": ("repro-check", COMMANDS, WORK_MARK, "not found"),
+    "slime_image.canary.cli": ("slime-canary", "slime-canary", ".slime-canary", "no GPU here"),
+}
+
+
+def test_every_command_with_a_work_folder_is_enumerated():
+    found = {
+        module
+        for module in command_modules()
+        for parser, _ in commands(module)
+        if any("--work" in action.option_strings for action in parser._actions)
+    }
+    assert found == set(RUNS)
+
+
+@pytest.fixture(scope="module")
+def engineless(tmp_path_factory) -> str:
+    return path_without(tmp_path_factory.mktemp("bin"), ABSENT)
+
+
+def run(module: str, work, path: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    env |= {"PATH": path, "PYTHONPATH": f"{ROOT}:{ROOT / 'image'}", "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}
+    argv = [sys.executable, "-m", module, "--work", str(work)]
+    return subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def held(folder) -> dict[str, bytes | None]:
+    """Each entry of `folder` -> its bytes (None: a folder)."""
+    return {p.name: None if p.is_dir() else p.read_bytes() for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("module", sorted(RUNS))
+def test_a_work_folder_holding_what_the_command_did_not_put_there_is_refused(module, tmp_path, engineless):
+    prog, whose, _, _ = RUNS[module]
+    home = tmp_path / "home"  # as $HOME: the user's files
+    home.mkdir()
+    (home / "notes.txt").write_text("keep me")
+    (home / "rootfs").mkdir()  # a name the stand-in base removes
+    before = held(home)
+    proc = run(module, home, engineless)
+    said = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert (
+        said[0]
+        == f"{prog}: --work {home} holds files {whose} did not put there: it deletes and writes in its work folder"
+    )
+    assert said[1] == "fix: pass --work a new or empty folder", said
+    assert held(home) == before
+
+
+@pytest.mark.parametrize("module", sorted(RUNS))
+def test_a_new_an_empty_or_the_command_s_own_work_folder_is_taken(module, tmp_path, engineless):
+    _, _, mark, later = RUNS[module]
+    empty, own = tmp_path / "empty", tmp_path / "own"
+    empty.mkdir()
+    own.mkdir()
+    (own / mark).write_text("made by it\n")
+    (own / "build-v0.3.1.log").write_text("an earlier run\n")
+    for work in (tmp_path / "new", empty, own):
+        before = held(work) if work.exists() else None
+        proc = run(module, work, engineless)
+        assert proc.returncode != 0 and later in proc.stderr and "--work" not in proc.stderr, proc.stderr
+        assert (held(work) if work.exists() else None) == before  # refused later: nothing made, marked or emptied
+
+
+@pytest.mark.parametrize("module", [m for m, run in RUNS.items() if run[2] == WORK_MARK])
+def test_a_build_check_folder_from_before_the_mark_is_told_how_to_mark_it(module, tmp_path, engineless):
+    """The verification build's own folder (/var/tmp/slime-build-check) was made before the mark: refused, and told
+    how to mark it, which a folder without the file every such folder holds is never told."""
+    work = tmp_path / "slime-build-check"
+    work.mkdir()
+    (work / EARLIER).write_text("torch==2.9.1\n")
+    proc = run(module, work, engineless)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[1].endswith(f"touch {work / WORK_MARK})")
+    (work / WORK_MARK).write_text("")
+    assert "--work" not in run(module, work, engineless).stderr
