@@ -7,6 +7,8 @@
 #   bash benchmarks/device/start-run.sh cold     the canary first on a fresh machine, and what it wrote
 #   bash benchmarks/device/start-run.sh imports  the engine's imports in a fresh process, slowest first (-X importtime)
 #   bash benchmarks/device/start-run.sh one NAME [OPTIONS]   one canary as it finds the machine, reports named NAME
+#   bash benchmarks/device/start-run.sh timeline   one canary with timeline_hook.py in the staged venv: each process's
+#                                                start and first imports of a few modules, in $OUT/timeline.log
 #   bash benchmarks/device/start-run.sh patch IDS  this checkout's patches IDS (comma-separated) applied to the
 #                                                staged trees, for an image built before them
 # Each run's report (its engine-start row: the steps of engine-up) and log go to $OUT. Record: docs/h200/start/.
@@ -66,9 +68,17 @@ print(f'$module run $run: {time.perf_counter() - t:.1f} s, {len(sys.modules)} mo
   one)
     shift && canary "$@"
     ;;
+  timeline)
+    site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    cp "$(dirname "$0")/timeline_hook.py" "$site/" && echo "import timeline_hook" > "$site/zz-timeline.pth"
+    rm -f /tmp/timeline.log
+    canary timeline
+    rm -f "$site/zz-timeline.pth" "$site/timeline_hook.py"
+    cp /tmp/timeline.log "$OUT/timeline.log"
+    ;;
   patch)
     site=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     slime-patch --slime-root /opt/slime --sglang-root "$site" --only "$2" | tee "$OUT/patch.txt"
     ;;
-  *) echo "usage: $0 learn|canary|cold|imports|one|patch" >&2 && exit 2 ;;
+  *) echo "usage: $0 learn|canary|cold|imports|one|timeline|patch" >&2 && exit 2 ;;
 esac
