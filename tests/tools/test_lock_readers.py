@@ -230,6 +230,20 @@ def cases(root: Path, work: Path) -> tuple[list[dict], list[tuple[str, dict[str,
     return written, expected
 
 
+def refused_to_relock(result: dict, prog: str, words) -> bool:
+    """A run that refused in two lines, its cause naming `words`, its fix make lock, no traceback."""
+    said = result["stderr"].strip().splitlines()
+    return (
+        result["code"] not in (0, 99)
+        and len(said) == 2
+        and said[0].startswith(f"{prog}: ")
+        and all(word in said[0] for word in words)
+        and said[1].startswith("fix: ")
+        and "make lock PAIRING=" in said[1]
+        and "Traceback" not in result["stderr"]
+    )
+
+
 def run_all(root: Path, module: str, argv: list[str], written: list[dict], work: Path) -> list[dict]:
     """The command run once per case by tests/lock_driver.py, in the scratch tree; its stand-in buildah and
     debootstrap fail at once should a build ever get past the lock (none may)."""

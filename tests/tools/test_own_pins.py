@@ -12,7 +12,7 @@ import re
 import pytest
 from bad_locks import HASH, PIN_BLOCK
 from slime_image.lock_file import PINS_FORM, PINS_LINE, LockError, parse_lock, pins_line, read_lock
-from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
+from test_lock_readers import READS, git, refused_to_relock, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
 from test_pairing_files import tree  # noqa: F401
 
 from tools.inputs import pairings
@@ -76,17 +76,7 @@ def test_every_command_refuses_a_lock_whose_pins_are_not_the_ones_it_records(rep
     results = run_all(repo, module, argv, written, tmp_path)
     wrong = []
     for (case, (_, said_in_it)), result in zip(cases.items(), results, strict=True):
-        said = result["stderr"].strip().splitlines()
-        ok = (
-            result["code"] not in (0, 99)
-            and len(said) == 2
-            and said[0].startswith(f"{prog}: ")
-            and all(words in said[0] for words in said_in_it)
-            and said[1].startswith("fix: ")
-            and "make lock PAIRING=" in said[1]
-            and "Traceback" not in result["stderr"]
-        )
-        if not ok:
+        if not refused_to_relock(result, prog, said_in_it):
             wrong.append(f"{case}: exit {result['code']}, {result['stderr'][-600:]!r}")
     assert wrong == []
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from bad_locks import HASH, PIN_BLOCK
 from slime_image.lock_file import canonical, read_lock
-from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
+from test_lock_readers import READS, git, refused_to_relock, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
 from test_pairing_files import tree  # noqa: F401
 
 from tools.inputs import pairings
@@ -146,19 +146,9 @@ def test_every_command_refuses_a_stack_lock_that_is_not_its_lock_s(repo, tmp_pat
     results = run_all(repo, module, argv, written, tmp_path)
     wrong = []
     for (case, (_, said_in_it, _)), result in zip(EDITS.items(), results, strict=True):
-        said = result["stderr"].strip().splitlines()
         if "--lock" in argv and result["code"] not in (0, 99) and "Traceback" not in result["stderr"]:
             continue  # make lock writes the stack lock anew: refused or mended, never taken as it is
-        ok = (
-            result["code"] not in (0, 99)
-            and len(said) == 2
-            and said[0].startswith(f"{prog}: ")
-            and all(words in said[0] for words in said_in_it)
-            and said[1].startswith("fix: ")
-            and "make lock PAIRING=" in said[1]
-            and "Traceback" not in result["stderr"]
-        )
-        if not ok:
+        if not refused_to_relock(result, prog, said_in_it):
             wrong.append(f"{case}: exit {result['code']}, {result['stderr'][-600:]!r}")
     assert wrong == []
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
