@@ -224,6 +224,27 @@ def test_an_index_that_takes_the_connection_and_never_answers_is_named_within_th
             assert ours.errors == [f"{upstream}/simple/six/: no answer in 1 s"]
 
 
+def test_a_cold_plan_names_an_index_that_never_answers_within_the_timeout(tmp_path, monkeypatch, capsys):
+    """Sweep 4 row 21: with no planner cache, make plan first set up its pip, which the host's pip downloaded from the
+    index with its own retries and timeouts: silent for 300 s at a server that never answers. The set-up now asks the
+    index first, waiting index_http.TIMEOUT (fetch.py's figure; lowered here) once, and the plan ends in two lines
+    naming the index."""
+    from tools.planner import plan
+
+    monkeypatch.setattr(index_http, "TIMEOUT", 1.0, raising=False)
+    monkeypatch.setenv("PLAN_CACHE", str(tmp_path / "cold"))
+    with mute() as upstream:
+        monkeypatch.setenv("PIP_INDEX_URL", f"{upstream}/simple")
+        how, code = within(20, lambda: plan.main([]))
+    assert how == "returned" and code == 2, code
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said[-2] == (
+        f"plan: cannot reach the package index {upstream}/simple (setting up the planner: {upstream}/simple/pip/: "
+        "no answer in 1 s)"
+    ), said
+    assert said[-1].startswith("fix: check the network or PIP_INDEX_URL"), said
+
+
 def test_an_html_index_is_handed_to_pip_as_it_is(tmp_path):
     (tmp_path / "simple" / "six").mkdir(parents=True)
     (tmp_path / "simple" / "six" / "index.html").write_text("<html><body></body></html>\n")

@@ -17,11 +17,13 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
+from slime_image import fetch
+
 ATTEMPTS = 3
 REDIRECTS = 5
 # Seconds a request waits on each read of a server that took the connection: one that never answers is named then, not
-# waited on for the plan's life. Tests lower it.
-TIMEOUT = 30.0
+# waited on for the plan's life. fetch.py's, the project's one figure for it; tests lower it here.
+TIMEOUT = fetch.TIMEOUT
 
 
 class Unreachable(OSError):

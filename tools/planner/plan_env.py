@@ -32,6 +32,7 @@ from slime_image.errors import UserError
 from slime_image.options import DAY, Number
 
 from tools.inputs.recipe import ROOT
+from tools.planner import index_http
 
 
 @dataclass
@@ -185,6 +186,20 @@ class PlanChildren(Children):
         return subprocess.CompletedProcess(command, proc.returncode, out, err)
 
 
+def index_url() -> str:
+    """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
+    pip configuration is not read: the image's build does not see it (PASSED)."""
+    return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+
+
+def unreachable(where: str) -> UserError:
+    return UserError(
+        f"cannot reach the package index {index_url()} {where}",
+        "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
+        code=2,
+    )
+
+
 def unpacked_pip(cache: Path, children: PlanChildren | None = None) -> Path:
     """A folder holding the planner's pip, unpacked from its wheel once (a venv made with ensurepip and then upgraded
     took 9.5 s of a cold plan; this takes 1.6 s). The host's own pip downloads it, from the index pip is set up for,
@@ -197,8 +212,16 @@ def unpacked_pip(cache: Path, children: PlanChildren | None = None) -> Path:
         with PlanChildren() as own:
             return unpacked_pip(cache, own)
     wanted = planner_pip()
+    # The first request of a cold plan: an index that never answers is named within index_http.TIMEOUT, where pip's
+    # own retries and timeouts kept a cold `make plan` silent for minutes (sweep 4 row 21). The plan cannot be made
+    # without this index, whichever the host's pip downloads its own from (bounded the same way).
+    try:
+        index_http.get(f"{index_url().rstrip('/')}/pip/")
+    except index_http.Unreachable as exc:
+        raise unreachable(f"(setting up the planner: {exc})") from None
     download = Path(tempfile.mkdtemp(prefix="pip-download-", dir=children.folder))
-    command = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]
+    bounded = ["--timeout", f"{index_http.TIMEOUT:g}", "--retries", "0"]
+    command = [sys.executable, "-m", "pip", "download", "-q", *bounded, "--no-deps", "--only-binary=:all:"]
     proc = children.run([*command, f"pip=={wanted}", "-d", str(download)])
     wheels = list(download.glob("pip-*.whl"))
     if proc.returncode != 0 or not wheels:

@@ -35,8 +35,10 @@ from tools.planner.plan_env import (
     FakeEnv,
     cached_json,
     dist_from_report,
+    index_url,
     load_manifest,
     planner_pip,
+    unreachable,
 )
 from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
 from tools.planner.plan_index import PlanIndex
@@ -121,12 +123,6 @@ def platform_args(arch: str) -> list[str]:
     return args + [a for tag in tags for a in ("--platform", tag)]
 
 
-def index_url() -> str:
-    """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
-    pip configuration is not read: the image's build does not see it (plan_env.PASSED)."""
-    return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
-
-
 def index_settings() -> str:
     """What the plan's resolutions depend on of pip's settings, as one string for cache keys."""
     return json.dumps(sorted(plan_env.pip_settings().items()))
@@ -141,14 +137,6 @@ def index_reachable() -> bool:
         return True  # the server answered
     except (urllib.error.URLError, OSError, ValueError):
         return False
-
-
-def unreachable(where: str) -> UserError:
-    return UserError(
-        f"cannot reach the package index {index_url()} {where}",
-        "check the network or PIP_INDEX_URL: a plan made without the index would be stale",
-        code=2,
-    )
 
 
 class _StepFails(Exception):
