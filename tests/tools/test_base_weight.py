@@ -96,7 +96,8 @@ def test_what_a_node_pulls_adds_the_published_base_to_the_images_own_layers(tmp_
     assert all(row.endswith("| 3.5 GB | 7.75 GB |") for row in docs.pull_table(DOCKERFILE)[2:])
 
 
-@pytest.mark.parametrize("image", ["../../..", "..", "/etc/passwd", "a/../b", "x\0y"])  # '' is empty (test_options)
+# '' is empty and a NUL a control character, both refused by the parser (test_options)
+@pytest.mark.parametrize("image", ["../../..", "..", "/etc/passwd", "a/../b"])
 def test_an_image_that_is_no_reference_is_refused_before_it_names_a_file(tmp_path, monkeypatch, capsys, image):
     """--image without --out writes base-manifests/<image>.json: `../../..` wrote base-manifests/.._.._...json, a hidden
     file of a name no FROM line can have, and a NUL byte ended in a traceback."""
