@@ -29,7 +29,18 @@ WRONG = {
         "v0.5.12.post1: megatron.patch@976f",
         ": megatron.patch@976fd8bbe1f4e386",
     ],
-    "_REQUIREMENT": ["kernels @ http://127.0.0.1:9/k.whl", "kernels >=", ""],
+    # sweep 5 W3: another package's requirement, a marker never true, no range
+    "_REQUIREMENT": [
+        "kernels @ http://127.0.0.1:9/k.whl",
+        "kernels >=",
+        "",
+        "torch>=0",
+        'kernels>=0.12,<0.13; sys_platform == "win32"',
+        "kernels",
+    ],
+    # sweep 5 W2: a segment of the router wheel's URL, a git ref
+    "_RELEASE": ["../../x", "v0.3.2 9daabcd", "", "v0.3.2?x=1#"],
+    "_REF": ["../v0.3.1", "", "v0.3.1 x", "-v0.3.1"],
 }
 CASES = [
     (name, value)
@@ -55,7 +66,14 @@ COMMANDS = {
 
 def test_every_kind_is_enumerated():
     assert set(WRONG) == set(pairing_schema.KINDS)
-    assert {e for e in WRONG if any(n.endswith(e) for n in ARGS)} == {"_COMMIT", "_VERSION", "_PATCHES", "_REQUIREMENT"}
+    assert {e for e in WRONG if any(n.endswith(e) for n in ARGS)} == {
+        "_COMMIT",
+        "_VERSION",
+        "_PATCHES",
+        "_REQUIREMENT",
+        "_RELEASE",
+        "_REF",
+    }
     assert URLS, "the Dockerfile declares a download's URL, a pairing's to set"
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
@@ -48,6 +49,7 @@ TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:
 # promote writes meaning something else; a series slime-patch cannot parse, or a requirement by URL that pip takes
 # unpinned, passed check and promote and failed at the build or not at all). Download pins are download_pins' (their
 # own form and note). A *_URL is first a URL at all (url_form, as every place a URL value enters holds it).
+_TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 KINDS = {
     "_COMMIT": (
         "a commit",
@@ -65,12 +67,27 @@ KINDS = {
         "FOLDER: FILE@SHA256PREFIX ..., as python -m tools.inputs.pairings series <slime tree> prints it",
         lambda v: _parses(parse_series, v),
     ),
+    # NAME_REQUIREMENT bounds the package NAME (sweep 5 W3: `torch>=0`, a marker never true, or no range passed)
     "_REQUIREMENT": (
         "a requirement by name",
         "one PEP 508 requirement of a package by name and version range, such as kernels>=0.14.1,<0.15 (no URL)",
         lambda v: _parses(Requirement, v) and Requirement(v).url is None,
     ),
+    # a tag or release name, a segment of a URL or a git ref (sweep 5 W2: `../../x` went into the router's URL)
+    "_RELEASE": ("a release name", "a tag such as v0.3.2-9daabcd (letters, digits, . _ + -)", _TAG.fullmatch),
+    "_REF": ("a tag", "a tag such as v0.3.1 (letters, digits, . _ + -)", _TAG.fullmatch),
 }
+# What a NAME_REQUIREMENT must be beyond a requirement by name: of NAME, with a range, for every platform.
+BOUNDED = "of the package its name names ({package}), with a version range and no environment marker"
+
+
+def requirement_problem(name: str, value: str) -> str | None:
+    """Why a NAME_REQUIREMENT that parses is still not the bound of NAME it must be, or None."""
+    package = canonicalize_name(name.removesuffix("_REQUIREMENT"))
+    requirement = Requirement(value)
+    if canonicalize_name(requirement.name) != package or not requirement.specifier or requirement.marker:
+        return BOUNDED.format(package=package)
+    return None
 
 
 def _parses(parse, value: str) -> bool:
@@ -100,6 +117,8 @@ def value_problem(name: str, value: str) -> tuple[str, str] | None:
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
             return f"{name} = {value!r} is not {kind}", f"set {name} to {form}"
+    if name.endswith("_REQUIREMENT") and (why := requirement_problem(name, value)):
+        return f"{name} = {value!r} is not a requirement {why}", f"set {name} to {KINDS['_REQUIREMENT'][1]}"
     return None
 
 
