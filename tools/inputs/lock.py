@@ -202,8 +202,8 @@ def held_pins(lock: Lock) -> None:
             None,
             f"has no '{PINS_LINE}...' line: the record of its own pins, without which a pin deleted from it or "
             "edited goes unseen",
-            f"write the line with lock_hashes (python -m tools.planner.lock_hashes {as_typed(lock.path)}), which "
-            f"checks each pin against the index, or write the lock again: make lock PAIRING={name}",
+            f"write the lock again (make lock PAIRING={name}), or restore it if it was committed (git checkout -- "
+            f"{as_typed(lock.path)}); lock_hashes will not write the line: it cannot tell a pin deleted from none",
         )
 
 
@@ -214,7 +214,7 @@ def recorded_stacks(lock: Lock) -> dict[str, str]:
 
 def records_anew(lock: Lock, stacks: list[Lock], pins: dict[str, Pin]) -> tuple[str, ...]:
     """`lock`'s comment lines with each record made anew (lock_hashes: new hashes): of each of `stacks` as it is now,
-    and of its own `pins` (the last header line, added where an older lock lacks it)."""
+    and of its own `pins` (the last header line; lock_hashes takes only a lock that has one, held_pins)."""
     lines = {stack.path.name: stack_line(stack) for stack in stacks}
     kept = [lines.get(found[1], line) if (found := STACK_FORM.fullmatch(line)) else line for line in lock.comments]
     return (*(line for line in kept if not PINS_FORM.fullmatch(line)), pins_line(pins))

@@ -31,6 +31,7 @@ from slime_image.options import Parser, add_output
 
 from tools.inputs.lock import (
     held_cutoff,
+    held_pins,
     own_stack_locks,
     records_anew,
     regular_files,
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)
+        # Its record of its own pins too: written anew over a lock without one, it would bless a pin deleted with it.
+        held_pins(lock)
         regular_files(stacks)
         missing = [str(path) for path in stacks if not path.is_file()]
         if missing:
