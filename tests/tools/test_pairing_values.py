@@ -93,3 +93,24 @@ def test_a_pairing_value_not_of_its_kind_is_refused_naming_the_pairing(
     lines = captured.err.strip().splitlines()
     assert lines[-2].startswith(f"{prog}: {tmp_path / 'v0.3.0.toml'}: [args] {name} = "), lines
     assert lines[-1].startswith("fix: ") and "pwned" not in captured.out, lines
+
+
+# sweep 5 W4: [megatron] is what the planner reads of Megatron-LM at its commit; each wrong form, and a second pairing
+# of that commit declaring it otherwise (the planner reads the first pairing's alone).
+MEGATRON_WRONG = {
+    "a version that is none": ('version = "0.16.0rc0"', 'version = "banana"', "[megatron] version = 'banana'"),
+    "a requirement that is none": ('"packaging>=24.2"]', '"not a req!!"]', "[megatron] requires 'not a req!!'"),
+    "a name that is none": ('name = "megatron-core"', 'name = "../x"', "[megatron] name = '../x'"),
+    "another pairing's metadata": ('"numpy", "packaging>=24.2"]', '"numpy>=2", "packaging>=24.2"]', "differs from"),
+}
+
+
+@pytest.mark.parametrize("case", MEGATRON_WRONG)
+def test_megatron_metadata_is_held_to_its_form_and_one_per_commit(tmp_path, monkeypatch, capsys, case):
+    old, new, cause = MEGATRON_WRONG[case]
+    assert old in V030
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", V030.replace(old, new, 1)))
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines

@@ -130,7 +130,22 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
             data.get("megatron", {}),
             data.get("known_test_failures", {}),
         )
+        _one_megatron(folder, found, name)
     return found
+
+
+def _one_megatron(folder: Path, found: dict[str, Pairing], name: str) -> None:
+    """Two pairings that pin one Megatron-LM commit declare its metadata alike: the planner reads the first one's
+    (megatron_metadata), so the other's would go unread (sweep 5 W4)."""
+    pairing = found[name]
+    commit = pairing.args.get("MEGATRON_COMMIT")
+    for other in found.values():
+        if other is not pairing and other.args.get("MEGATRON_COMMIT") == commit and other.megatron != pairing.megatron:
+            raise UserError(
+                f"{as_typed(folder / f'{name}.toml')}: [megatron] differs from {other.name}'s, which pins the same "
+                f"Megatron-LM commit {commit}: one commit declares one metadata",
+                f"make [megatron] of both what Megatron-LM declares at {commit}",
+            )
 
 
 def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:
