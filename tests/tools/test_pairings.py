@@ -166,6 +166,20 @@ def test_the_draft_command_writes_a_draft_that_plans_refuse_until_locked(slime_t
     assert drafted.upstream["transformer_engine_wheel"] == "2.16.1"
 
 
+def test_a_draft_from_a_tag_s_checkout_with_uncommitted_changes_is_refused(tmp_path, capsys):
+    """Sweep 5 W5: an uncommitted requirement was drafted under the tag's commit."""
+    if not (SLIME_MIRROR / "HEAD").is_file():
+        pytest.skip(f"no slime mirror at {SLIME_MIRROR} (set SLIME_MIRROR)")
+    tree, out = tmp_path / "slime", tmp_path / "d.toml"
+    subprocess.run(["git", "clone", "-q", "--branch", "v0.3.1", str(SLIME_MIRROR), str(tree)], check=True)
+    with (tree / "requirements.txt").open("a") as requirements:
+        requirements.write("scipy\n")
+    assert pairings.main(["draft", "--slime-tree", str(tree), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "the checkout of v0.3.1 has changes no commit holds (M requirements.txt)" in err[0]
+    assert err[1].startswith("fix: draft from a clean checkout of the tag") and not out.exists()
+
+
 def test_a_tree_without_docker_dockerfile_is_refused(tmp_path, capsys):
     assert pairings.main(["draft", "--slime-tree", str(tmp_path)]) == 2
     err = capsys.readouterr().err

@@ -80,6 +80,15 @@ def read(tree: Path) -> Release:
             f"{tree}: HEAD ({commit[:12] or 'not a git checkout'}) carries no tag",
             "check out the release's tag (git -C TREE checkout v0.3.1)",
         )
+    # What the draft reads is the working tree; what it records is the commit (sweep 5 W5: an uncommitted line of
+    # requirements.txt was drafted under the tag's commit).
+    changed = _git(tree, "status", "--porcelain", "--untracked-files=no")
+    if changed:
+        raise UserError(
+            f"{tree}: the checkout of {ref} has changes no commit holds ({changed.splitlines()[0].strip()}"
+            f"{', ...' if len(changed.splitlines()) > 1 else ''}), which the draft would record as {commit[:12]}'s",
+            f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
+        )
     recipe = Recipe.load(dockerfile)
     runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
     sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
