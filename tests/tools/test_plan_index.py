@@ -397,3 +397,16 @@ def test_a_resolution_is_kept_by_what_pip_reads_not_by_how_the_recipe_names_its_
     monkeypatch.chdir(ROOT)
     assert notes(recipe / "Dockerfile") == ["cached resolution", "cached resolution"]
     assert notes(tmp_path / "copy" / "Dockerfile") == ["cached resolution", "resolved"]
+
+
+def test_lock_hashes_stops_at_the_first_read_an_index_never_answers(monkeypatch):
+    """Sweep 5 U1: lock_hashes read its pins' pages 16 at a time and, at a server that never answers, waited out every
+    batch's timeout in turn (542 s silent for 280 pins); it now stops at the first, within about one timeout (lowered
+    here to 1 s: ten batches took 10 s and more)."""
+    from tools.planner import lock_hashes
+
+    monkeypatch.setattr(index_http, "TIMEOUT", 1.0, raising=False)
+    pins = {(f"p{n}", "1.0") for n in range(lock_hashes.WORKERS * 10)}
+    with mute() as upstream:
+        how, exc = within(6, lambda: lock_hashes.collect(pins, "2026-12-01T00:00:00Z", f"{upstream}/simple"))
+    assert how == "raised" and "no answer in 1 s" in str(exc), exc

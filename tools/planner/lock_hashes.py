@@ -117,9 +117,14 @@ def collect(pins: set[tuple[str, str]], cutoff: str, upstream: str | None = None
     wanted: dict[str, set[str]] = {}
     for name, version in pins:
         wanted.setdefault(canonicalize_name(name), set()).add(version)
-    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+    pool = ThreadPoolExecutor(max_workers=WORKERS)
+    try:
         futures = {n: pool.submit(version_listings, n, vs, cutoff, upstream) for n, vs in wanted.items()}
         return {(n, v): listing for n, future in futures.items() for v, listing in future.result().items()}
+    finally:
+        # The first failure (an index that never answers) or a stop ends the rest unasked: waiting them out, as the
+        # pool's own exit did, kept lock_hashes silent for each batch's timeout in turn (sweep 5 U1: 542 s).
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def kept_hashes(
