@@ -18,6 +18,7 @@ from test_pairing_files import tree  # noqa: F401
 from tools.inputs import pairings
 from tools.inputs.lock import (
     SOURCE_LINE,
+    STACK_EXPLAINED,
     lock_cutoff,
     lock_inputs,
     lock_text,
@@ -106,11 +107,23 @@ def _another_s_record_added(root, name: str) -> str:
     return text[:at] + other + text[at:]
 
 
+def _line_added(line: str):
+    """A line make lock writes in no stack lock, added after its header (sweep 5 U5: each was kept and rewritten)."""
+
+    def added(root, name: str) -> str:
+        lines = _stack(root, name).split("\n")
+        at = 1 + len(STACK_EXPLAINED)
+        return "\n".join([*lines[:at], line.replace("NAME", name), *lines[at:]])
+
+    return added
+
+
 NOT_ITS_OWN = ".stack.lock:1: names ", "it is another lock's stack lock"
 NO_HEADER = ".stack.lock:1: its first line is not ", "the lock it belongs to"
 ELSEWHERE = ".stack.lock:1: names ", "written with a lock elsewhere"
 EDITED = ".stack.lock: its pins are not the ones ", "'# stack lock ", "or that line was edited"
 FOREIGN = ".lock: records the pins of ", "another pairing's stack lock"
+STRAY = ".stack.lock:5: holds ", "which make lock writes in no stack lock"
 # Each edit of every pairing's stack lock (or of its lock: "lock"), and what the first line of its refusal must hold.
 EDITS = {
     "another pairing's stack lock": (_foreign, NOT_ITS_OWN, "stack"),
@@ -133,6 +146,15 @@ EDITS = {
     "a pin of the lock added": (_pin_added, EDITED, "stack"),
     "the lock's record of it edited": (_record_edited, EDITED, "lock"),
     "the lock recording another's": (_another_s_record_added, FOREIGN, "lock"),
+    **{
+        f"a stack lock holding {what}": (_line_added(line), STRAY, "stack")
+        for what, line in {
+            "a comment": "# hello",
+            "a cutoff": "# uploaded-prior-to: 2020-01-01T00:00:00Z",
+            "a source line": "# built from source, not pinned here: slime = /opt/slime at SLIME_REF=v0.3.0",
+            "a record of itself": f"# stack lock NAME.stack.lock pins = sha256:{'0' * 64}",
+        }.items()
+    },
 }
 
 
