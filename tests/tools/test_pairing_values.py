@@ -114,3 +114,22 @@ def test_megatron_metadata_is_held_to_its_form_and_one_per_commit(tmp_path, monk
     assert pairings.main(["check"]) != 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+
+
+def test_a_pairing_nested_too_deep_or_a_link_is_refused_in_two_lines(tmp_path, monkeypatch, capsys):
+    """Sweep 5 T1 (arrays nested 5,000 deep: a RecursionError) and U12 (a link was a second pairing of its target's
+    release, named as the target)."""
+    (tmp_path / "deep").mkdir()
+    (tmp_path / "link").mkdir()
+    deep = V030.replace("[upstream]\n", "[upstream]\nx = " + "[" * 5000 + "]" * 5000 + "\n", 1)
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path / "deep", "v0.3.0", deep))
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "v0.3.0.toml: nests arrays or tables too deep to read" in lines[0], lines
+    folder = folder_with(tmp_path / "link", "v0.3.0", V030)
+    (folder / "v0.3.2.toml").symlink_to("v0.3.0.toml")
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "v0.3.2.toml is a link to v0.3.0.toml" in lines[0], lines

@@ -147,6 +147,8 @@ def read(path: Path) -> dict:
         raise UserError(f"{shown}:{line}: not UTF-8 text", "save it as UTF-8 text, or remove the file") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"{shown}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
+    except RecursionError:  # sweep 5 T1: arrays nested thousands deep ended in a traceback
+        raise UserError(f"{shown}: nests arrays or tables too deep to read", "write its values flat") from None
 
 
 def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:

@@ -121,6 +121,11 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
     for name in _stems(folder):
         path = folder / f"{name}.toml"
         check_name(name, f"{as_typed(path)}: the pairing")
+        if path.is_symlink():  # sweep 5 U12: a link was a second pairing of its target's release, named as the target
+            raise UserError(
+                f"{as_typed(path)} is a link to {os.readlink(path)}: a pairing is a file of its own",
+                "remove the link: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
+            )
         data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)
         found[name] = Pairing(
             name,
