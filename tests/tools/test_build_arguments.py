@@ -91,3 +91,23 @@ def test_every_command_refuses_each_bad_form_in_the_same_two_lines(module, optio
 
 def test_a_well_formed_value_may_be_empty_or_hold_an_equals_sign():
     assert build_arguments.parsed(["A=", "B=x=y"]) == {"A": "", "B": "x=y"}
+
+
+@pytest.mark.parametrize("name", ["v0.3.0", "v0.3.1"])
+def test_make_build_refuses_the_tag_of_another_pairing(name, capsys):
+    """Sweep 5 U7: `make build TAG=<v0.3.0's tag>` built v0.3.1 under v0.3.0's name."""
+    from tools.inputs import pairings
+    from tools.inputs.recipe import Recipe
+    from tools.release import build
+
+    other = next(n for n in pairings.names() if n != name)
+    tag = build.image_tag(Recipe.load(build_args=pairings.load(other).build_arg_values).version_args())
+    argv = ["--dry-run", "--engine", "buildah", "--pairing", name, "--tag", tag]
+    assert build.main(argv) == 1
+    said = capsys.readouterr().err.strip().splitlines()
+    assert said == [
+        f"make build: TAG={tag} is pairing {other}'s tag, and this builds pairing {name}: the image would carry "
+        "another pairing's name",
+        f"fix: leave TAG out (the pairing's own tag), or build that pairing: make build PAIRING={other}",
+    ]
+    assert build.main(["--dry-run", "--engine", "buildah", "--pairing", name, "--tag", "mine"]) == 0

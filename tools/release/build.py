@@ -192,6 +192,17 @@ def main(argv: list[str] | None = None) -> int:
                 "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
                 "digits and . _ - (128 at most)",
             )
+        others = {
+            image_tag(Recipe.load(build_args=other.build_arg_values).version_args()): name
+            for name, other in pairings.every().items()
+            if name != pairing.name
+        }
+        if tag in others:  # sweep 5 U7: a v0.3.1 build tagged as v0.3.0's was taken
+            raise UserError(
+                f"TAG={tag} is pairing {others[tag]}'s tag, and this builds pairing {pairing.name}: the image would "
+                "carry another pairing's name",
+                f"leave TAG out (the pairing's own tag), or build that pairing: make build PAIRING={others[tag]}",
+            )
         given = build_args(pairing, build_arguments.words(args.build_arg, args.build_args))
         line = [*command(engine, args.platform, given, f"{args.image}:{tag}", EPOCH), str(ROOT)]
         warnings = unpinned(Recipe.load(build_args=dict(a.split("=", 1) for a in given)))
