@@ -68,6 +68,14 @@ given_empty = $(firstword $(foreach v,$(NAMING),$(if $(filter override,$(origin 
 empty_named = echo "make: $(given_empty) is given empty (or blank): it names nothing, and would silently stand for \
 	another" >&2; echo "fix: give $(given_empty) a value, or leave it unset for its default" >&2; exit 1
 refuse_empty = $(if $(given_empty),$(empty_named))
+# DOCKERFILE is make plan's alone: make build, lint or lock given another built, linted or locked slime.Dockerfile
+# unsaid (sweep 5 U6).
+other_goals = $(filter-out plan venv help,$(MAKECMDGOALS))
+dockerfile_unread = $(if $(filter-out slime.Dockerfile,$(DOCKERFILE)),$(firstword $(other_goals)))
+dockerfile_named = echo "make: DOCKERFILE="$(call q,$(DOCKERFILE))" is read by make plan alone: make \
+	$(dockerfile_unread) would use slime.Dockerfile" >&2; echo "fix: leave DOCKERFILE out, or make plan \
+	DOCKERFILE="$(call q,$(DOCKERFILE))" alone" >&2; exit 1
+refuse_unread = $(if $(dockerfile_unread),$(dockerfile_named))
 
 # One line naming what is missing and how to get it, then a non-zero exit.
 need = command -v $(1) >/dev/null 2>&1 || { echo "make $@: '$(1)' is not installed: $(2)" >&2; exit 1; }
@@ -92,6 +100,7 @@ help: ## List the targets
 .PHONY: venv
 venv: ## Create the project virtualenv with the pinned tools (other targets do it themselves)
 	@$(refuse_empty)
+	@$(refuse_unread)
 	@venv=$(call q,$(VENV)); [ -e "$$venv/.installed" ] && [ ! pyproject.toml -nt "$$venv/.installed" ] && exit 0; \
 	python=$(call q,$(PYTHON)); \
 	"$$python" -c 'import sys; sys.path.insert(0, "image"); from slime_image.python_needed import check; check("set PYTHON to one for the project tools: make venv PYTHON=python3.12", "make venv")' && \

@@ -24,7 +24,7 @@ MAKEFILE = (ROOT / "Makefile").read_text()
 # A reference to a make variable or macro: $(NAME), ${NAME}, $(call NAME,...), $(value NAME) (its text, expanded where
 # it lands: TAG's default); a shell's $$(...) is none.
 REF = re.compile(r"(?<!\$)\$[({](?:call |value )?([A-Za-z_][A-Za-z0-9_]*)[),}]")
-MAKE_OWN = {"CURDIR", "MAKEFILE_LIST"}
+MAKE_OWN = {"CURDIR", "MAKECMDGOALS", "MAKEFILE_LIST"}
 ABSENT = ("docker", "kubectl", "aws", "skopeo", "podman", "buildah")
 
 
@@ -227,3 +227,18 @@ def test_a_pairing_that_does_not_exist_is_refused_once(tmp_path, path_without_en
     said = run.stderr.count("no pairing 'no-such-pairing'")
     assert run.returncode != 0 and said <= 1, f"make {target} said it {said} times:\n{run.stderr}"
     assert "Traceback" not in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("target", sorted(set(targets()) - {"plan", "help", "venv"}))
+def test_dockerfile_given_to_a_target_other_than_plan_is_refused(tmp_path, path_without_engines, target):
+    """Sweep 5 U6: make build DOCKERFILE=Df2 built slime.Dockerfile, make lint linted it: DOCKERFILE is make plan's
+    alone, and every other target, through venv, refuses it before anything runs."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
+    env |= {"PATH": path_without_engines, "https_proxy": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+    args = ["make", "-s", "-f", str(ROOT / "Makefile"), target, "DOCKERFILE=Df2"]
+    proc = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in proc.stderr.splitlines() if not line.startswith("make: ***")]
+    assert proc.returncode != 0 and lines == [
+        f"make: DOCKERFILE=Df2 is read by make plan alone: make {target} would use slime.Dockerfile",
+        "fix: leave DOCKERFILE out, or make plan DOCKERFILE=Df2 alone",
+    ], proc.stderr
