@@ -180,6 +180,23 @@ def test_a_draft_from_a_tag_s_checkout_with_uncommitted_changes_is_refused(tmp_p
     assert err[1].startswith("fix: draft from a clean checkout of the tag") and not out.exists()
 
 
+def test_a_draft_over_an_existing_file_that_is_no_draft_is_refused(slime_trees, tmp_path, capsys):
+    """Sweep 5 U11: `draft --out` replaced any existing file (a user's notes, a report); a draft it wrote is written
+    anew."""
+    out = tmp_path / "keep.txt"
+    out.write_text("precious\n")
+    assert pairings.main(["draft", "--slime-tree", str(slime_trees["v0.3.1"]), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"pairings: {out} exists and is no draft this command wrote: it would be replaced",
+        "fix: pass --out a new file (or a draft to write anew), or move that file away first",
+    ]
+    assert out.read_text() == "precious\n"
+    draft = tmp_path / "d.toml"
+    for _ in range(2):  # written, then written anew over itself
+        assert pairings.main(["draft", "--slime-tree", str(slime_trees["v0.3.1"]), "--out", str(draft)]) == 0
+
+
 def test_a_tree_without_docker_dockerfile_is_refused(tmp_path, capsys):
     assert pairings.main(["draft", "--slime-tree", str(tmp_path)]) == 2
     err = capsys.readouterr().err

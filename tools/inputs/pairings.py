@@ -379,7 +379,7 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path, nam
             "reviewed"
         )
     lines = [
-        f"# slime {release.ref}: drafted by `tools.inputs.pairings draft` from {tree}, commit {release.commit[:12]}.",
+        f"{DRAFTED}{release.ref}{DRAFTED_BY}{tree}, commit {release.commit[:12]}.",
         "# [upstream] is what slime's own image at the tag installs; `carried` names each value not read from it.",
         f"draft = {value(why)}",
         "",
@@ -425,6 +425,11 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str | None, str]:
             "pass --out FILE to write the draft elsewhere and compare it with the pairing",
         )
     recipe.check_outputs({"--out": target}, fills=FOLDER)
+    if target.is_file() and not _is_draft(target):  # sweep 5 U11: any existing file was replaced
+        raise UserError(
+            f"{as_typed(target)} exists and is no draft this command wrote: it would be replaced",
+            "pass --out a new file (or a draft to write anew), or move that file away first",
+        )
     name = pairing_at(target)
     if name is not None:
         given = f"--out {out}" if out else str(as_typed(target))
@@ -439,6 +444,16 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str | None, str]:
             )
     write_atomically(target, draft_text(release, last_before(release.ref), tree, name or release.ref))
     return target, name, release.ref
+
+
+DRAFTED = "# slime "  # a draft's first line: `# slime <tag>: drafted by `tools.inputs.pairings draft` from ...`
+DRAFTED_BY = ": drafted by `tools.inputs.pairings draft` from "
+
+
+def _is_draft(path: Path) -> bool:
+    with path.open("rb") as text:
+        first = text.readline(500).decode("utf-8", "replace")
+    return first.startswith(DRAFTED) and DRAFTED_BY in first
 
 
 def next_step(target: Path, name: str | None, ref: str) -> str:
