@@ -188,12 +188,18 @@ def test_a_number_cannot_be_declared_without_an_upper_bound():
         Number("--timeout", float, above=0, high=float("inf"))
 
 
+def every_valued():
+    """(module, words, flag, action, parser) of each option and positional of every command that takes a value."""
+    for module in command_modules():
+        for parser, words in commands(module):
+            for flag, action in valued(parser):
+                yield module, words, flag, action, parser
+
+
 def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
     return [
         (module, words, flag, action)
-        for module in command_modules()
-        for parser, words in commands(module)
-        for flag, action in valued(parser)
+        for module, words, flag, action, _ in every_valued()
         if isinstance(action.type, (Output, Number, InputPath)) and action.option_strings
     ]
 
@@ -226,9 +232,7 @@ def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
     """Every option and positional of every command that takes a value, but the words of a command it passes on."""
     return [
         (module, words, flag, action)
-        for module in command_modules()
-        for parser, words in commands(module)
-        for flag, action in valued(parser)
+        for module, words, flag, action, parser in every_valued()
         if action.nargs != argparse.REMAINDER and action.dest not in parser.verbatim
     ]
 
@@ -236,9 +240,7 @@ def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
 def test_only_the_words_of_a_command_passed_on_may_be_empty():
     passed_on = {
         (module, flag)
-        for module in command_modules()
-        for parser, _ in commands(module)
-        for flag, action in valued(parser)
+        for module, _, flag, action, parser in every_valued()
         if action.nargs == argparse.REMAINDER or action.dest in parser.verbatim
     }
     assert passed_on == {("tools.k8s.grpo_submit", "ray"), ("tools.writers", "command")}
@@ -293,11 +295,10 @@ def good_value(action: argparse.Action, tmp_path: Path) -> str:
 def single_valued() -> list[tuple[str, list[str], str, argparse.Action]]:
     return [
         (module, words, flag, action)
-        for module in command_modules()
+        for module, words, flag, action, _ in every_valued()
         if module not in ELSEWHERE
-        for parser, words in commands(module)
-        for flag, action in valued(parser)
-        if action.option_strings and isinstance(action, argparse._StoreAction)  # one value each: the last kept
+        and action.option_strings
+        and isinstance(action, argparse._StoreAction)  # one value each: the last kept
     ]
 
 
@@ -358,11 +359,9 @@ def image_writers() -> list[tuple[str, list[str], str, argparse.ArgumentParser]]
     """Every option of every image/ command naming a file it writes or a folder it fills."""
     return [
         (module, words, flag, parser)
-        for module in command_modules()
+        for module, words, flag, action, parser in every_valued()
         if module.startswith("slime_image.")
-        for parser, words in commands(module)
-        for flag, action in valued(parser)
-        if action.option_strings
+        and action.option_strings
         and (isinstance(action.type, Output) or (isinstance(action.type, InputPath) and not action.type.reads))
     ]
 

@@ -362,6 +362,10 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
     return args, {k: v for k, v in found.items() if v}, carried
 
 
+DRAFTED = "# slime "  # a draft's first line: `# slime <tag>: drafted by `tools.inputs.pairings draft` from ...`
+DRAFTED_BY = ": drafted by `tools.inputs.pairings draft` from "
+
+
 def draft_text(release: upstream_release.Release, last: Pairing, tree: Path, name: str) -> str:
     """The draft pairing file, `name` the pairing it is to be (the name make lock and make build-check take)."""
     args, upstream, carried = draft(release, last)
@@ -444,10 +448,6 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str | None, str]:
             )
     write_atomically(target, draft_text(release, last_before(release.ref), tree, name or release.ref))
     return target, name, release.ref
-
-
-DRAFTED = "# slime "  # a draft's first line: `# slime <tag>: drafted by `tools.inputs.pairings draft` from ...`
-DRAFTED_BY = ": drafted by `tools.inputs.pairings draft` from "
 
 
 def _is_draft(path: Path) -> bool:

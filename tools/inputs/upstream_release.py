@@ -82,11 +82,11 @@ def read(tree: Path) -> Release:
         )
     # What the draft reads is the working tree; what it records is the commit (sweep 5 W5: an uncommitted line of
     # requirements.txt was drafted under the tag's commit).
-    changed = _git(tree, "status", "--porcelain", "--untracked-files=no")
+    changed = _git(tree, "status", "--porcelain", "--untracked-files=no").splitlines()
     if changed:
         raise UserError(
-            f"{tree}: the checkout of {ref} has changes no commit holds ({changed.splitlines()[0].strip()}"
-            f"{', ...' if len(changed.splitlines()) > 1 else ''}), which the draft would record as {commit[:12]}'s",
+            f"{tree}: the checkout of {ref} has changes no commit holds ({changed[0].strip()}"
+            f"{', ...' if len(changed) > 1 else ''}), which the draft would record as {commit[:12]}'s",
             f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
         )
     recipe = Recipe.load(dockerfile)

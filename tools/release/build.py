@@ -167,6 +167,11 @@ def unpinned(recipe: Recipe) -> list[str]:
     return found
 
 
+def pairing_tag(pairing: pairings.Pairing) -> str:
+    """The tag an image of `pairing` carries (make tag's)."""
+    return image_tag(Recipe.load(build_args=pairing.build_arg_values).version_args())
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="make build", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairing", default=pairings.DEFAULT, help="a pairing of pairings/ (default: the default)")
@@ -185,18 +190,14 @@ def main(argv: list[str] | None = None) -> int:
         platforms.arch(args.platform)
         pairing = pairings.load(args.pairing)
         engine = chosen_engine(args.engine, installed=not args.dry_run)
-        tag = args.tag or image_tag(Recipe.load(build_args=pairing.build_arg_values).version_args())
+        tag = args.tag or pairing_tag(pairing)
         if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
             raise UserError(
                 f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
                 "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
                 "digits and . _ - (128 at most)",
             )
-        others = {
-            image_tag(Recipe.load(build_args=other.build_arg_values).version_args()): name
-            for name, other in pairings.every().items()
-            if name != pairing.name
-        }
+        others = {pairing_tag(p): n for n, p in pairings.every().items() if n != pairing.name} if args.tag else {}
         if tag in others:  # sweep 5 U7: a v0.3.1 build tagged as v0.3.0's was taken
             raise UserError(
                 f"TAG={tag} is pairing {others[tag]}'s tag, and this builds pairing {pairing.name}: the image would "
