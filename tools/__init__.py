@@ -4,18 +4,20 @@ and its verification), k8s/ (EKS). The commands over all of them stand here: doc
 is copied into the image.
 """
 
-import os
 import signal
-import sys
-import threading
-from pathlib import Path
 
 # A Ctrl-C before handle_start's hook is in place (the imports below take a moment on a loaded machine) is held, and
-# raised once the hook can say it in two lines: it ended in a traceback from inside those imports.
+# raised once the hook can say it in two lines: it ended in a traceback from inside those imports (pathlib's too:
+# sweep 4 row 20, so the holder comes before every other import).
 _held = []
 _before = signal.getsignal(signal.SIGINT)
 if _before is signal.default_int_handler:
     signal.signal(signal.SIGINT, lambda number, frame: _held.append(number))
+
+import os  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 # The tools share image/'s slime_image; the virtualenv's .pth lists image/, a Python without it does not, and the
 # next import would then end in a traceback instead of naming the virtualenv.
@@ -28,7 +30,7 @@ from slime_image.python_needed import check  # noqa: E402
 FIX = "run it with the project's virtualenv: make venv, then .venv/bin/python -m <command> (make targets do)"
 check(FIX, prog="tools")
 
-from slime_image.errors import handle_start  # noqa: E402
+from slime_image.errors import handle_start, take_interrupts  # noqa: E402
 
 handle_start(FIX)
 
@@ -48,10 +50,7 @@ def _hung_up(signum, frame) -> None:
 # One place for every command: each imports this package first. A SIGHUP ignored on entry (nohup) stays ignored.
 if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
     signal.signal(signal.SIGHUP, _hung_up)
-if _before is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _before)
-    if _held:
-        raise KeyboardInterrupt
+take_interrupts(_before, _held)
 
 # The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
 COMMANDS = (

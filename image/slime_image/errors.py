@@ -70,8 +70,28 @@ def interrupts_held():
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught and previous is signal.default_int_handler:
-        raise KeyboardInterrupt
+    if caught and previous in (signal.default_int_handler, interrupt):
+        previous(signal.SIGINT, None)
+
+
+def interrupt(signum, frame) -> None:
+    """Ctrl-C, as the entry points take it (handle_start): KeyboardInterrupt, as Python's own handler raises it, and
+    every later Ctrl-C ignored. The command is ending then: a second one (a terminal sends each to the whole group,
+    `timeout` passes one on) landed in what reports the first, Python's excepthook or a cleanup, and ended in its
+    traceback (sweep 4 row 20). Ignored in the handler itself, the first Python code that runs for the first one, so
+    that no later one can find Python code to land in."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+def take_interrupts(before, held: list) -> None:
+    """Ctrl-C handled by `interrupt` from now on, once handle_start's hook is in place: the entry points hold it until
+    then (their first lines: a holder appending to `held` in place of `before`, the handler they found), and one held
+    is raised now. A run started in the background inherits SIGINT ignored, which stays so."""
+    if before is signal.default_int_handler and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupt)
+        if held:
+            interrupt(signal.SIGINT, None)
 
 
 INTERRUPTED, PIPE_CLOSED = 130, 141  # the shell's codes for SIGINT and SIGPIPE; a stop signal's is 128 + its number
@@ -202,6 +222,7 @@ def handle_start(missing_fix: str) -> None:
     tools/__init__.py) before any of their imports."""
 
     def hook(kind, value, traceback):
+        _ignore_interrupts()  # the process ends here: a Ctrl-C would land in this report (one not sent by `interrupt`)
         main = getattr(sys.modules.get("__main__"), "__spec__", None)
         prog = main.name if main else os.path.basename(sys.argv[0] or "python")
         if issubclass(kind, KeyboardInterrupt):
