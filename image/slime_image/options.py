@@ -274,11 +274,30 @@ def _takes_no(taker: Parser, extra: list[str]) -> UserError:
             f"give it without --{name}: {taker.prog} {given}",
             code=2,
         )
+    # An option it does not know is named alone: argparse reads the word after it as a positional, so that the words
+    # left over were the option and the one after the positional (sweep 4 row 22: `lock_hashes --uploaded-prior-to T
+    # LOCK` said it took no '--uploaded-prior-to LOCK').
+    unknown = next((word for word in extra if _is_option(taker, word)), None)
+    if unknown is not None:
+        option = unknown.partition("=")[0]
+        return UserError(
+            f"{taker.prog} takes no option {option}: it would be ignored, and a value given it read as another "
+            "argument",
+            f"leave {option} out, or give an option --help lists ({taker.prog} --help)",
+            code=2,
+        )
     return UserError(
         f"{taker.prog} takes no {' '.join(extra)!r}: it would be ignored",
         f"leave it out (--help lists what {taker.prog} takes)",
         code=2,
     )
+
+
+def _is_option(parser: Parser, word: str) -> bool:
+    """Whether argparse read `word` as an option (`-` is stdout, `-1` a number where no option looks like one)."""
+    if word in ("-", "--") or not word.startswith("-"):
+        return False
+    return not (parser._negative_number_matcher.match(word) and not parser._has_negative_number_optionals)
 
 
 def _refuse_empty(action: argparse.Action, values: list[str]) -> None:
