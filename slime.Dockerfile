@@ -71,7 +71,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
 # keeps no file that differs from one build to the next (the log's times) or that no process reads. The standard
 # library's bytecode is checked by its sources' hashes: a reproducible build gives every file one time, which the
 # time-stamped .pyc files apt writes would never match.
-COPY image/slime_image/fetch.py image/slime_image/pip_reports.py /opt/slime-image/slime_image/
+COPY image/slime_image/fetch.py image/slime_image/pip_reports.py image/slime_image/json_input.py /opt/slime-image/slime_image/
 RUN apt-get update && \
     apt-get install -y --no-install-recommends python3.12 python3.12-dev python3.12-venv build-essential git \
       curl ca-certificates pciutils environment-modules libhwloc-dev && \

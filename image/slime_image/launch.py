@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 
+from slime_image import json_input
 from slime_image.errors import UserError, run_command
 
 FIX = "submit the job with tools/k8s/grpo_submit.py (make submit), which encodes the argument vector"
@@ -23,7 +23,7 @@ def decode(argv: list[str]) -> list[str]:
     if len(argv) != 1:
         raise UserError("expected one argument: the base64-encoded JSON argument vector", FIX)
     try:
-        command = json.loads(base64.b64decode(argv[0], validate=True))
+        command = json_input.loads(base64.b64decode(argv[0], validate=True))
     except (binascii.Error, ValueError) as exc:
         raise UserError(f"the argument is not base64 of a JSON list: {exc}", FIX) from None
     if not isinstance(command, list) or not command or not all(isinstance(a, str) for a in command):

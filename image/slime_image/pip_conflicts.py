@@ -5,10 +5,11 @@ Read by the gate's pip-check in the image and by the layer planner on the host, 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from slime_image import json_input
 
 ALLOWLIST = Path(__file__).resolve().parent / "smoke" / "pip_check_allowlist.json"
 ENTRY_KEYS = ("package", "requirement", "reason", "date")
@@ -36,7 +37,7 @@ def conflicts(output: str) -> list[Conflict]:
 def load_allowlist(path: Path = ALLOWLIST) -> tuple[list[dict], list[str]]:
     """(entries, problems): an entry lacking any of ENTRY_KEYS is a problem, not an entry."""
     try:
-        entries = json.loads(path.read_text())
+        entries = json_input.loads(path.read_text())
     except FileNotFoundError:
         return [], []
     except ValueError as exc:

@@ -1,7 +1,7 @@
 """What each pip step of the build installed, kept for the image's SBOM (slime-sbom): from pip's own install report
 (`pip install --report`), each distribution's name, version and the sha256 of the file it came from, or the folder or
-URL of a direct install. Standard library only, and of this package only fetch.py, which the Dockerfile copies in
-beside this file before the first pip step; it runs this one at the end of each.
+URL of a direct install. Standard library only, and of this package only fetch.py and json_input.py, which the
+Dockerfile copies in beside this file before the first pip step; it runs this one at the end of each.
 
     python pip_reports.py REPORT NAME [FOLDER]    keep REPORT as FOLDER/<NN>-NAME.json, then remove it
 
@@ -25,6 +25,7 @@ if __name__ == "__main__":  # run by its path (the build's steps): the package i
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from slime_image.fetch import IMAGE, Refused, check_clone, check_target, image_folder, put_in_place, stage, unstage
+from slime_image.json_input import loads
 
 FOLDER = f"{IMAGE}/pip-reports"
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
@@ -55,7 +56,7 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     out = folder / f"{len(list(folder.glob('*.json'))):02d}-{name}.json"
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
-    text = json.dumps(installed(json.loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
+    text = json.dumps(installed(loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
     made: list[str] = []
     staged = {str(out): stage(str(out), text.encode(), made=made)}
     try:

@@ -27,7 +27,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from slime_image import fetch, pip_reports
+from slime_image import fetch, json_input, pip_reports
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
 from slime_image.options import Parser, add_output, add_path, write_output
@@ -69,7 +69,7 @@ def read_text(path: Path) -> str:
 def read_json(path: Path, shape: type, fields: dict[str, type] | None = None):
     """The JSON document at `path`, of type `shape` (a list: of objects), each object holding `fields` as typed."""
     try:
-        document = json.loads(read_text(path))
+        document = json_input.loads(read_text(path), unique=True)
     except ValueError as exc:
         raise unreadable(path, f"not JSON ({exc})") from None
     objects = document if shape is list else [document]

@@ -38,6 +38,7 @@ TOLD = {
     "cuda_once.py": "links files inside the site-packages its command line names",
     "probes/jit_cache.py": "compiles into TVM_FFI_CACHE_DIR, which the Dockerfile sets; it imports SGLang, so runs "
     "only in the image",
+    "json_input.py": "writes nothing: pip_reports.py's parse of the report (a module, run by no step)",
 }
 
 

@@ -24,6 +24,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from slime_image import json_input
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_number, add_path
 
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 def read_image_versions(path: Path) -> dict[str, str]:
     """The version set in the image's versions.json (slime-record's)."""
     try:
-        versions = json.loads(path.read_text()).get("versions")
+        versions = json_input.loads(path.read_text()).get("versions")
     except (OSError, ValueError, AttributeError):
         versions = None
     if not isinstance(versions, dict):

@@ -20,6 +20,7 @@ import re
 import sys
 from pathlib import Path
 
+from slime_image import json_input
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
@@ -58,7 +59,7 @@ def manifest_for(image: str) -> Path:
 
 def read_json(path: Path, what: str, fix: str):
     try:
-        return json.loads(path.read_text())
+        return json_input.loads(path.read_text())
     except OSError as exc:
         raise UserError(f"cannot read {what} {path}: {exc.strerror}", fix) from None
     except ValueError as exc:

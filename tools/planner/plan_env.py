@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from slime_image import pip_conflicts
+from slime_image import json_input, pip_conflicts
 from slime_image.atomic_write import write_atomically
 from slime_image.children import Children
 from slime_image.errors import UserError
@@ -125,7 +125,7 @@ def cached_json(path: Path) -> object:
     """A cache entry's JSON, or None when there is none or it does not parse (this planner writes each whole, so only
     other hands leave one so): it is made again."""
     try:
-        return json.loads(path.read_text())
+        return json_input.loads(path.read_text())
     except (OSError, ValueError):
         return None
 
@@ -504,7 +504,7 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     if not path.is_file():
         raise UserError(f"no base-image manifest at {path}", "run `make base-manifest` with Docker")
     try:
-        data = json.loads(path.read_text())
+        data = json_input.loads(path.read_text())
     except ValueError as exc:
         raise UserError(f"the base manifest {path} is not JSON: {exc}", fix) from None
     entries = data.get("distributions") if isinstance(data, dict) else None

@@ -10,7 +10,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from slime_image import tms_preload
+from slime_image import json_input, tms_preload
 from slime_image.errors import UserError
 from slime_image.patches.base import package_folder
 from slime_image.smoke.core import COMMANDS, FAIL, Context, Result, run_probe, run_python
@@ -190,7 +190,7 @@ def read_versions_file(path: Path) -> dict[str, str] | None:
     """The versions slime-record wrote, or None when there is no such file; a UserError when it is unreadable."""
     fix = "point --versions-file at the versions.json slime-record wrote, or rebuild the image"
     try:
-        data = json.loads(path.read_text())
+        data = json_input.loads(path.read_text())
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -1,0 +1,152 @@
+"""Every JSON a user can hand a command is parsed by slime_image.json_input (sweep 5 T1): `[` two hundred thousand
+times raised RecursionError, which no reader caught, and ended in a traceback where a shallow malformed file got two
+lines. The call sites of json's and tomllib's parsers under image/ and tools/ are enumerated: each is json_input's or is
+named below with why no user hands it its text; each reader a user does hand a file is run on a deep one."""
+
+from __future__ import annotations
+
+import base64
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from slime_image import json_input, pip_conflicts, sbom
+from slime_image.errors import UserError
+from slime_image.smoke.lookups import read_versions_file
+
+from tools.k8s.grpo_submit import read_image_versions
+from tools.planner import base_manifest, plan_env
+
+ROOT = Path(__file__).resolve().parents[2]
+PARSE = re.compile(r"\b(?:json\.loads?|tomllib\.loads?)\(")
+DEEP = "[" * 200_000 + "]" * 200_000
+
+# Each parse json_input does not make, by file and the line's text, and why its text is no user's.
+NOT_HANDED = {
+    (
+        "image/slime_image/json_input.py",
+        "return json.loads(text, object_pairs_hook=_unique if unique else None)",
+    ): "the one parse",
+    ("image/slime_image/probes/import_server.py", "answers.write("): "its parent's request, one line",
+    ("image/slime_image/probes/colocate_producer.py", "return json.loads(lines[-1])"): "a probe's own output",
+    ("image/slime_image/p2p.py", "return next("): "a child's output",
+    ("image/slime_image/smoke/core.py", "return json.loads(line)"): "a probe's output",
+    ("image/slime_image/smoke/importer.py", "return [tuple(item)"): "the import server's answer",
+    ("image/slime_image/smoke/lookups.py", "return json.loads(child.stdout), child"): "a probe's output",
+    ("image/slime_image/canary/invariants.py", "event = json.loads(match[1])"): "the canary's own log events",
+    ("tools/k8s/k8s_nodes.py", 'return json.loads(proc.stdout)["items"]'): "kubectl's output",
+    ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
+    ("tools/planner/plan_index.py", "page = json.loads(answer.body)"): "an index's page, bounded by index_http",
+    ("tools/planner/plan_index.py", "data = json.loads(answer.body)"): "an index's page, bounded by index_http",
+    ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",
+    ("tools/release/referrer.py", "index = json.loads(old)"): "the registry's answer",
+    ("tools/release/referrer.py", 'return json.loads(body).get("manifests", [])'): "the registry's answer",
+    ("tools/release/build_check/record.py", "return {k: v for line"): "build-check's own record",
+    ("tools/release/build_check/sbom_check.py", "json.loads(document)"): "the SBOM the image's slime-sbom wrote",
+    ("tools/release/build_check/sbom_check.py", 'return json.loads((out / "scan.cdx.json")'): "the scanner's output",
+    ("tools/release/build_check/sbom_check.py", "sbom = json.loads(document)"): "the SBOM, checked just before",
+    ("tools/release/build_check/image_weight.py", "return json.loads((layout"): "buildah's layout",
+    ("tools/release/build_check/image_weight.py", 'index = json.loads((layout / "index.json")'): "buildah's layout",
+    ("tools/release/build_check/image_weight.py", "return json.loads((graph_root"): "buildah's storage",
+    ("tools/release/build_check/run.py", "inspected = json.loads(buildah("): "buildah's output",
+    ("tools/release/build_check/run.py", "return json.loads(text)"): "a probe's output in the built image",
+    ("tools/release/build_check/repro.py", "inspected = json.loads(buildah("): "buildah's output",
+    ("tools/release/build_check/repro.py", "images = json.loads((graph_root"): "buildah's storage",
+    ("tools/release/build_check/slime_tests.py", "dev = tomllib.loads((ROOT"): "the clone's pyproject.toml",
+    ("tools/release/build_check/slime_tests.py", "return json.loads((out / RESULT)"): "the tests' own result",
+    # A pairing is a user's file: pairing_schema.read, which every command reads a pairing through first, catches
+    # RecursionError itself, and in_pairing reads only a pairing it took.
+    ("tools/inputs/pairing_schema.py", 'return tomllib.loads(data.decode("utf-8"))'): "the pairing's one parse",
+    ("tools/inputs/download_pins.py", 'args = tomllib.loads(text).get("args", {})'): "a pairing read already",
+    ("tools/inputs/download_pins.py", 'item = tomllib.loads(line) if table == "args" else {}'): "one line of it",
+    ("tools/docs.py", "own = (json.loads(built.read_text())"): "build-check's records, docs/build",
+    ("tools/docs.py", "built = json.loads(path.read_text())"): "build-check's records, docs/build",
+    ("tools/docs.py", 'rebuilds.append(f"{change} rebuilds in'): "build-check's records, docs/rebuilds",
+}
+
+
+def parses() -> set[tuple[str, str]]:
+    found = set()
+    for folder in ("image", "tools"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for line in path.read_text().splitlines():
+                if PARSE.search(line) and not line.lstrip().startswith("#"):
+                    text = line.strip()
+                    known = [n for f, n in NOT_HANDED if f == str(path.relative_to(ROOT)) and text.startswith(n)]
+                    found.add((str(path.relative_to(ROOT)), known[0] if known else text))
+    return found
+
+
+def test_every_parse_of_json_or_toml_is_json_inputs_or_named():
+    """A new reader is here by being written: it parses through json_input.loads, or is named in NOT_HANDED."""
+    unnamed = sorted(parses() - set(NOT_HANDED))
+    assert not unnamed, f"parse these through json_input.loads, or name them in NOT_HANDED: {unnamed}"
+    assert not set(NOT_HANDED) - parses(), "named in NOT_HANDED but no longer there"
+
+
+def deep(tmp_path: Path, name: str = "deep.json") -> Path:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(DEEP)
+    return path
+
+
+def refused(read) -> str:
+    with pytest.raises(UserError) as raised:
+        read()
+    return raised.value.cause
+
+
+# Each reader a user hands a file (or an argument), run on a deep document: what it says of it.
+READERS = {
+    "slime-smoke --versions-file": lambda tmp: refused(lambda: read_versions_file(deep(tmp))),
+    "slime-launch's argument": lambda tmp: refused(
+        lambda: __import__("slime_image.launch").launch.decode([base64.b64encode(DEEP.encode()).decode()])
+    ),
+    "slime-smoke --pip-allowlist": lambda tmp: pip_conflicts.load_allowlist(deep(tmp))[1][0],
+    "submit --image-versions": lambda tmp: refused(lambda: read_image_versions(deep(tmp))),  # says no more of any
+    "plan --base-manifest": lambda tmp: refused(lambda: plan_env.load_manifest(deep(tmp))),
+    "base_manifest --inspect": lambda tmp: refused(lambda: base_manifest.read_json(deep(tmp), "the manifest", "fix")),
+    # The planner's cache: an entry that does not parse is made again (None), whoever left it.
+    "the planner's cache": lambda tmp: str(plan_env.cached_json(deep(tmp))),
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_every_reader_a_user_hands_a_file_refuses_one_nested_too_deep(reader, tmp_path):
+    said = READERS[reader](tmp_path)
+    clean = ("nested deeper than Python reads", "is not the image's versions.json")
+    assert any(words in said for words in clean) or said == "None", said
+
+
+@pytest.mark.parametrize("option", ["--versions", "--pip-reports", "--downloads"])
+def test_slime_sbom_names_a_file_nested_too_deep(option, tmp_path, capsys):
+    from test_sbom import inputs
+
+    given = inputs(tmp_path)
+    name = {"--versions": "versions.json", "--pip-reports": "pip-reports/00-a.json", "--downloads": "downloads/x.json"}
+    deep(tmp_path, name[option])
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and f"{tmp_path / name[option]}: not JSON (nested deeper than" in lines[0], lines
+
+
+def test_pip_reports_names_a_report_nested_too_deep(tmp_path):
+    """The build's step, run by its path as the Dockerfile runs it."""
+    script = ROOT / "image" / "slime_image" / "pip_reports.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), str(deep(tmp_path)), "a", str(tmp_path / "kept")], capture_output=True, text=True
+    )
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 2, proc.stderr
+    assert "is no pip install report: nested deeper than Python reads" in lines[0], lines
+    assert not (tmp_path / "kept").exists() or not list((tmp_path / "kept").iterdir())
+
+
+def test_a_name_given_twice_is_refused_where_asked():
+    assert json_input.loads('{"a": 1, "a": 2}') == {"a": 2}
+    with pytest.raises(ValueError, match="'a' is given twice in one object"):
+        json_input.loads('{"a": 1, "a": 2}', unique=True)
