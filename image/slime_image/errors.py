@@ -80,7 +80,7 @@ def interrupt(signum, frame) -> None:
     `timeout` passes one on) landed in what reports the first, Python's excepthook or a cleanup, and ended in its
     traceback (sweep 4 row 20). Ignored in the handler itself, the first Python code that runs for the first one, so
     that no later one can find Python code to land in."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _ignore_signals()
     raise KeyboardInterrupt
 
 
@@ -129,6 +129,10 @@ def stopped(signal_raised: BaseException) -> tuple[str, int]:
 
 
 def _terminate(signum, frame) -> None:
+    """A stop signal, raised once: a second (`timeout` sends SIGTERM to the command, then to its group) landed in what
+    reports the first, or in the interpreter's exit joining a thread pool's workers (concurrent.futures), as a traceback
+    after the two lines (sweep 5 T2). Every later stop signal or Ctrl-C changes nothing, as for Ctrl-C (interrupt)."""
+    _ignore_signals()
     raise Terminated(signum)
 
 
@@ -147,17 +151,27 @@ def pipe_closed() -> UserError:
     return UserError("its output was closed before all of it was read", "read the whole output")
 
 
-def _ignore_interrupts() -> None:
+def _unheeded(signum, frame) -> None:
+    """A Ctrl-C or stop signal once the command is ending: nothing. A handler rather than SIG_IGN, which the children
+    a cleanup starts would inherit, so that they could be stopped no more (a handler is reset at exec)."""
+
+
+def _ignore_signals() -> None:
+    """Ctrl-C and the stop signals unheeded from now on, where they are not ignored already (a background job's)."""
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in (signal.SIGINT, *STOPS):
+            if signal.getsignal(signum) is not signal.SIG_IGN:
+                signal.signal(signum, _unheeded)
 
 
 def _quiet_exit() -> None:
-    """Once a command's body is over, Ctrl-C while the interpreter exits (its atexit handlers: logging's shutdown) is
-    ignored: the work is done or reported, and Python would print a traceback of its own. Registered after the body,
-    so after the handlers of the libraries it imported, so that it runs before them."""
+    """Once a command's body is over, Ctrl-C or a stop signal while the interpreter exits is unheeded: the work is done
+    or reported, and Python would print a traceback of its own. The interpreter first runs threading's exit callbacks
+    (concurrent.futures joins its pool's workers there: sweep 5 T2), then the atexit handlers (logging's shutdown);
+    registered with both after the body, so after the libraries it imported, so that it runs before theirs."""
     if not getattr(_quiet_exit, "registered", False):
-        atexit.register(_ignore_interrupts)
+        threading._register_atexit(_ignore_signals)
+        atexit.register(_ignore_signals)
         _quiet_exit.registered = True
 
 
@@ -222,7 +236,7 @@ def handle_start(missing_fix: str) -> None:
     tools/__init__.py) before any of their imports."""
 
     def hook(kind, value, traceback):
-        _ignore_interrupts()  # the process ends here: a Ctrl-C would land in this report (one not sent by `interrupt`)
+        _ignore_signals()  # the process ends here: a Ctrl-C would land in this report (one not sent by `interrupt`)
         main = getattr(sys.modules.get("__main__"), "__spec__", None)
         prog = main.name if main else os.path.basename(sys.argv[0] or "python")
         if issubclass(kind, KeyboardInterrupt):

@@ -162,3 +162,48 @@ def test_each_entry_point_holds_ctrl_c_before_any_other_import(entry):
     holder = next(n for n in body if "_held.append" in ast.unparse(n))
     assert ast.unparse(imports[0]) == "import signal"
     assert all(n.lineno > holder.lineno for n in imports[1:]), ast.unparse(imports[1])
+
+
+# Sweep 5 T2: `timeout` sends SIGTERM to lock_hashes, then to its group: the second landed while the interpreter's exit
+# joined the thread pool's workers (concurrent.futures), after the two lines, as `Exception ignored in: <module
+# 'threading'>` and a traceback through errors._terminate. The members: each first signal (Ctrl-C and each stop
+# signal), each second one, in each place a second lands once the first is raised: what reports the first (its list
+# of files written, as above), and the exit's joins of a pool's worker still running (the worker sends it: a stand-in
+# for the timing a real pair hits).
+SECOND_IN = {
+    "reporting": (
+        "written, calls = errors._written, []\n"
+        "def reporting():\n"  # run_command reads it at its start too: the second call is the report's
+        "    if calls:\n"
+        "        os.kill(os.getpid(), SECOND)\n"
+        "        time.sleep(0.3)\n"
+        "    calls.append(1)\n"
+        "    return written()\n"
+        "errors._written = reporting\n"
+        "work = lambda: None\n"
+    ),
+    "exit-joins": "work = lambda: (time.sleep(0.3), os.kill(os.getpid(), SECOND), time.sleep(0.3))\n",
+}
+SIGNALS = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "stopped by SIGTERM"),
+           signal.SIGHUP: (129, "stopped by SIGHUP")}  # fmt: skip
+
+
+@pytest.mark.parametrize("place", sorted(SECOND_IN))
+@pytest.mark.parametrize("second", sorted(SIGNALS), ids=lambda s: s.name)
+@pytest.mark.parametrize("first", sorted(SIGNALS), ids=lambda s: s.name)
+def test_a_second_signal_once_the_first_is_raised_changes_nothing(first, second, place):
+    code = (
+        "import os, signal, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\nimport tools\n"  # the host's entry point: Ctrl-C as `interrupt` takes it
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "from slime_image import errors\n"
+        f"SECOND = {int(second)}\n" + SECOND_IN[place] + "pool = ThreadPoolExecutor(1)\n"
+        f"def body():\n    pool.submit(work)\n    os.kill(os.getpid(), {int(first)})\n    time.sleep(5)\n"
+        "sys.exit(errors.run_command('prog', body))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, preexec_fn=default_sigint
+    )
+    exit_code, how = SIGNALS[first]
+    assert proc.stderr.strip().splitlines() == [f"prog: {how}: nothing it was writing was kept", "fix: run it again"]
+    assert proc.returncode == exit_code, proc.stderr
