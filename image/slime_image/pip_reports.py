@@ -6,8 +6,9 @@ Dockerfile copies in beside this file before the first pip step; it runs this on
     python pip_reports.py REPORT NAME [FOLDER]    keep REPORT as FOLDER/<NN>-NAME.json, then remove it
 
 FOLDER is /opt/slime-image/pip-reports in the image; run from anywhere else (a clone), it must be given (fetch.py's
-image_folder). NN counts the reports kept before it, so that the folder lists them in the order the steps ran; each
-is written whole or not at all.
+image_folder). NN is the next number above those of the reports kept before it, so that the folder lists them in the
+order the steps ran and no kept report is ever replaced; a NAME kept already is refused. Each is written whole or not
+at all.
 
 Only what names the bytes is kept: pip's report also describes the machine that built (its kernel release among
 them), which would make the layer differ from one builder to the next, and the index's URL, which a mirror changes.
@@ -29,6 +30,7 @@ from slime_image.json_input import loads
 
 FOLDER = f"{IMAGE}/pip-reports"
 NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+KEPT = re.compile(r"([0-9]+)-([a-z0-9][a-z0-9-]*)\.json")  # a kept report's file name: NN-NAME.json
 
 
 def installed(report: dict) -> list[dict]:
@@ -51,9 +53,24 @@ def installed(report: dict) -> list[dict]:
     return found
 
 
+def next_report(folder: Path, name: str) -> Path:
+    """Where step `name`'s report is kept: numbered after the highest kept, never by a count of the files there, which
+    a removed report or another file in FOLDER made repeat a number kept (sweep 5 D3: a step's records replaced by the
+    next's, unsaid); a name kept already is refused, as the SBOM would take one of the two."""
+    kept = [KEPT.fullmatch(path.name) for path in folder.glob("*.json")] if folder.is_dir() else []
+    for match in filter(None, kept):
+        if match[2] == name:
+            raise Refused(
+                f"{folder / match[0]} keeps a report of step {name} already: a second would hide one of the two",
+                f"give each pip step its own NAME, or remove {folder / match[0]} if that step is run again",
+            )
+    highest = max((int(match[1]) for match in kept if match), default=-1)
+    return folder / f"{highest + 1:02d}-{name}.json"
+
+
 def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     folder = Path(image_folder(None if folder is None else str(folder), FOLDER, "pip reports"))
-    out = folder / f"{len(list(folder.glob('*.json'))):02d}-{name}.json"
+    out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
     text = json.dumps(installed(loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
