@@ -25,7 +25,18 @@ from pathlib import Path
 if __name__ == "__main__":  # run by its path (the build's steps): the package is the folder it lies in, with fetch.py
     sys.path[0] = str(Path(__file__).resolve().parents[1])
 
-from slime_image.fetch import IMAGE, Refused, check_clone, check_target, image_folder, put_in_place, stage, unstage
+from slime_image.fetch import (
+    CONTROL,
+    HEX,
+    IMAGE,
+    Refused,
+    check_clone,
+    check_target,
+    image_folder,
+    put_in_place,
+    stage,
+    unstage,
+)
 from slime_image.json_input import loads
 
 FOLDER = f"{IMAGE}/pip-reports"
@@ -41,7 +52,7 @@ def installed(report: dict) -> list[dict]:
         record = {"name": item["metadata"]["name"], "version": item["metadata"]["version"]}
         archive = info.get("archive_info")
         if archive is not None:
-            record["sha256"] = archive.get("hashes", {}).get("sha256") or archive.get("hash", "").partition("=")[2]
+            record["sha256"] = sha256(archive, f"{record['name']} {record['version']}")
         if not item.get("is_direct"):
             record["from"] = "index"
         elif "dir_info" in info:
@@ -68,12 +79,42 @@ def next_report(folder: Path, name: str) -> Path:
     return folder / f"{highest + 1:02d}-{name}.json"
 
 
+def sha256(archive: dict, what: str) -> str:
+    """The sha256 of the file pip installed `what` from, as its report names it (`hashes`, or the older `hash`
+    ALGORITHM=DIGEST); one it names by another algorithm only is refused, naming it: its digest was kept as a sha256
+    (sweep 5 U13: md5=... recorded as "sha256"), and the SBOM names the bytes by sha256."""
+    digest = archive.get("hashes", {}).get("sha256")
+    if digest is None:
+        algorithm, _, digest = archive.get("hash", "").partition("=")
+        if algorithm != "sha256":
+            given = archive.get("hashes") or archive.get("hash") or "no hash"
+            raise Refused(
+                f"{what} came from a file pip names by no sha256 ({given}): the SBOM names each file by its sha256",
+                "install it from an index that gives its files' sha256 (PyPI does), or pin it by its sha256",
+            )
+    if not (isinstance(digest, str) and HEX.fullmatch(digest)):
+        raise Refused(
+            f"{what}'s sha256 {digest!r} is no sha256 (64 lower-case hex digits)", "keep pip's report as pip wrote it"
+        )
+    return digest
+
+
 def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
+    # Not parsed by options.Parser (this file runs before the package is there), so the refusal every path of a command
+    # gets there is made here: a line break split the message naming it in two (sweep 5 U13).
+    if bad := CONTROL.search(str(report)):
+        raise Refused(
+            f"REPORT {str(report)!r} holds the control character {bad.group()!r}", "name REPORT without it", 2
+        )
     folder = Path(image_folder(None if folder is None else str(folder), FOLDER, "pip reports"))
     out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
-    text = json.dumps(installed(loads(Path(report).read_text())), indent=1, sort_keys=True) + "\n"
+    try:
+        records = installed(loads(Path(report).read_text()))
+    except Refused as refused:
+        raise Refused(f"{report}: {refused.cause}", refused.fix) from None
+    text = json.dumps(records, indent=1, sort_keys=True) + "\n"
     made: list[str] = []
     staged = {str(out): stage(str(out), text.encode(), made=made)}
     try:
