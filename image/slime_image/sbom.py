@@ -67,7 +67,8 @@ def read_text(path: Path) -> str:
 
 
 def read_json(path: Path, shape: type, fields: dict[str, type] | None = None):
-    """The JSON document at `path`, of type `shape` (a list: of objects), each object holding `fields` as typed."""
+    """The JSON document at `path`, of type `shape` (a list: of objects), each object holding `fields` as typed; a name
+    given twice in one object is refused, as a lock's repeated line is (sweep 5 U14: the last was taken, unsaid)."""
     try:
         document = json_input.loads(read_text(path), unique=True)
     except ValueError as exc:
@@ -251,7 +252,12 @@ def read_versions(path: Path) -> dict:
 
 def _held(path: Path, name: str, value: str) -> None:
     """A commit or the base's digest, held to its form before the SBOM names bytes by it (`main; rm -rf` went in as a
-    SHA-1, `NOTADIGEST` as the base's SHA-256)."""
+    SHA-1, `NOTADIGEST` as the base's SHA-256); a line break or other control character, in neither (sweep 5 U14: a
+    name so written went into the SBOM)."""
+    if bad := fetch.CONTROL.search(name + value):
+        raise unreadable(
+            path, f"{name!r}: {value!r} holds the control character {bad.group()!r}", "run slime-record again"
+        )
     if name.endswith("_COMMIT") and not COMMIT.fullmatch(value):
         raise unreadable(path, f"{name} {value!r} is no commit (40 lower-case hex digits)", "run slime-record again")
     _, at, digest = value.partition("@")

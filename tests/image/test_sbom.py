@@ -162,6 +162,16 @@ MALFORMED = {
     "dpkg status without Version": ("status", "Package: libc6\nStatus: install ok installed\n"),
     "os-release not UTF-8": ("os-release", b"ID=\xff\n"),
     "download record not UTF-8": ("downloads/x.json", b'{"file": "\xff"}'),
+    # Sweep 5 U14: the last of a name given twice was taken unsaid, and a name with a line break went into the SBOM.
+    # Each file it reads as JSON, with a name twice.
+    "versions name twice": ("versions.json", '{"versions": {"a": "1", "a": "2"}, "tag": "t"}'),
+    "pip report name twice": ("pip-reports/00-a.json", '[{"name": "a", "version": "1.0", "version": "2.0"}]'),
+    "download record name twice": (
+        "downloads/x.json",
+        json.dumps({"file": "x", "sha256": "d" * 64, "pinned": True})[:-1] + ', "file": "y"}',
+    ),
+    "versions name with a line break": ("versions.json", '{"versions": {"x\\ny": "1"}, "tag": "t"}'),
+    "versions value with a tab": ("versions.json", '{"versions": {"x": "1\\t2"}, "tag": "t"}'),
 }
 
 
