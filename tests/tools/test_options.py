@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from unittest import mock
 
+import conftest
 import pytest
 from conftest import path_without
 from slime_image.errors import UserError
@@ -377,9 +378,10 @@ def test_every_image_command_keeps_the_clone_it_runs_from():
 # Sweep 4 rows 5 and 6: `slime-sbom --out locks/v0.3.1.lock` replaced the lock with JSON (slime.Dockerfile, a
 # pairing, the Makefile too); the clone's own, as image/slime_image/clone_files.py keeps it: a tracked file, the git
 # folder and the venv, and image/, which the build copies whole. A folder a command fills may hold none of them.
+# Sweep 5 D2: `slime-sbom --out pairings/v9.toml` broke every command reading pairings/: each folder the rule keeps.
 CLONE_FILES = ("locks/v0.3.1.lock", "slime.Dockerfile", "pairings/v0.3.0.toml", "Makefile", ".git/config",
-               ".venv/pyvenv.cfg", "image/x.json")  # fmt: skip
-CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+               ".venv/pyvenv.cfg", *(f"{folder}/x.json" for folder in conftest.CLONE_FOLDERS))  # fmt: skip
+CLONE_FOLDERS = (".", ".git/objects", *conftest.CLONE_FOLDERS)
 
 
 def _state(path: Path) -> bytes | list[str] | None:
