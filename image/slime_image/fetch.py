@@ -174,14 +174,15 @@ def source_url(given: str) -> str:
 
 def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
     """Refuse, before any work, an output file (what -> path) over the clone this file runs from, or a folder it fills
-    (what -> path) among it: its tracked files, .git/, .venv/ (slime_image.clone_files, the one rule; sweep 4 row 6:
-    OUT replaced slime.Dockerfile, RECORDS put a record among the locks). The image's copy has no clone around it, and
-    the build's lies alone, without that module: nothing to check there."""
-    image = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    if image == IMAGE:
+    (what -> path) among it (slime_image.clone_files, the one rule; sweep 4 row 6: OUT replaced slime.Dockerfile,
+    RECORDS put a record among the locks). Only where the package lies beside this file: a copy of it alone or with
+    pip_reports.py (the build's first steps, sweep 5 T3's copies elsewhere) runs from no clone; the image's whole copy
+    is in none, which clone_files sees."""
+    package = os.path.dirname(os.path.realpath(__file__))
+    if not os.path.isfile(os.path.join(package, "clone_files.py")):
         return
-    if image not in sys.path:  # run by its path: the package is the folder above this file's
-        sys.path.insert(0, image)
+    if os.path.dirname(package) not in sys.path:  # run by its path: the package is the folder above this file's
+        sys.path.insert(0, os.path.dirname(package))
     from slime_image import clone_files
     from slime_image.errors import UserError
 

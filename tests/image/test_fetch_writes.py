@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, default_sigint
+from conftest import CLONE_FOLDERS, ROOT, default_sigint
 from silent_servers import mute, trickling
 
 IMAGE_FOLDER = "/opt/slime-image"
@@ -53,8 +53,8 @@ def test_every_script_copied_alone_keeps_its_records_through_image_folder_or_is_
     assert build_step_scripts() == ["fetch.py", "pip_reports.py"]
 
 
-def run(script: str, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "image" / "slime_image" / script), *args]
+def run(script: str, *args: str, at=ROOT / "image" / "slime_image", alone=False) -> subprocess.CompletedProcess:
+    command = [sys.executable, *(["-S"] if alone else []), str(at / script), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
@@ -341,14 +341,16 @@ def test_a_server_answering_no_http_is_named_in_two_lines(tmp_path):
 # Sweep 4 row 6: fetch.py's OUT replaced slime.Dockerfile and RECORDS put a record among the locks, run from the clone;
 # pip_reports.py, which removes its REPORT once kept, with them. The clone's own, as slime_image.clone_files keeps it
 # for every image/ command: a tracked file, the git folder, the venv, image/; a folder filled may hold none of them.
-CLONE_FILES = ("slime.Dockerfile", "locks/v0.3.1.lock", "Makefile", ".git/config", ".venv/pyvenv.cfg", "image/x.json")
-CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+# Sweep 5 D2: OUT pairings/v9.toml, RECORDS locks/new: every folder the rule keeps.
+CLONE_FILES = ("slime.Dockerfile", "locks/v0.3.1.lock", "Makefile", ".git/config", ".venv/pyvenv.cfg",
+               *(f"{folder}/x.json" for folder in CLONE_FOLDERS))  # fmt: skip
+CLONE_FOLDERS_FILLED = (".", ".git/objects", *CLONE_FOLDERS)
 
 
 def clone_cases() -> list[tuple[str, str, str]]:
     found = [("fetch.py", "OUT", target) for target in CLONE_FILES]
     found += [("pip_reports.py", "REPORT", target) for target in ("locks/v0.3.1.lock", "image/x.json")]
-    return found + [(script, "RECORDS", target) for script in build_step_scripts() for target in CLONE_FOLDERS]
+    return found + [(script, "RECORDS", target) for script in build_step_scripts() for target in CLONE_FOLDERS_FILLED]
 
 
 @pytest.mark.parametrize("script, what, target", clone_cases(), ids=str)
@@ -374,3 +376,20 @@ def test_no_build_step_script_writes_over_the_clone_it_runs_from(tmp_path, scrip
     refused(proc, "the clone")
     said = "FOLDER" if (script, what) == ("pip_reports.py", "RECORDS") else what  # its usage's name for it
     assert proc.stderr.startswith(f"{script.removesuffix('.py').replace('_', '-')}: {said} "), proc.stderr
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["each alone", "together in a slime_image folder"])
+def test_the_scripts_copied_alone_run_wherever_they_are_copied(tmp_path, together):
+    """Sweep 5 T3: a copy of fetch.py elsewhere (alone, or with pip_reports.py in a folder named slime_image, as the
+    build copies them) ended in an ImportError: its clone guard imported the package, which is not there. Run with no
+    site-packages (-S), where this venv's own path to image/ would find the package, as the image's Python would not."""
+    (tmp_path / "source").write_bytes(b"bytes")
+    for script in build_step_scripts():
+        at = tmp_path / "copies" / ("slime_image" if together else script.removesuffix(".py"))
+        at.mkdir(parents=True, exist_ok=True)
+        for name in build_step_scripts() if together else [script]:
+            (at / name).write_bytes((ROOT / "image" / "slime_image" / name).read_bytes())
+        if script == "pip_reports.py" and not together:
+            continue  # it takes fetch.py's checks from beside it, as the build copies them
+        proc = run(script, *arguments(script, tmp_path, records=str(tmp_path / script)), at=at, alone=True)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
