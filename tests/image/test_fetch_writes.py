@@ -100,6 +100,7 @@ BAD_FILE = {
     "under a file": "{tmp}/file/name",
     "a name with a newline": "{tmp}/out/a\nb",  # sweep 4 row 24: every message naming it split in two
     "a name with a control character": "{tmp}/out/a\x01b",
+    "a link to a regular file": "{tmp}/link",  # sweep 5 D1: the rename replaced the link (/dev/stdout) with a file
 }
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
@@ -126,23 +127,26 @@ def cases() -> list[tuple[str, str, str]]:
 def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script, path, bad):
     (tmp_path / "file").write_text("")
     os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
     target = (BAD_FILE if path == "out" else BAD_FOLDER)[bad].format(tmp=tmp_path)
     argv = arguments(script, tmp_path, **{path: target})
     links = tmp_path / "links"
-    for device in ("/dev/full", tmp_path / "fifo") if bad == "the record a pipe or a device" else ():
+    for device in ("/dev/full", tmp_path / "fifo", tmp_path / "file") if bad == "the record a pipe or a device" else ():
         links.mkdir(exist_ok=True)
         if (links / RECORD[script]).is_symlink():
             os.unlink(links / RECORD[script])
         os.symlink(device, links / RECORD[script])
         before = sorted(p.name for p in tmp_path.rglob("*"))
-        refused(run(script, *argv), "is there and is not a regular file")
+        refused(run(script, *argv), "a link (to ")
     if bad != "the record a pipe or a device":
         before = sorted(p.name for p in tmp_path.rglob("*"))
         proc = run(script, *argv)
         refused(proc, "")
         said = r"names no (file|folder)|is not a regular file|cannot write a file there|holds the control character"
+        said += r"|: a link \(to "
         assert re.search(said, proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
+    assert (tmp_path / "link").is_symlink()
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
 
 
@@ -393,3 +397,17 @@ def test_the_scripts_copied_alone_run_wherever_they_are_copied(tmp_path, togethe
             continue  # it takes fetch.py's checks from beside it, as the build copies them
         proc = run(script, *arguments(script, tmp_path, records=str(tmp_path / script)), at=at, alone=True)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_out_a_link_to_stdout_sent_to_a_file_stays_a_link(tmp_path):
+    """Sweep 5 D1 as it happened: OUT /dev/stdout, with stdout sent to a file, replaced the machine's /dev/stdout link
+    with a regular file. A stand-in link to /proc/self/fd/1 in the test's folder, never the real /dev/stdout."""
+    (tmp_path / "source").write_bytes(b"bytes")
+    (tmp_path / "mystdout").symlink_to("/proc/self/fd/1")
+    with open(tmp_path / "log", "w") as log:
+        argv = [sys.executable, str(ROOT / "image" / "slime_image" / "fetch.py"),
+                *arguments("fetch.py", tmp_path, out=str(tmp_path / "mystdout"))]  # fmt: skip
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.PIPE, text=True, timeout=60)
+    refused(proc, f"OUT {tmp_path / 'mystdout'}: a link (to /proc/self/fd/1)")
+    assert (tmp_path / "mystdout").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "log", "mystdout", "source"]  # fmt: skip

@@ -210,7 +210,7 @@ def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
 # root); a path that is blank.
 BAD = {
     Number: ["nan", "1e30", "1_0", " 1"],
-    Output: ["{tmp}/", "/dev/full", "/proc/version"],
+    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}"],  # {link}: to a regular file (sweep 5 D1)
     InputPath: [" "],
 }
 
@@ -219,14 +219,18 @@ BAD = {
 def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, action, tmp_path, capsys):
     """In the command itself, not only in its type: the value is parsed where run_command turns the refusal into two
     lines and an exit code, never a traceback; before any work, and nothing is written."""
+    link = tmp_path.parent / f"{tmp_path.name}-link"  # outside tmp_path, which must stay empty
+    link.symlink_to(tmp_path.parent / f"{tmp_path.name}-target")
+    (tmp_path.parent / f"{tmp_path.name}-target").write_text("kept\n")
     for bad in BAD[type(action.type)]:
-        bad = bad.format(tmp=tmp_path)
+        bad = bad.format(tmp=tmp_path, link=link)
         code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
         said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
         assert said in lines[0] and lines[1].startswith("fix: "), lines
         assert not list(tmp_path.iterdir())
+    assert link.is_symlink() and link.read_text() == "kept\n"
 
 
 def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
