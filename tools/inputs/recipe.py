@@ -366,6 +366,7 @@ class Recipe:
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
+        clone_files.check(outputs, folders or {}, fills, replaces, root=ROOT)
         named = [(option, os.path.realpath(folder)) for option, folder in (folders or {}).items() if folder]
         for (one, first), (other, second) in itertools.combinations(named, 2):
             if os.path.commonpath([first, second]) in (first, second):
@@ -375,7 +376,6 @@ class Recipe:
                     f"{one} {shown[0]} and {other} {shown[1]} {how}: what each holds would go among the other's",
                     f"give {one} and {other} folders apart (the defaults are)",
                 )
-        clone_files.check(outputs, folders or {}, fills, replaces, root=ROOT)
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
