@@ -21,6 +21,9 @@ from tools.inputs import pairings
 ROOT = Path(__file__).resolve().parent.parent
 IMAGE_BIN = ROOT / "image" / "bin"
 LOCKS = sorted((ROOT / "locks").glob("*.lock"))
+# The clone's folders no command writes into (sweep 4 rows 5, 6, 14; sweep 5 D2, U2), as the tests hold
+# image/slime_image/clone_files.FOLDERS to them: its source, what the tools read, the committed build records.
+CLONE_FOLDERS = (".git", ".venv", "image", "tools", "tests", "locks", "pairings", "base-manifests", "docs/build")
 # The fix a tool gives for an unknown pairing: every pairing there is, so adding one changes no test.
 UNKNOWN_PAIRING_FIX = "use one of: " + ", ".join(pairings.names())
 

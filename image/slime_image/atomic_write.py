@@ -123,13 +123,20 @@ def check_writable(option: str, path: Path | str | None) -> None:
     Missing folders are fine (they are created). What is asked of the target is what the write will do, tried now:
     a device or a pipe takes a write of nothing (/dev/full refuses it, as it will the report), and the folder that
     will hold a file takes a new file (one under /proc or /sys, or on a read-only mount, does not, even for root,
-    whom os.access answers yes). A file where a folder must be, a folder, or either probe failing is a UserError
-    naming the option."""
+    whom os.access answers yes). A link is refused: the rename would put a file in its place (/dev/stdout with stdout
+    sent to a file: the probes see the file it leads to). A file where a folder must be, a folder, or either probe
+    failing is a UserError naming the option."""
     if path is None or str(path) == "-":
         return
     if str(path).endswith(os.sep):
         raise UserError(f"{option} {path}: a folder, and it takes a file", f"pass {option} a file name: {path}NAME")
     target = Path(path)
+    if target.is_symlink():  # sweep 5 D1: /dev/stdout, stdout sent to a file, became a regular file
+        raise UserError(
+            f"{option} {path}: a link (to {os.readlink(target)}), which the write would replace, not write where it "
+            "leads",
+            f"pass {option} the file itself, not a link to it",
+        )
     fix = f"pass {option} a file in a writable folder"
     if _special(target):
         why = _takes_a_write(target)

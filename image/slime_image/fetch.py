@@ -103,12 +103,19 @@ def image_folder(told: str | None, default: str, what: str) -> str:
 def check_target(what: str, path: str) -> None:
     """Refuse, before any work, a file `path` that cannot be put in place by a rename: a name ending in / (a folder),
     something there that is not a regular file (a folder; a device, which the rename would replace for every process
-    of the machine), or a folder that takes no new file (read-only; under /proc or /sys, even for root)."""
+    of the machine), a link (the rename would replace it), or a folder that takes no new file (read-only; under /proc
+    or /sys, even for root)."""
     fix = f"name a file for {what} in a folder you may write"
     if bad := CONTROL.search(path):
         raise Refused(f"{what} {path!r} holds the control character {bad.group()!r}", f"name {what} without it", 2)
     if not path.strip() or path.endswith(os.sep):
         raise Refused(f"{what} {path!r} names no file", fix, code=2)
+    if os.path.islink(path):  # sweep 5 D1: /dev/stdout, stdout sent to a file, became a regular file
+        raise Refused(
+            f"{what} {path}: a link (to {os.readlink(path)}), which the rename would replace, not write where it leads",
+            f"name the file itself for {what}, not a link to it",
+            code=2,
+        )
     if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode if os.path.exists(path) else 0):
         raise Refused(f"{what} {path} is there and is not a regular file: it would be replaced", fix, code=2)
     folder = os.path.dirname(os.path.abspath(path))
@@ -174,14 +181,15 @@ def source_url(given: str) -> str:
 
 def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
     """Refuse, before any work, an output file (what -> path) over the clone this file runs from, or a folder it fills
-    (what -> path) among it: its tracked files, .git/, .venv/ (slime_image.clone_files, the one rule; sweep 4 row 6:
-    OUT replaced slime.Dockerfile, RECORDS put a record among the locks). The image's copy has no clone around it, and
-    the build's lies alone, without that module: nothing to check there."""
-    image = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
-    if image == IMAGE:
+    (what -> path) among it (slime_image.clone_files, the one rule; sweep 4 row 6: OUT replaced slime.Dockerfile,
+    RECORDS put a record among the locks). Only where the package lies beside this file: a copy of it alone or with
+    pip_reports.py (the build's first steps, sweep 5 T3's copies elsewhere) runs from no clone; the image's whole copy
+    is in none, which clone_files sees."""
+    package = os.path.dirname(os.path.realpath(__file__))
+    if not os.path.isfile(os.path.join(package, "clone_files.py")):
         return
-    if image not in sys.path:  # run by its path: the package is the folder above this file's
-        sys.path.insert(0, image)
+    if os.path.dirname(package) not in sys.path:  # run by its path: the package is the folder above this file's
+        sys.path.insert(0, os.path.dirname(package))
     from slime_image import clone_files
     from slime_image.errors import UserError
 

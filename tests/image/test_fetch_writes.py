@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from conftest import ROOT, default_sigint
+from conftest import CLONE_FOLDERS, ROOT, default_sigint
 from silent_servers import mute, trickling
 
 IMAGE_FOLDER = "/opt/slime-image"
@@ -54,8 +54,8 @@ def test_every_script_copied_alone_keeps_its_records_through_image_folder_or_is_
     assert build_step_scripts() == ["fetch.py", "pip_reports.py"]
 
 
-def run(script: str, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, str(ROOT / "image" / "slime_image" / script), *args]
+def run(script: str, *args: str, at=ROOT / "image" / "slime_image", alone=False) -> subprocess.CompletedProcess:
+    command = [sys.executable, *(["-S"] if alone else []), str(at / script), *args]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 
@@ -101,6 +101,7 @@ BAD_FILE = {
     "under a file": "{tmp}/file/name",
     "a name with a newline": "{tmp}/out/a\nb",  # sweep 4 row 24: every message naming it split in two
     "a name with a control character": "{tmp}/out/a\x01b",
+    "a link to a regular file": "{tmp}/link",  # sweep 5 D1: the rename replaced the link (/dev/stdout) with a file
 }
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
@@ -127,23 +128,26 @@ def cases() -> list[tuple[str, str, str]]:
 def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script, path, bad):
     (tmp_path / "file").write_text("")
     os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "link").symlink_to(tmp_path / "file")
     target = (BAD_FILE if path == "out" else BAD_FOLDER)[bad].format(tmp=tmp_path)
     argv = arguments(script, tmp_path, **{path: target})
     links = tmp_path / "links"
-    for device in ("/dev/full", tmp_path / "fifo") if bad == "the record a pipe or a device" else ():
+    for device in ("/dev/full", tmp_path / "fifo", tmp_path / "file") if bad == "the record a pipe or a device" else ():
         links.mkdir(exist_ok=True)
         if (links / RECORD[script]).is_symlink():
             os.unlink(links / RECORD[script])
         os.symlink(device, links / RECORD[script])
         before = sorted(p.name for p in tmp_path.rglob("*"))
-        refused(run(script, *argv), "is there and is not a regular file")
+        refused(run(script, *argv), "a link (to ")
     if bad != "the record a pipe or a device":
         before = sorted(p.name for p in tmp_path.rglob("*"))
         proc = run(script, *argv)
         refused(proc, "")
         said = r"names no (file|folder)|is not a regular file|cannot write a file there|holds the control character"
+        said += r"|: a link \(to "
         assert re.search(said, proc.stderr), proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
+    assert (tmp_path / "link").is_symlink()
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
 
 
@@ -342,14 +346,16 @@ def test_a_server_answering_no_http_is_named_in_two_lines(tmp_path):
 # Sweep 4 row 6: fetch.py's OUT replaced slime.Dockerfile and RECORDS put a record among the locks, run from the clone;
 # pip_reports.py, which removes its REPORT once kept, with them. The clone's own, as slime_image.clone_files keeps it
 # for every image/ command: a tracked file, the git folder, the venv, image/; a folder filled may hold none of them.
-CLONE_FILES = ("slime.Dockerfile", "locks/v0.3.1.lock", "Makefile", ".git/config", ".venv/pyvenv.cfg", "image/x.json")
-CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+# Sweep 5 D2: OUT pairings/v9.toml, RECORDS locks/new: every folder the rule keeps.
+CLONE_FILES = ("slime.Dockerfile", "locks/v0.3.1.lock", "Makefile", ".git/config", ".venv/pyvenv.cfg",
+               *(f"{folder}/x.json" for folder in CLONE_FOLDERS))  # fmt: skip
+CLONE_FOLDERS_FILLED = (".", ".git/objects", *CLONE_FOLDERS)
 
 
 def clone_cases() -> list[tuple[str, str, str]]:
     found = [("fetch.py", "OUT", target) for target in CLONE_FILES]
     found += [("pip_reports.py", "REPORT", target) for target in ("locks/v0.3.1.lock", "image/x.json")]
-    return found + [(script, "RECORDS", target) for script in build_step_scripts() for target in CLONE_FOLDERS]
+    return found + [(script, "RECORDS", target) for script in build_step_scripts() for target in CLONE_FOLDERS_FILLED]
 
 
 @pytest.mark.parametrize("script, what, target", clone_cases(), ids=str)
@@ -375,3 +381,34 @@ def test_no_build_step_script_writes_over_the_clone_it_runs_from(tmp_path, scrip
     refused(proc, "the clone")
     said = "FOLDER" if (script, what) == ("pip_reports.py", "RECORDS") else what  # its usage's name for it
     assert proc.stderr.startswith(f"{script.removesuffix('.py').replace('_', '-')}: {said} "), proc.stderr
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["each alone", "together in a slime_image folder"])
+def test_the_scripts_copied_alone_run_wherever_they_are_copied(tmp_path, together):
+    """Sweep 5 T3: a copy of fetch.py elsewhere (alone, or with pip_reports.py in a folder named slime_image, as the
+    build copies them) ended in an ImportError: its clone guard imported the package, which is not there. Run with no
+    site-packages (-S), where this venv's own path to image/ would find the package, as the image's Python would not."""
+    (tmp_path / "source").write_bytes(b"bytes")
+    for script in build_step_scripts():
+        at = tmp_path / "copies" / ("slime_image" if together else script.removesuffix(".py"))
+        at.mkdir(parents=True, exist_ok=True)
+        for name in build_step_scripts() if together else [script]:
+            (at / name).write_bytes((ROOT / "image" / "slime_image" / name).read_bytes())
+        if script == "pip_reports.py" and not together:
+            continue  # it takes fetch.py's checks from beside it, as the build copies them
+        proc = run(script, *arguments(script, tmp_path, records=str(tmp_path / script)), at=at, alone=True)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_out_a_link_to_stdout_sent_to_a_file_stays_a_link(tmp_path):
+    """Sweep 5 D1 as it happened: OUT /dev/stdout, with stdout sent to a file, replaced the machine's /dev/stdout link
+    with a regular file. A stand-in link to /proc/self/fd/1 in the test's folder, never the real /dev/stdout."""
+    (tmp_path / "source").write_bytes(b"bytes")
+    (tmp_path / "mystdout").symlink_to("/proc/self/fd/1")
+    with open(tmp_path / "log", "w") as log:
+        argv = [sys.executable, str(ROOT / "image" / "slime_image" / "fetch.py"),
+                *arguments("fetch.py", tmp_path, out=str(tmp_path / "mystdout"))]  # fmt: skip
+        proc = subprocess.run(argv, stdout=log, stderr=subprocess.PIPE, text=True, timeout=60)
+    refused(proc, f"OUT {tmp_path / 'mystdout'}: a link (to /proc/self/fd/1)")
+    assert (tmp_path / "mystdout").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        "log", "mystdout", "source"]  # fmt: skip

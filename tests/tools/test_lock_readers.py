@@ -340,6 +340,6 @@ def test_every_command_that_reads_a_lock_refuses_one_that_is_no_regular_file(rep
     said = run.stderr.strip().splitlines()
     assert run.returncode != 0 and len(said) == 2, run.stderr[-2000:]
     # A writer's output check may see the folder first (`cannot write a file there: it is a folder`).
-    assert re.search(r", not a lock: |it is a folder", said[0]) and "locks/" in said[0], said
+    assert re.search(r", not a lock: |it is a folder|: a link \(to ", said[0]) and "locks/" in said[0], said
     assert said[1].startswith("fix: ") and "Traceback" not in run.stderr, run.stderr
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from unittest import mock
 
+import conftest
 import pytest
 from conftest import path_without
 from slime_image.errors import UserError
@@ -209,7 +210,7 @@ def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
 # root); a path that is blank.
 BAD = {
     Number: ["nan", "1e30", "1_0", " 1"],
-    Output: ["{tmp}/", "/dev/full", "/proc/version"],
+    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}"],  # {link}: to a regular file (sweep 5 D1)
     InputPath: [" "],
 }
 
@@ -218,14 +219,18 @@ BAD = {
 def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, action, tmp_path, capsys):
     """In the command itself, not only in its type: the value is parsed where run_command turns the refusal into two
     lines and an exit code, never a traceback; before any work, and nothing is written."""
+    link = tmp_path.parent / f"{tmp_path.name}-link"  # outside tmp_path, which must stay empty
+    link.symlink_to(tmp_path.parent / f"{tmp_path.name}-target")
+    (tmp_path.parent / f"{tmp_path.name}-target").write_text("kept\n")
     for bad in BAD[type(action.type)]:
-        bad = bad.format(tmp=tmp_path)
+        bad = bad.format(tmp=tmp_path, link=link)
         code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
         said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
         assert said in lines[0] and lines[1].startswith("fix: "), lines
         assert not list(tmp_path.iterdir())
+    assert link.is_symlink() and link.read_text() == "kept\n"
 
 
 def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
@@ -377,9 +382,10 @@ def test_every_image_command_keeps_the_clone_it_runs_from():
 # Sweep 4 rows 5 and 6: `slime-sbom --out locks/v0.3.1.lock` replaced the lock with JSON (slime.Dockerfile, a
 # pairing, the Makefile too); the clone's own, as image/slime_image/clone_files.py keeps it: a tracked file, the git
 # folder and the venv, and image/, which the build copies whole. A folder a command fills may hold none of them.
+# Sweep 5 D2: `slime-sbom --out pairings/v9.toml` broke every command reading pairings/: each folder the rule keeps.
 CLONE_FILES = ("locks/v0.3.1.lock", "slime.Dockerfile", "pairings/v0.3.0.toml", "Makefile", ".git/config",
-               ".venv/pyvenv.cfg", "image/x.json")  # fmt: skip
-CLONE_FOLDERS = ("locks", ".", ".git/objects", ".venv", "image")
+               ".venv/pyvenv.cfg", *(f"{folder}/x.json" for folder in conftest.CLONE_FOLDERS))  # fmt: skip
+CLONE_FOLDERS = (".", ".git/objects", *conftest.CLONE_FOLDERS)
 
 
 def _state(path: Path) -> bytes | list[str] | None:

@@ -8,6 +8,7 @@ other code reads the Dockerfile.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 from dataclasses import dataclass
@@ -355,8 +356,9 @@ class Recipe:
         folders, but in `fills`, the folder the command is there to write in (draft: pairings/, base_manifest:
         base-manifests/), where it may add a file and, with `replaces`, replace one (draft's --out replaced a pairing).
         `also`: what else the command reads (what -> path). `folders`: the options naming a folder the command fills
-        (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would). Then
-        neither may be over the clone itself (clone_files: a tracked file, .git/, .venv/), but what `fills` replaces."""
+        (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would), nor one
+        another (`--work X --out X` would mix the work's files into the record). Then neither may be over the clone
+        itself (clone_files: a tracked file, its own folders), but in `fills`."""
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
@@ -364,7 +366,16 @@ class Recipe:
         check_outputs(outputs, {**reads, **(also or {})})
         for option, folder in (folders or {}).items():
             _apart(option, folder, {**reads, **(also or {})})
-        clone_files.check(outputs, folders or {}, fills if replaces else None, root=ROOT)
+        clone_files.check(outputs, folders or {}, fills, replaces, root=ROOT)
+        named = [(option, os.path.realpath(folder)) for option, folder in (folders or {}).items() if folder]
+        for (one, first), (other, second) in itertools.combinations(named, 2):
+            if os.path.commonpath([first, second]) in (first, second):
+                how = "are one folder" if first == second else "lie one inside the other"
+                shown = [as_typed(Path(folders[option])) for option in (one, other)]
+                raise UserError(
+                    f"{one} {shown[0]} and {other} {shown[1]} {how}: what each holds would go among the other's",
+                    f"give {one} and {other} folders apart (the defaults are)",
+                )
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:
