@@ -345,3 +345,72 @@ def test_a_draft_into_pairings_of_a_release_already_paired_is_refused(next_relea
     assert lines[0].endswith(f"would be a second pairing of slime v0.3.2, whose pairing is {folder}/other.toml"), lines
     assert len(lines) == 2 and lines[1].startswith("fix: pass --out a file outside pairings/"), lines
     assert sorted(p.name for p in folder.iterdir()) == before
+
+
+def tree_commands() -> list[str]:
+    """Every subcommand of pairings that reads a slime tree (--slime-tree), found from the parsers."""
+    from test_options import commands
+
+    return [
+        words[0]
+        for parser, words in commands("tools.inputs.pairings")
+        if any("--slime-tree" in action.option_strings for action in parser._actions)
+    ]
+
+
+def tagged_tree(tmp_path: Path, *tags: str, edit=None) -> Path:
+    tree = tmp_path / "slime"
+    shutil.copytree(ROOT / "tests" / "tools" / "fixtures" / "slime-next", tree)
+    if edit:
+        edit(tree)
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "x"], *(["tag", tag] for tag in tags)):
+        subprocess.run([*git, *command], check=True)
+    return tree
+
+
+def test_every_command_that_reads_a_slime_tree_is_enumerated():
+    assert sorted(tree_commands()) == ["draft", "series"]
+
+
+@pytest.mark.parametrize("command", ["draft", "series"])
+def test_a_tree_whose_head_carries_two_tags_is_asked_which_release(command, tmp_path, capsys):
+    """Sweep 5 U10: one of the two was taken, unsaid."""
+    tree = tagged_tree(tmp_path, "v0.3.2", "v0.3.3")
+    out = tmp_path / "d.toml"
+    assert (
+        pairings.main([command, "--slime-tree", str(tree), *(["--out", str(out)] if command == "draft" else [])]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].endswith("carries the tags v0.3.2, v0.3.3: which release?"), err
+    assert err[1].startswith("fix: draft from a checkout whose HEAD carries the release's tag alone")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["draft", "series"])
+@pytest.mark.parametrize("link", ["a patch", "the patch folder", "requirements.txt"])
+def test_a_file_the_draft_reads_that_links_out_of_the_tree_is_refused(command, link, tmp_path, capsys):
+    """Sweep 5 U10: a patch linked to /etc/passwd was hashed into the series (a stand-in file outside the tree here)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "megatron.patch").write_text("not the release's\n")
+
+    def edit(tree: Path) -> None:
+        patches = tree / "docker" / "patch" / "v0.5.17"
+        if link == "the patch folder":
+            patches.parent.mkdir(parents=True)
+            patches.symlink_to(outside)
+        else:
+            patches.mkdir(parents=True)
+            (patches / "sglang.patch").write_text("the release's\n")
+            target = tree / "requirements.txt" if link == "requirements.txt" else patches / "megatron.patch"
+            target.symlink_to(outside / "megatron.patch")
+
+    tree = tagged_tree(tmp_path, "v0.3.2", edit=edit)
+    out = tmp_path / "d.toml"
+    assert (
+        pairings.main([command, "--slime-tree", str(tree), *(["--out", str(out)] if command == "draft" else [])]) == 2
+    )
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and f"outside the slime tree {tree}: no part of the release" in err[0], err
+    assert err[1].startswith("fix: pass a checkout of the release whose files are its own") and not out.exists()

@@ -97,3 +97,53 @@ def test_a_build_check_folder_from_before_the_mark_is_told_how_to_mark_it(module
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[1].endswith(f"touch {work / WORK_MARK})")
     (work / WORK_MARK).write_text("")
     assert "--work" not in run(module, work, engineless).stderr
+
+
+def test_every_claim_of_the_build_check_folder_takes_its_lock():
+    """work_folder.claim of the shared folder is made in work_lock alone; each command that shares it claims there."""
+    claims = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tools").rglob("*.py")
+        if "work_folder.claim(" in path.read_text()
+    }
+    assert claims == {"tools/release/build_check/work_lock.py"}
+    sharing = [module for module, run in RUNS.items() if run[2] == WORK_MARK]
+    for module in sharing:
+        assert "work_lock.claim(" in (ROOT / (module.replace(".", "/") + ".py")).read_text(), module
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from tools.release.build_check import work_lock
+work_lock.claim(Path(sys.argv[1]))
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_second_run_on_a_work_folder_in_use_is_refused(tmp_path, monkeypatch):
+    """Sweep 5 U3: a real second process holds the folder, as a build-check at work would; this run is refused in two
+    lines naming the folder and the fix, and takes the folder once that process has ended."""
+    from slime_image.errors import UserError
+
+    from tools.release.build_check import work_lock
+
+    work = tmp_path / "slime-build-check"
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'image'}"}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(work)], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        monkeypatch.setattr(work_lock, "_held", [])
+        with pytest.raises(UserError) as refused:
+            work_lock.claim(work)
+        assert refused.value.cause.startswith(f"--work {work} is in use: another {COMMANDS} on this machine holds it")
+        assert refused.value.fix == "pass --work another folder, or wait until that run ends"
+        assert work_lock._held == []
+    finally:
+        holder.communicate("", timeout=30)
+    work_lock.claim(work)  # the first run ended: its lock went with it
+    os.close(work_lock._held.pop())

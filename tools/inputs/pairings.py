@@ -161,10 +161,14 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     path = (folder or FOLDER) / f"{name}.toml"
     found = every(folder, recipe)
     if name not in found:
-        where = (
-            f"{as_typed(path)} does not exist" if not path.is_file() else "a pairing is a name of pairings/, not a path"
+        # A path is named as typed (sweep 5 U4: pairings/pairings/v0.3.0.toml.toml), and a pairing's file by its name.
+        stem = Path(name).name.removesuffix(".toml")
+        as_path = stem != name or path.is_file()
+        where = "a pairing is a name of pairings/, not a path" if as_path else f"{as_typed(path)} does not exist"
+        own = stem in found and Path(name).resolve() == ((folder or FOLDER) / f"{stem}.toml").resolve()
+        raise UserError(
+            f"no pairing {name!r} ({where})", f"name it {stem}" if own else f"use one of: {', '.join(found)}"
         )
-        raise UserError(f"no pairing {name!r} ({where})", f"use one of: {', '.join(found)}")
     return found[name]
 
 

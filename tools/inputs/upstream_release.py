@@ -65,6 +65,20 @@ def requirements(path: Path) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in path.read_text().splitlines() if line.split("#", 1)[0].strip()]
 
 
+def _no_link_out(tree: Path, *paths: Path) -> None:
+    """Refuse a file the draft reads that is a link out of the tree (sweep 5 U10: a patch linked to /etc/passwd was
+    hashed into the series): what it points at is no part of the release."""
+    inside = tree.resolve()
+    for path in paths:
+        if (path.is_symlink() or path.exists()) and not path.resolve().is_relative_to(inside):
+            raise UserError(
+                f"{path} is a link to {path.resolve()}, outside the slime tree {tree}: no part of the release",
+                f"pass a checkout of the release whose files are its own (git -C {tree} checkout -- "
+                f"{path.relative_to(tree)}, or a fresh git clone --branch TAG)",
+                code=2,
+            )
+
+
 def read(tree: Path) -> Release:
     """Read upstream's image of the slime checkout at `tree`; its HEAD must carry a tag."""
     dockerfile = tree / "docker" / "Dockerfile"
@@ -73,8 +87,15 @@ def read(tree: Path) -> Release:
             f"{tree} has no docker/Dockerfile: not a slime tree, or a release before slime shipped its image",
             "pass a checkout of THUDM/slime at a release tag (git clone --branch v0.3.1 ...)",
         )
-    ref = _git(tree, "describe", "--tags", "--exact-match", "HEAD")
+    tags = _git(tree, "tag", "--points-at", "HEAD").split()
+    ref = tags[0] if tags else ""
     commit = _git(tree, "rev-parse", "HEAD")
+    if len(tags) > 1:  # sweep 5 U10: one was taken, unsaid
+        raise UserError(
+            f"{tree}: HEAD ({commit[:12]}) carries the tags {', '.join(tags)}: which release?",
+            "draft from a checkout whose HEAD carries the release's tag alone (git clone --branch TAG ...)",
+            code=2,
+        )
     if not ref:
         raise UserError(
             f"{tree}: HEAD ({commit[:12] or 'not a git checkout'}) carries no tag",
@@ -89,13 +110,15 @@ def read(tree: Path) -> Release:
             f"{', ...' if len(changed) > 1 else ''}), which the draft would record as {commit[:12]}'s",
             f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
         )
-    recipe = Recipe.load(dockerfile)
+    _no_link_out(tree, dockerfile)
+    recipe = Recipe.load(dockerfile, context=tree)  # slime builds it from its tree
     runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
     sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
     router = list(ROUTER_URL.finditer(runs))
     version = sglang["version"] if sglang else None
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
+    _no_link_out(tree, tree / "requirements.txt", *([folder, *folder.glob("*.patch")] if has_folder else []))
     return Release(
         ref=ref,
         commit=commit,

@@ -17,6 +17,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import slime_image.fetch
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
@@ -64,7 +65,7 @@ def fetch(target: Path = CACHE) -> None:
             url = SOURCE.format(version=version, name=file)
             (tmp / version).mkdir(exist_ok=True)
             try:
-                with urllib.request.urlopen(url, timeout=60) as response:
+                with urllib.request.urlopen(url, timeout=slime_image.fetch.TIMEOUT) as response:
                     (tmp / name).write_bytes(response.read())
             except (urllib.error.URLError, OSError) as exc:
                 raise UserError(

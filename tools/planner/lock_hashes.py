@@ -32,6 +32,7 @@ from slime_image.options import Parser, add_output
 from tools.inputs.lock import (
     held_cutoff,
     held_pins,
+    make_lock,
     own_stack_locks,
     records_anew,
     regular_files,
@@ -187,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.lock.exists():
             raise UserError(
                 f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
-                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: make lock "
-                f"PAIRING={name}",
+                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: "
+                f"{make_lock(args.lock)}",
             )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)

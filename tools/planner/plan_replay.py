@@ -27,7 +27,7 @@ from slime_image.lock_file import Lock
 from tools.inputs.lock import existing_locks, lock_cutoff, recipe_locks
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import PipStep, Unsimulated
-from tools.planner import plan_env, plan_steps, sdist_metadata
+from tools.planner import index_http, plan_env, plan_steps, sdist_metadata
 from tools.planner.base_manifest import manifest_for
 from tools.planner.plan_env import (
     Dist,
@@ -131,7 +131,7 @@ def index_settings() -> str:
 def index_reachable() -> bool:
     url = index_url().rstrip("/") + "/pip/"
     try:
-        with urllib.request.urlopen(url, timeout=10):
+        with urllib.request.urlopen(url, timeout=index_http.TIMEOUT):
             return True
     except urllib.error.HTTPError:
         return True  # the server answered

@@ -103,7 +103,7 @@ def _members_remote(url: str, wanted: Callable[[str], bool], folder: Path) -> It
         fields = _LOCAL_HEADER.unpack_from(header)
         start = info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10]  # after the name and extra field
         request = urllib.request.Request(url, headers={"Range": f"bytes={start}-{start + info.compress_size - 1}"})
-        with urllib.request.urlopen(request, timeout=120) as response:
+        with urllib.request.urlopen(request, timeout=index_http.TIMEOUT) as response:
             if response.status != 206:
                 raise OSError(f"{url}: HTTP {response.status} to a range request for {info.filename}")
             yield info.filename, _inflated(response, info, folder)

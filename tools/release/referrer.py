@@ -21,6 +21,7 @@ import sys
 import urllib.error
 import urllib.request
 
+from slime_image import fetch
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
 
@@ -44,7 +45,7 @@ class Registry:
         for name, value in {**(headers or {}), **({"Authorization": self.auth} if self.auth else {})}.items():
             request.add_header(name, value)
         try:
-            with urllib.request.urlopen(request, timeout=120) as answer:
+            with urllib.request.urlopen(request, timeout=fetch.TIMEOUT) as answer:
                 return answer.status, dict(answer.headers), answer.read()
         except urllib.error.HTTPError as exc:
             return exc.code, dict(exc.headers), exc.read()
