@@ -111,7 +111,7 @@ def read(tree: Path) -> Release:
             f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
         )
     _no_link_out(tree, dockerfile)
-    recipe = Recipe.load(dockerfile, context=tree)  # slime builds it from its tree
+    recipe = Recipe.load(dockerfile)
     runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
     sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
     router = list(ROUTER_URL.finditer(runs))
