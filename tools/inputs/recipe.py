@@ -172,8 +172,6 @@ class Recipe:
             )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
         recipe.check_no_links()
-        if context is None:
-            recipe.check_own_folder()
         if build_args:
             undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:
@@ -326,20 +324,6 @@ class Recipe:
                     found += [path] if path.is_dir() else []
         found += [ROOT / folder for folder in READ_FOLDERS]
         return list(dict.fromkeys(found))
-
-    def check_own_folder(self) -> None:
-        """Refuse a Dockerfile outside the clone whose folder, its build context, lacks what it COPYs (sweep 5 U6: a
-        copy of slime.Dockerfile in /tmp was planned with its locks 'missing: make lock', and the rules failed on its
-        requirements.txt): the clone's files are what it was written to read. A recipe copied whole is taken."""
-        if Path(os.path.abspath(self.path)).is_relative_to(ROOT):
-            return
-        missing = [str(source.relative_to(self.context)) for source in self.copies.values() if not source.exists()]
-        if missing:
-            raise UserError(
-                f"DOCKERFILE must lie in the clone: {self.shown} lies outside {ROOT}, and its folder (its build "
-                f"context) lacks {', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}, which it COPYs",
-                f"copy it into the clone ({ROOT}) and name that copy",
-            )
 
     def check_no_links(self) -> None:
         """Refuse an input folder that is a link (`locks -> /tmp/L`): the tools would read what it points at, and the
