@@ -156,12 +156,19 @@ def _unheeded(signum, frame) -> None:
     a cleanup starts would inherit, so that they could be stopped no more (a handler is reset at exec)."""
 
 
-def _ignore_signals() -> None:
+def _ignore_signals(handler=_unheeded) -> None:
     """Ctrl-C and the stop signals unheeded from now on, where they are not ignored already (a background job's)."""
     if threading.current_thread() is threading.main_thread():
         for signum in (signal.SIGINT, *STOPS):
             if signal.getsignal(signum) is not signal.SIG_IGN:
-                signal.signal(signum, _unheeded)
+                signal.signal(signum, handler)
+
+
+def _ignore_signals_at_exit() -> None:
+    """At the interpreter's exit, SIG_IGN itself: Python sets a signal whose handler is a Python function back to its
+    default as it finalizes, so one landing after that killed a command that had done its work and said so (rc -2,
+    test_all_or_nothing's promote); no cleanup starts a child then."""
+    _ignore_signals(signal.SIG_IGN)
 
 
 def _quiet_exit() -> None:
@@ -170,8 +177,8 @@ def _quiet_exit() -> None:
     (concurrent.futures joins its pool's workers there: sweep 5 T2), then the atexit handlers (logging's shutdown);
     registered with both after the body, so after the libraries it imported, so that it runs before theirs."""
     if not getattr(_quiet_exit, "registered", False):
-        threading._register_atexit(_ignore_signals)
-        atexit.register(_ignore_signals)
+        threading._register_atexit(_ignore_signals_at_exit)
+        atexit.register(_ignore_signals_at_exit)
         _quiet_exit.registered = True
 
 

@@ -202,8 +202,24 @@ def test_a_layer_lock_that_is_not_its_lock_s_part_fails_the_plan(tmp_path):
         assert report["stack_locks"][str(stack)] == {"numpy": "1.26.4", "scipy": "1.15.3"}
     stack.unlink()
     proc, _ = run_plan(*args)
-    assert proc.returncode == 2 and "stack.lock, which does not exist" in proc.stderr and "make lock" in proc.stderr
-    assert "Traceback" not in proc.stderr
+    # Outside the clone, its build context is its own folder, which make lock does not write (sweep 5 U6).
+    said = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 2 and "stack.lock" in said[0] and "make lock" not in proc.stderr
+    assert f"which its build context {tmp_path} (outside the clone {ROOT}) lacks" in said[0], said
+    assert said[1] == "fix: name a Dockerfile in the clone, or copy the locks it names into its build context"
+
+
+def test_slime_dockerfile_copied_out_of_the_clone_names_its_build_context(tmp_path):
+    """sweep 5 U6: `make plan DOCKERFILE=/tmp/x/Df`, a copy of slime.Dockerfile, said its locks did not exist and
+    'fix: make lock' (they exist in the clone; make lock would not help); inside the clone a missing lock still
+    names make lock."""
+    copy = tmp_path / "Df"
+    copy.write_bytes((ROOT / "slime.Dockerfile").read_bytes())
+    proc, _ = run_plan("--dockerfile", str(copy))
+    said = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"which its build context {tmp_path} (outside the clone {ROOT}) lacks" in said[0], said
+    assert "make lock" not in proc.stderr
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,15 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
     """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
     form (lock_file.read_lock); a missing one is refused, naming them all."""
     missing = _missing(recipe)
+    if missing and not recipe.context.resolve().is_relative_to(ROOT):
+        # sweep 5 U6: a Dockerfile copied out of the clone has its own folder as its build context; make lock, which
+        # writes the clone's locks, would not help.
+        raise UserError(
+            f"{recipe.shown}: PIP_CONSTRAINT names {missing}, which its build context {recipe.context} (outside the "
+            f"clone {ROOT}) lacks",
+            "name a Dockerfile in the clone, or copy the locks it names into its build context",
+            code=2,
+        )
     if missing:
         raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {missing}, which does not exist", fix, code=2)
     locks = {path: read_lock(path) for _, path in recipe.constraint_files}
