@@ -1,7 +1,9 @@
 """A lock made from other inputs than its build reads now is refused by make lint's rules and make build, as the
 tests refused it (sweep 2 row 12: requirements.txt changed after make lock passed both, silent), through the one
 comparison (plan_steps.stale_lock); a missing lock is named as the pairing's, with make lock, not as a change of
-slime.Dockerfile (row 22). Run in a scratch copy of the tree (test_pairing_files' `tree`)."""
+slime.Dockerfile (row 22). Run in a scratch copy of the tree (test_pairing_files' `tree`), a repository where git
+holds the pairings as committed with their locks (test_lock_readers' `repo`): the pip steps' digest, which takes the
+pairing's values in too, is named as the Dockerfile's only where the pairing's values are those (test_stale_cause)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from slime_image.lock_file import read_lock
+from test_lock_readers import repo  # noqa: F401 (the fixture)
 from test_pairing_files import make, tree  # noqa: F401 (tree: the fixture)
 
 from tools.inputs import pairings
@@ -45,20 +48,20 @@ def rules(root: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "tools.inputs.rules"], cwd=root, capture_output=True, text=True)
 
 
-def test_every_input_changed_leaves_the_lock_stale_for_lint_and_build(tree):  # noqa: F811
-    cases = edits(tree)
+def test_every_input_changed_leaves_the_lock_stale_for_lint_and_build(repo):  # noqa: F811
+    cases = edits(repo)
     assert {"slime.Dockerfile pip steps", "requirements.txt"} <= set(cases) and len(cases) >= 4, cases
     files = ("slime.Dockerfile", "requirements.txt", f"locks/{DEFAULT}.lock", *[n for n in cases if "/" in n])
-    saved = {name: (tree / name).read_bytes() for name in files}
+    saved = {name: (repo / name).read_bytes() for name in files}
     wrong = []
     try:
         for name, edit in cases.items():
-            edit(tree)
+            edit(repo)
             stale = f"locks/{DEFAULT}.lock is stale for pairing {DEFAULT}: "
-            linted = rules(tree)
+            linted = rules(repo)
             if linted.returncode != 1 or f"pairing-locks-current: {stale}" not in linted.stderr:
                 wrong.append(f"rules, {name}: {linted.stderr[-400:]}")
-            built = make(tree, "build", "DRY_RUN=1", "ENGINE=buildah")
+            built = make(repo, "build", "DRY_RUN=1", "ENGINE=buildah")
             said = [line for line in built.stderr.splitlines() if not line.startswith("make: ")]
             # The cause names the lock's line and what the input gives now, not a change of the input alone: the
             # line itself may be what was edited (sweep 4 row 23: an edited line was blamed on slime.Dockerfile).
@@ -72,12 +75,12 @@ def test_every_input_changed_leaves_the_lock_stale_for_lint_and_build(tree):  # 
             ):
                 wrong.append(f"make build, {name}: {built.stderr[-400:]}")
             for path, data in saved.items():
-                (tree / path).write_bytes(data)
+                (repo / path).write_bytes(data)
     finally:
         for path, data in saved.items():
-            (tree / path).write_bytes(data)
+            (repo / path).write_bytes(data)
     assert wrong == []
-    assert rules(tree).returncode == 0
+    assert rules(repo).returncode == 0
 
 
 def name_of(case: str) -> str:

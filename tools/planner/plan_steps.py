@@ -4,8 +4,6 @@ reads, what a lock made from a plan records it was made from, and the steps the 
 
 from __future__ import annotations
 
-import hashlib
-import json
 import posixpath
 import re
 from dataclasses import dataclass, field
@@ -20,7 +18,7 @@ from tools.inputs import pairings
 from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
-from tools.planner import base_manifest
+from tools.planner import base_manifest, steps_digest
 from tools.planner.plan_env import Dist
 
 # Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what
@@ -165,14 +163,13 @@ def router_wheel_lines(recipe: Recipe) -> list[int]:
 
 def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
-    steps = [s.words for s in recipe.steps]
-    digests = {"slime.Dockerfile pip steps": json.dumps([steps, recipe.args])}
+    digests = {steps_digest.NAME: steps_digest.text(recipe)}
     # A file another stage brings is no input the plan reads (Blind names its step).
     files = {recipe.copies[r] for s in recipe.installs for r in s.requirements if r in recipe.copies}
     for path in [*sorted(files), *([manifest] if manifest else [])]:
         # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
         digests[shown(path)] = path.read_text() if path.is_file() else ""
-    return {name: hashlib.sha256(text.encode()).hexdigest()[:16] for name, text in digests.items()}
+    return {name: steps_digest.short(text) for name, text in digests.items()}
 
 
 def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
@@ -180,8 +177,9 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     its `# input` lines recorded when make lock wrote it from the plan, or a `# built from source` line that does not
     name the tree and checkout the build takes. The one comparison every command that takes a lock as current makes
     (make lint's rules, make build, fingerprint, the tests): it reads files only, no pip, no index. The base manifest
-    is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from here (an
-    input, or the lock's line edited): the cause names the line and what the inputs give now."""
+    is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from the digest
+    alone (an input, or the lock's line edited): the cause names the line and what the inputs give now, and of the pip
+    steps' digest, which takes the pairing's values in too, which of the two moved where git tells (steps_digest)."""
     try:
         manifest = base_manifest.manifest_for(recipe.base_image)
     except UserError:  # a base of no image reference: the rules and the build name it themselves
@@ -197,7 +195,15 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
             else f"it has no '{INPUT_LINE}{name} = ...' line ({name} gives {current[name]} now)"
             for name in changed
         )
-        return f"{stale}{said}: {', '.join(changed)} changed since make lock wrote it, or the lock's line was edited"
+        # The pip steps' digest takes the pairing's values in too: which of the two moved is named where git tells.
+        causes = [
+            steps_digest.cause(recipe, lock, pairing, recorded[name])
+            if name == steps_digest.NAME and name in recorded
+            else (name, False)
+            for name in changed
+        ]
+        edited = "" if all(sure for _, sure in causes) else ", or the lock's line was edited"
+        return f"{stale}{said}: {', '.join(c for c, _ in causes)} changed since make lock wrote it{edited}"
     # Each source tree's checkout is a recipe argument, which the pip steps' digest covers: inputs that match and a line
     # that names another checkout (or none) mean the line itself was edited.
     built = built_from_source(recipe)

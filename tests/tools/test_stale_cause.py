@@ -1,0 +1,133 @@
+"""A lock's `# input slime.Dockerfile pip steps` digest takes the Dockerfile's pip steps and the pairing's [args] values
+in together (sweep 5 U15): MEGATRON_COMMIT edited in pairings/v0.3.0.toml was refused as "slime.Dockerfile pip steps
+changed since make lock wrote it", slime.Dockerfile unchanged. Each input of that digest is edited here (every [args]
+key of every pairing, a pip step's text, an ARG default no pairing sets) and the refusal names the one that moved: the
+pairing's key with the value the lock was made with, where the digest of the pairing as git holds it is the lock's; the
+Dockerfile where the pairing's values are the committed ones; either, where git cannot tell. Every command that judges
+a lock current says so (test_lock_sources.JUDGE), in a scratch repository (test_lock_readers' `repo`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from conftest import ROOT
+from slime_image.lock_file import read_lock
+from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and tree under it: fixtures)
+from test_lock_sources import JUDGE
+from test_pairing_files import tree  # noqa: F401
+
+from tools.inputs import pairings
+from tools.inputs.recipe import Recipe
+from tools.planner import plan_steps
+
+NAMES = [n for n in pairings.names() if not pairings.load(n).draft]
+OTHER = next(n for n in NAMES if n != pairings.default().name)  # one whose values are not the Dockerfile's defaults
+WROTE = " changed since make lock wrote it"
+EDITED = ", or the lock's line was edited"
+STEP = "pip install --report /tmp/report.json torch"  # a pip step of slime.Dockerfile, edited to another
+DOCKERFILE_EDITS = {
+    "a pip step's text": (STEP, STEP + " numpy"),
+    "an ARG default no pairing sets": ("ARG IMAGE_REVISION=unknown\n", "ARG IMAGE_REVISION=changed\n"),
+}
+
+
+def _other(value: str) -> str:
+    """Another value of the same form (the empty router sha256: a digest)."""
+    return value[:-1] + ("1" if value.endswith("0") else "0") if value else "0" * 64
+
+
+def _cause(stale: str | None) -> str:
+    """What the refusal says moved: the words after the digest the inputs give now."""
+    assert stale and "its line '# input slime.Dockerfile pip steps = " in stale, stale
+    return stale.partition(" gives now (")[2].partition("): ")[2]
+
+
+def _dockerfile(folder, *edits: tuple[str, str]):
+    text = (ROOT / "slime.Dockerfile").read_text()
+    for old, new in edits:
+        assert text.count(old) == 1, old
+        text = text.replace(old, new)
+    (folder / "slime.Dockerfile").write_text(text)
+    return folder / "slime.Dockerfile"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_arg_edited_is_named_as_the_pairing_s(name, monkeypatch):
+    monkeypatch.chdir(ROOT)  # this clone: git holds the pairing as committed with its lock
+    pairing = pairings.load(name)
+    assert {"MEGATRON_COMMIT", "SLIME_COMMIT", "SLIME_REF", "SGL_ROUTER_SHA256"} <= set(pairing.args)
+    wrong = []
+    for key, value in pairing.args.items():
+        recipe = Recipe.load(build_args={**pairing.build_arg_values, key: _other(value)})
+        said = _cause(plan_steps.stale_lock(recipe, read_lock(pairing.lock), name))
+        if said != f"pairings/{name}.toml's {key} (was {json.dumps(value)}){WROTE}":
+            wrong.append(f"{key}: {said}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize("edit", DOCKERFILE_EDITS)
+@pytest.mark.parametrize("name", NAMES)
+def test_the_dockerfile_s_own_text_is_named_and_not_the_pairing(name, edit, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    pairing = pairings.load(name)
+    path = _dockerfile(tmp_path, DOCKERFILE_EDITS[edit])
+    recipe = Recipe.load(path, context=ROOT, build_args=pairing.build_arg_values)
+    said = _cause(plan_steps.stale_lock(recipe, read_lock(pairing.lock), name))
+    assert said == f"slime.Dockerfile pip steps{WROTE}{EDITED}"
+
+
+def test_both_edited_name_both_with_the_lock_s_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    pairing = pairings.load(OTHER)
+    path = _dockerfile(tmp_path, DOCKERFILE_EDITS["a pip step's text"])
+    values = {**pairing.build_arg_values, "MEGATRON_COMMIT": _other(pairing.args["MEGATRON_COMMIT"])}
+    said = _cause(
+        plan_steps.stale_lock(Recipe.load(path, context=ROOT, build_args=values), read_lock(pairing.lock), OTHER)
+    )
+    assert said == f"slime.Dockerfile pip steps or pairings/{OTHER}.toml's MEGATRON_COMMIT{WROTE}{EDITED}"
+
+
+def test_without_git_the_refusal_names_either(tmp_path, monkeypatch):
+    """A pairings folder git has no history of (no clone): the pairing is named as a cause it may be."""
+    copy = tmp_path / "pairings"
+    shutil.copytree(pairings.FOLDER, copy)
+    monkeypatch.setattr(pairings, "FOLDER", copy)
+    monkeypatch.chdir(tmp_path)
+    pairing = pairings.load(OTHER)
+    values = {**pairing.build_arg_values, "SLIME_COMMIT": _other(pairing.args["SLIME_COMMIT"])}
+    said = _cause(plan_steps.stale_lock(Recipe.load(build_args=values), read_lock(pairing.lock), OTHER))
+    assert said == f"slime.Dockerfile pip steps or pairings/{OTHER}.toml's [args] values{WROTE}{EDITED}"
+
+
+def _cases(root) -> dict[str, tuple[dict[str, str], str]]:
+    """Case -> (the files it writes, the cause the refusal names)."""
+    toml = root / "pairings" / f"{OTHER}.toml"
+    old = pairings.load(OTHER).args["MEGATRON_COMMIT"]
+    edited = toml.read_text().replace(f'MEGATRON_COMMIT = "{old}"', f'MEGATRON_COMMIT = "{_other(old)}"')
+    dockerfile = (root / "slime.Dockerfile").read_text().replace(*DOCKERFILE_EDITS["a pip step's text"])
+    return {
+        "MEGATRON_COMMIT edited (U15)": (
+            {str(toml): edited},
+            f"pairings/{OTHER}.toml's MEGATRON_COMMIT (was {json.dumps(old)}){WROTE}",
+        ),
+        "a pip step edited": (
+            {str(root / "slime.Dockerfile"): dockerfile},
+            f"slime.Dockerfile pip steps{WROTE}{EDITED}",
+        ),
+    }
+
+
+@pytest.mark.parametrize("module, prog, argv", [(m, p, a) for m, runs in READS.items() for p, a in runs if p in JUDGE])
+def test_every_command_that_judges_a_lock_current_names_what_moved(repo, tmp_path, module, prog, argv):  # noqa: F811
+    found = _cases(repo)
+    results = run_all(repo, module, argv, [{"files": files} for files, _ in found.values()], tmp_path)
+    wrong = []
+    for (case, (_, cause)), result in zip(found.items(), results, strict=True):
+        said = result["stderr"].strip().splitlines()
+        line = next((line for line in said if " is stale for pairing " in line), "")
+        if result["code"] in (0, 99) or _cause(line) != cause or not said[-1].startswith("fix: make lock PAIRING="):
+            wrong.append(f"{case}: exit {result['code']}, {result['stderr'][-600:]!r}")
+    assert wrong == []
+    assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""

@@ -1,0 +1,82 @@
+"""The digest of a recipe's pip steps and the ARG values they run with (a lock's `# input slime.Dockerfile pip steps`
+line), and which side moved where a lock's line is not what they give now. The one digest takes slime.Dockerfile's
+steps and the pairing's [args] values in together, so an edit of pairings/<name>.toml was blamed on slime.Dockerfile
+(sweep 5 U15). The lock keeps one digest for both; git keeps the pairing as it stood when the lock was committed, and
+the digest taken again with those values, if it is the lock's, proves that the pairing's values are what moved."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+from slime_image.lock_file import Lock, as_typed
+
+from tools.inputs import pairings
+from tools.inputs.recipe import Recipe
+
+NAME = "slime.Dockerfile pip steps"  # the input's name on its lock line
+
+
+def text(recipe: Recipe) -> str:
+    """What the digest is taken of: every pip step's words (ARGs substituted) and every ARG's value."""
+    return json.dumps([[s.words for s in recipe.steps], recipe.args])
+
+
+def short(text: str) -> str:
+    """The digest a lock's `# input` line records of an input's text."""
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str, bool]:
+    """What moved since `lock` recorded `recorded` for `recipe` built as `pairing`, and whether that is proven: the
+    pairing's [args] values named, with what they were, where the digest of the committed ones is `recorded`; the
+    Dockerfile where the pairing's values are as committed with the lock; either, where git cannot tell."""
+    path = pairings.FOLDER / f"{pairing}.toml"
+    now = recipe.args
+    committed = _committed_args(path, lock.path)
+    moved = [args for args in committed if {**recipe.defaults, **args} != now]
+    if committed and not moved:
+        return NAME, False  # the pairing's values are the ones committed with the lock
+    for args in moved:
+        then = replace(recipe, build_args=tuple(sorted(args.items())))
+        if short(text(then)) == recorded:
+            was = ", ".join(
+                f"{k} (was {json.dumps(then.args[k]) if k in then.args else 'unset'})" for k in _differ(then.args, now)
+            )
+            return f"{as_typed(path)}'s {was}", True
+    keys = sorted({k for args in moved for k in _differ({**recipe.defaults, **args}, now)})
+    return f"{NAME} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
+
+
+def _differ(a: dict[str, str], b: dict[str, str]) -> list[str]:
+    return [k for k in sorted({*a, *b}) if a.get(k) != b.get(k)]
+
+
+def _committed_args(pairing: Path, lock: Path) -> list[dict[str, str]]:
+    """The pairing's build argument values (PAIRING with [args]) as committed with the lock's last version and at
+    HEAD; none where git has no history of them (no clone, git absent, a file never committed)."""
+    found = []
+    commit = _git(lock.parent, "log", "-1", "--format=%H", "--", lock.name).strip()
+    for ref in dict.fromkeys(filter(None, [commit, "HEAD"])):
+        try:
+            args = tomllib.loads(_git(pairing.parent, "show", f"{ref}:./{pairing.name}")).get("args")
+        except tomllib.TOMLDecodeError:
+            continue
+        if isinstance(args, dict) and all(isinstance(v, str) for v in args.values()):
+            values = {pairings.ARG: pairing.stem, **args}
+            if values not in found:
+                found.append(values)
+    return found
+
+
+def _git(folder: Path, *args: str) -> str:
+    """git's output in `folder`, or "" where git cannot answer (no repository, no such file at that commit)."""
+    try:
+        run = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return run.stdout if run.returncode == 0 else ""
