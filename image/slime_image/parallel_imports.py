@@ -44,6 +44,7 @@ DETOKENIZER = ("sglang.srt.managers.detokenizer_manager",)
 # CUTE_DSL_*, PYTORCH_CUDA_ALLOC_CONF) is read later and set back to the parent's at start() before the target runs.
 LOADER = ("LD_PRELOAD", "LD_LIBRARY_PATH")
 AT_CUDA_INIT = "CUDA_"
+HTTP_SERVER = ("sglang.srt.entrypoints.http_server",)
 SET_ENVS = "_set_envs_and_config"  # SGLang's function that sets CUDA's variables after the server process imported
 LIMITS = tuple(getattr(resource, name) for name in sorted(dir(resource)) if name.startswith("RLIMIT_"))
 PR_SET_PDEATHSIG = 1
@@ -53,16 +54,25 @@ def server_process_args(server_args) -> tuple:
     """launch_server's arguments, made in slime's engine actor: the server's arguments pickled (the server process
     unpickles them, which imports SGLang, only after it started the waiting processes) and the plan: the CUDA
     variables SGLang will set, and the modules and loader variables of each child the Engine will start."""
-    from sglang.srt.utils.torch_memory_saver_adapter import TorchMemorySaverAdapter
+    return pickle.dumps(server_args), children_plan(server_args, getattr(server_args, "enable_memory_saver", False))
 
-    adapter = TorchMemorySaverAdapter.create(enable=getattr(server_args, "enable_memory_saver", False))
-    # torch_memory_saver's configure_subprocess sets LD_PRELOAD around the schedulers' start only.
-    with adapter.configure_subprocess():
-        scheduler_loader = _loader()
-    return pickle.dumps(server_args), {
-        "environ": cuda_settings(),
-        "waiting": children(server_args, scheduler_loader, _loader()),
-    }
+
+def children_plan(server_args, memory_saver: bool) -> dict:
+    """The CUDA variables SGLang will set, and the modules and loader variables of each child the Engine will start
+    for `server_args` (SGLang's ServerArgs, or the fields children() reads)."""
+    return {"environ": cuda_settings(), "waiting": children(server_args, _scheduler_loader(memory_saver), _loader())}
+
+
+def _scheduler_loader(memory_saver: bool) -> dict:
+    """The loader variables of SGLang's schedulers: torch_memory_saver's configure_subprocess (SGLang's adapter
+    calls it when the memory saver is on) sets LD_PRELOAD around their start only. torch_memory_saver imports torch,
+    not SGLang."""
+    if not memory_saver:
+        return _loader()
+    import torch_memory_saver
+
+    with torch_memory_saver.configure_subprocess():
+        return _loader()
 
 
 def _loader() -> dict:
@@ -115,11 +125,38 @@ def children(server_args, scheduler_loader: dict, plain_loader: dict) -> list:
 def launch_server(pickled_server_args: bytes, plan: dict) -> None:
     """The server process: the waiting processes start importing the children's modules, then this one imports
     SGLang."""
-    if os.environ.get(SWITCH) != "0":
+    if os.environ.get(SWITCH) != "0" and not _registered_here():
         start_waiting(plan)
     from sglang.srt.entrypoints.http_server import launch_server as sglang_launch_server
 
     sglang_launch_server(pickle.loads(pickled_server_args))
+
+
+def start_server_early(engine) -> None:
+    """In slime's engine actor, as it is made (W57): spawn the process that will be its server process, which
+    first spawns the waiting processes of the Engine's children, then imports the HTTP server, while the actor
+    imports SGLang to make the server's arguments. launch_server_process's `Process` hands it launch_server where it
+    fits. The children's plan comes from slime's arguments, as slime's _compute_server_args derives them; a wrong
+    guess costs time only: a child no waiting process fits is spawned, an unused waiting process exits."""
+    args = engine.args
+    if os.environ.get(SWITCH) == "0" or getattr(args, "rollout_external", False) or engine.worker_type == "encoder":
+        return
+    overrides = {key.replace("-", "_"): value for key, value in (engine.sglang_overrides or {}).items()}
+
+    def value(name, default):  # slime's rule: the YAML's override, else --sglang-<name>
+        return overrides.get(name, getattr(args, f"sglang_{name}", default))
+
+    gpus = engine.num_gpus_per_engine or args.rollout_num_gpus_per_engine
+    pp_size = int(value("pp_size", 1))
+    server = types.SimpleNamespace(
+        nnodes=max(1, gpus // args.num_gpus_per_node),
+        pp_size=pp_size,
+        tp_size=int(overrides.get("tp_size", gpus // pp_size)),
+        dp_size=value("dp_size", 1),
+        detokenizer_worker_num=value("detokenizer_worker_num", 1),
+    )
+    memory_saver = overrides.get("enable_memory_saver", args.offload_rollout)
+    _register([Waiting(HTTP_SERVER, _loader(), {}, 0, children_plan(server, memory_saver))])
 
 
 @contextlib.contextmanager
@@ -151,15 +188,18 @@ def _start_state() -> dict:
 
 
 class Waiting:
-    """A spawned process that imported a child's modules and waits for its target."""
+    """A spawned process that imported a child's modules and waits for its target; given a plan, it first starts the
+    waiting processes of that plan for its own children (the early server process, W57)."""
 
-    def __init__(self, modules: tuple, loader: dict, environ: dict, number: int):
+    def __init__(self, modules: tuple, loader: dict, environ: dict, number: int, children_plan: dict | None = None):
         context = multiprocessing.get_context("spawn")
         reader, self.writer = context.Pipe(duplex=False)
         self.modules = tuple(modules)
         with _environ({**environ, **loader}):
             self.state = _start_state()
-            self.process = context.Process(target=_wait, args=(self.modules, reader), name=f"{MARKER}-{number}")
+            self.process = context.Process(
+                target=_wait, args=(self.modules, reader, children_plan), name=f"{MARKER}-{number}"
+            )
             self.process.start()
         reader.close()  # the process's copy is its only one: it sees EOF when this process exits or closes writer
 
@@ -180,11 +220,20 @@ class Waiting:
 def start_waiting(plan: dict) -> None:
     """Spawn a waiting process for each child in the plan, with CUDA's variables SGLang will set and the child's
     loader variables; record them where `Process` (SGLang's copy of this module) finds them."""
-    registry = types.ModuleType(MARKER, "the server process's waiting processes (slime-image W56)")
-    registry.pid = os.getpid()
-    registry.waiting = [
+    _register(
         Waiting(modules, loader, plan["environ"], number) for number, (modules, loader) in enumerate(plan["waiting"])
-    ]
+    )
+
+
+def _registered_here() -> bool:
+    registry = sys.modules.get(MARKER)
+    return registry is not None and registry.pid == os.getpid()
+
+
+def _register(waiting) -> None:
+    registry = types.ModuleType(MARKER, "this process's waiting processes (slime-image W56, W57)")
+    registry.pid = os.getpid()
+    registry.waiting = list(waiting)
     sys.modules[MARKER] = registry
     # multiprocessing's exit (atexit, or _bootstrap's end in a spawned server process) joins its children after
     # the finalizers of priority >= 0: EOF first lets the unused ones exit.
@@ -203,12 +252,15 @@ def _die_with_parent(sig: int) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
 
 
-def _wait(modules: tuple, reader) -> None:
-    """The waiting process: import `modules`, then run the target the server process sends, as a spawned child
-    would (its environment and limits as of start(), its name)."""
+def _wait(modules: tuple, reader, children_plan: dict | None = None) -> None:
+    """The waiting process: start its own children's waiting processes where it has a plan for them, import
+    `modules`, then run the target its parent sends, as a spawned child would (its environment and limits as of
+    start(), its name)."""
     _die_with_parent(signal.SIGKILL)
     if os.getppid() != multiprocessing.parent_process().pid:
         return  # the server process died before the signal was asked for
+    if children_plan is not None:
+        start_waiting(children_plan)
     # Read meanwhile, so that start() in the server process never waits on a full pipe for the imports to end.
     received = []
     receiver = threading.Thread(target=_receive, args=(reader, received), daemon=True)

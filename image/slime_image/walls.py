@@ -464,6 +464,19 @@ WALLS = (
         "environment as of start(), where the child would start with the same loader and CUDA variables (else "
         "spawned as before); SLIME_IMAGE_PARALLEL_IMPORTS=0 in the engine's environment turns it off",
     ),
+    Wall(
+        "W57",
+        "slime's rollout manager and each engine actor spend ~10 s importing before they do anything, and the "
+        "engine's server process starts only after that: engine-up 57 s on a fresh H100 with W56",
+        "both are Ray actors made with slime's `args`, Megatron's argument namespace: unpickling its Megatron enum "
+        "members (`attention_backend`) imports Megatron and TransformerEngine (~4,500 modules); their modules import "
+        "SGLang at their top (~4,300 modules) for a few names; and the actor spawns the server only once it has "
+        "made the server's arguments",
+        "the `rollout-args-detached` patch makes the rollout manager with slime's arguments whose Megatron enum "
+        "members travel by name and are imported on first use; `slime-lazy-sglang` moves slime's SGLang imports into "
+        "the functions that use them; `engine-server-trampoline` spawns the server process as the engine actor is "
+        "made, so its imports and its children's run while the actor makes the server's arguments",
+    ),
 )
 
 BY_ID = {wall.id: wall for wall in WALLS}

@@ -8,7 +8,7 @@ Its scheduler and HTTP-server modules sleep at import as the real ones spend ~15
 _set_envs_and_config sets CUDA_DEVICE_MAX_CONNECTIONS (read by CUDA at init, which the real import reaches) and a
 variable of its own between the waiting processes' start and the children's; its HTTP server's launch_server starts
 the schedulers (inside the memory saver's configure_subprocess, which here sets LD_LIBRARY_PATH where
-torch_memory_saver's sets LD_PRELOAD; each told to send on a Pipe's Connection) and one detokenizer as SGLang's Engine
+the real one sets LD_PRELOAD; each told to send on a Pipe's Connection) and one detokenizer as SGLang's Engine
 does. The mechanism itself (spawning, the plan, pipes, pickled Connections, environment, limits, the loader rule,
 exit) is the real module on real processes.
 """
@@ -70,8 +70,25 @@ def run(role, writer):
         writer.send(("ready", os.getpid()))
 """,
     "sglang/srt/managers/detokenizer_manager.py": "from sglang.srt.managers.scheduler import run\n",
-    "sglang/srt/utils/torch_memory_saver_adapter.py": """\
+    "torch_memory_saver/__init__.py": """\
 import contextlib, os
+
+
+@contextlib.contextmanager
+def configure_subprocess():
+    before = os.environ.get("LD_LIBRARY_PATH")
+    os.environ["LD_LIBRARY_PATH"] = os.environ["STANDIN_HOOK_DIR"]
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("LD_LIBRARY_PATH")
+        else:
+            os.environ["LD_LIBRARY_PATH"] = before
+""",
+    "sglang/srt/utils/torch_memory_saver_adapter.py": """\
+import contextlib
+import torch_memory_saver
 
 
 class TorchMemorySaverAdapter:
@@ -82,20 +99,8 @@ class TorchMemorySaverAdapter:
     def create(cls, enable):
         return cls(enable)
 
-    @contextlib.contextmanager
     def configure_subprocess(self):
-        if not self.enable:
-            yield
-            return
-        before = os.environ.get("LD_LIBRARY_PATH")
-        os.environ["LD_LIBRARY_PATH"] = os.environ["STANDIN_HOOK_DIR"]
-        try:
-            yield
-        finally:
-            if before is None:
-                os.environ.pop("LD_LIBRARY_PATH")
-            else:
-                os.environ["LD_LIBRARY_PATH"] = before
+        return torch_memory_saver.configure_subprocess() if self.enable else contextlib.nullcontext()
 """,
     "sglang/srt/entrypoints/engine.py": """\
 import multiprocessing as mp

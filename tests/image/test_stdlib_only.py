@@ -27,7 +27,7 @@ PROBED_STACK |= {"safetensors", "tokenizers", "ray", "train", "transformer_engin
 # Copied into slime (and SGLang): may import these, only inside functions (never when the suite imports it).
 SLIME_SIDE = {
     Path("slime_image/tms_preload.py"): {"torch", "torch_memory_saver"},
-    Path("slime_image/parallel_imports.py"): {"sglang"},
+    Path("slime_image/parallel_imports.py"): {"sglang", "torch_memory_saver"},
 }
 
 

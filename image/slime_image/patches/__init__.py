@@ -3,8 +3,10 @@
 from slime_image.patches import (
     engine_server_trampoline,
     gpuless_head_validate_args,
+    rollout_args_detached,
     sglang_graph_cpu_backup,
     sglang_prespawned_children,
+    slime_lazy_sglang,
     tms_preload_cuda_aware,
 )
 
@@ -12,6 +14,8 @@ PATCHES = [
     tms_preload_cuda_aware,
     gpuless_head_validate_args,
     sglang_graph_cpu_backup,
+    slime_lazy_sglang,
+    rollout_args_detached,
     engine_server_trampoline,
     sglang_prespawned_children,
 ]

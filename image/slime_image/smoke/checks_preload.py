@@ -10,8 +10,10 @@ from slime_image import tms_preload
 from slime_image.patches import (
     PATCHES,
     engine_server_trampoline,
+    rollout_args_detached,
     sglang_graph_cpu_backup,
     sglang_prespawned_children,
+    slime_lazy_sglang,
 )
 from slime_image.patches.base import ALREADY_APPLIED, NOT_NEEDED, WOULD_APPLY
 from slime_image.smoke import lookups
@@ -98,9 +100,8 @@ def slime_patched(ctx: Context) -> Result:
     root = lookups.slime_root(ctx)
     if root is None:
         return lookups.no_slime(ctx)
-    # SGLang's patches and W56's pair have checks of their own, naming their walls (sglang-graph-backup,
-    # parallel-imports).
-    ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET and p is not engine_server_trampoline]
+    # SGLang's patches and the start's (W56, W57) have checks of their own, naming their walls.
+    ids = [p.ID for p in PATCHES if p.TARGET != sglang_graph_cpu_backup.TARGET and p not in START_PATCHES]
     report, child = lookups.patcher_report(ctx, root, ids)
     if report is None:
         return Result(FAIL, "the patcher did not report", child.tail())
@@ -161,6 +162,34 @@ def parallel_imports(ctx: Context) -> Result:
     if missing:
         return Result(FAIL, f"W56 not in place: {', '.join(missing)} not applied", lines)
     return Result(PASS, "the server starts its children's waiting processes; the Engine's children run in them", lines)
+
+
+# slime's patches that the start's checks read (parallel-imports, rollout-imports), not slime-patched.
+START_PATCHES = (engine_server_trampoline, slime_lazy_sglang, rollout_args_detached)
+
+
+@check(
+    "rollout-imports",
+    ("W57",),
+    BUILD,
+    "slime's rollout manager and each engine actor spend ~10 s importing SGLang, Megatron and TransformerEngine "
+    "before they do anything, and the engine's server process starts only after the actor's imports",
+    "apply the image's patches: slime-patch --slime-root <slime> --only "
+    f"{slime_lazy_sglang.ID},{rollout_args_detached.ID},{engine_server_trampoline.ID} (the image does)",
+)
+def rollout_imports(ctx: Context) -> Result:
+    """slime's rollout manager and engine actor modules import no SGLang at their top, the rollout manager is made
+    with slime's arguments detached from Megatron's enum members, and the engine actor starts its server process as
+    it is made: read from slime's source (the same reading as the patches'; a GPU run times the start)"""
+    root = lookups.slime_root(ctx)
+    if root is None:
+        return lookups.no_slime(ctx)
+    outcomes = [(patch.ID, patch.plan(root)) for patch in START_PATCHES]
+    lines = "\n".join(f"{i}: {o.status}: {o.message}" for i, o in outcomes)
+    missing = [i for i, o in outcomes if o.status not in (ALREADY_APPLIED, NOT_NEEDED)]
+    if missing:
+        return Result(FAIL, f"W57 not in place: {', '.join(missing)} not applied", lines)
+    return Result(PASS, "the rollout side imports neither SGLang nor Megatron before its work; the server starts early", lines)
 
 
 def nested_region_refusals(source: str) -> list[int]:
