@@ -38,6 +38,7 @@ NOT_HANDED = {
     ("image/slime_image/canary/invariants.py", "event = json.loads(match[1])"): "the canary's own log events",
     ("tools/k8s/k8s_nodes.py", 'return json.loads(proc.stdout)["items"]'): "kubectl's output",
     ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
+    ("tools/inputs/steps_digest.py", "args = tomllib.loads(_git("): "a pairing as git holds it; unparsed is no history",
     ("tools/planner/plan_index.py", "page = json.loads(answer.body)"): "an index's page, bounded by index_http",
     ("tools/planner/plan_index.py", "data = json.loads(answer.body)"): "an index's page, bounded by index_http",
     ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",

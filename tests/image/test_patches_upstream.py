@@ -134,12 +134,12 @@ def test_a_hunk_that_does_not_apply_is_an_error_and_no_tree_changes(trees):
 
 def test_the_image_s_own_megatron_patch_applies_on_top_of_upstream_s(trees):
     _slime, megatron, _site = trees
-    # W56's two patches need slime's real launch_server_process, which this shaped tree lacks: they are applied to
-    # the real trees of both pairings in test_patch_parallel_imports.py.
+    # The start's patches (W56, W57) need slime's real engine, rollout and placement modules, which this shaped tree
+    # lacks: they are applied to the real trees of both pairings in test_patch_parallel_imports.py and
+    # test_patch_rollout_imports.py.
     from slime_image.patches import PATCHES
 
-    w56 = {"engine-server-trampoline", "sglang-prespawned-children"}
-    ids = ["slime-megatron-patch", "slime-sglang-patch", *(p.ID for p in PATCHES if p.ID not in w56)]
+    ids = ["slime-megatron-patch", "slime-sglang-patch", *(p.ID for p in PATCHES if not {"W56", "W57"} & set(p.WALLS))]
     code, _, statuses = patch(*trees, "--only", ",".join(ids))
     assert code == 0 and set(statuses.values()) == {"applied"}, statuses
     text = (megatron / ARGUMENTS).read_text()
@@ -157,7 +157,7 @@ def test_an_error_in_a_later_patch_undoes_what_the_run_wrote(trees, tmp_path):
     code, report, statuses = patch(mutated, megatron, site)
     assert code == 1 and statuses["tms-preload-cuda-aware"] == "error"
     assert statuses["slime-megatron-patch"] == statuses["slime-sglang-patch"] == "would-apply"
-    assert all(p["message"].startswith("undone: ") for p in report["patches"] if p["id"].startswith("slime-"))
+    assert all(p["message"].startswith("undone: ") for p in report["patches"] if p["id"] in UPSTREAM.split(","))
     assert snapshot(megatron, site) == before
 
 

@@ -14,11 +14,11 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
-from tools.inputs import pairings
+from tools.inputs import pairings, steps_digest
 from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
-from tools.planner import base_manifest, steps_digest
+from tools.planner import base_manifest
 from tools.planner.plan_env import Dist
 
 # Source trees the Dockerfile installs, which the planner cannot read, and the ARG that picks each one's commit: what

@@ -189,7 +189,9 @@ def rollout_imports(ctx: Context) -> Result:
     missing = [i for i, o in outcomes if o.status not in (ALREADY_APPLIED, NOT_NEEDED)]
     if missing:
         return Result(FAIL, f"W57 not in place: {', '.join(missing)} not applied", lines)
-    return Result(PASS, "the rollout side imports neither SGLang nor Megatron before its work; the server starts early", lines)
+    return Result(
+        PASS, "the rollout side imports neither SGLang nor Megatron before its work; the server starts early", lines
+    )
 
 
 def nested_region_refusals(source: str) -> list[int]:

@@ -64,7 +64,7 @@ def _committed_args(pairing: Path, lock: Path) -> list[dict[str, str]]:
     for ref in dict.fromkeys(filter(None, [commit, "HEAD"])):
         try:
             args = tomllib.loads(_git(pairing.parent, "show", f"{ref}:./{pairing.name}")).get("args")
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):  # a pairing that never parsed: no history of its values
             continue
         if isinstance(args, dict) and all(isinstance(v, str) for v in args.values()):
             values = {pairings.ARG: pairing.stem, **args}
