@@ -14,7 +14,11 @@ Every argument is checked before anything is made or downloaded: OUT and the rec
 /dev/full, a folder that takes no file are refused), and OUT apart from RECORDS (the SBOM reads every record there).
 Each is put in place whole or not at all: the download goes to a temporary file beside OUT, removed however the step
 ends, with the folders made for it. A server that sends nothing for TIMEOUT seconds (connecting, or at any read) fails
-the step naming the URL; a slow one that keeps sending is waited for.
+the step naming the URL; a slow one that keeps sending is waited for. What is read is bounded by the source: a
+file: URL must name a regular file (/dev/zero or a named pipe is refused before any work), and a server's answer is
+read to its Content-Length and no further (http.client's; bytes sent beyond it are never read). An answer without a
+Content-Length is read to its end: the recipe declares no size for a download, so there is no bound to hold it to,
+and its pin is the check.
 
 An empty SHA256 is a pin not yet made (the recipe's value is written by `python -m tools.release.pin_downloads` on a
 machine that reaches the URL): the file is kept with a warning naming it, and the image's record and SBOM say it was
@@ -127,6 +131,27 @@ def check_target(what: str, path: str) -> None:
             pass
     except OSError as exc:
         raise Refused(f"{what} {path}: cannot write a file there ({exc.strerror or exc})", fix, code=2) from None
+
+
+def check_source(url: str) -> None:
+    """Refuse, before any work, a file: URL naming what is no regular file (sweep 5 U8): /dev/zero or /dev/urandom
+    is read without end, until the disk is full, and a named pipe waits forever for a writer; a folder is no file. One
+    that is not there is left to the download, which names it."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() != "file":
+        return
+    path = urllib.request.url2pathname(parts.path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise Refused(
+            f"the source {path} is {kind}, not a regular file: it would be read without end, or not at all",
+            "name the file to fetch itself",
+            code=2,
+        )
 
 
 def check_apart(out: str, records: str) -> None:
@@ -263,6 +288,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     check_target("the record", record)
     check_apart(out, records)
     check_clone({"OUT": out}, {"RECORDS": records})
+    check_source(url)
     staged: dict[str, str] = {}
     made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:

@@ -8,6 +8,7 @@ fail on it instead, before writing)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -412,3 +413,75 @@ def test_out_a_link_to_stdout_sent_to_a_file_stays_a_link(tmp_path):
     refused(proc, f"OUT {tmp_path / 'mystdout'}: a link (to /proc/self/fd/1)")
     assert (tmp_path / "mystdout").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
         "log", "mystdout", "source"]  # fmt: skip
+
+
+# Sweep 5 U8: a file: source that is no regular file was read without bound (/dev/zero: 1.2 GB in 3 s, until the disk
+# is full) or waited on forever (a named pipe no one writes). Every kind of file that is not a regular one, given as a
+# path and as a file:// URL, and a link to each: refused before anything is made. The devices are the machine's own,
+# only read from by a check made too late (the test's timeout then ends it).
+NOT_REGULAR = {
+    "a device without end": "/dev/zero",
+    "a device of random bytes": "/dev/urandom",
+    "a named pipe": "{tmp}/fifo",
+    "a folder": "{tmp}/folder",
+    "a socket": "{tmp}/socket",
+}
+
+
+@pytest.mark.parametrize("linked", [False, True], ids=["itself", "a link to it"])
+@pytest.mark.parametrize("as_url", [False, True], ids=["a path", "a file:// URL"])
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_source_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path, kind, as_url, linked):
+    work = tmp_path / "in"
+    work.mkdir()
+    os.mkfifo(work / "fifo")
+    (work / "folder").mkdir()
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(work / "socket"))
+    source = NOT_REGULAR[kind].format(tmp=work)
+    if linked:
+        os.symlink(source, work / "link")
+        source = str(work / "link")
+    given = f"file://{source}" if as_url else source
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "image" / "slime_image" / "fetch.py"), given, "", str(tmp_path / "o" / "T"),
+             str(tmp_path / "r")],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+    finally:
+        listening.close()
+    refused(proc, "not a regular file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+class _Longer(http.server.BaseHTTPRequestHandler):
+    """Says its answer is 3 bytes long, then sends bytes without end: a server (or a man in the middle) that would
+    fill the disk if the answer were read to its end."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client went away, as it should
+            for _ in range(100000):
+                self.wfile.write(b"y" * 4096)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_answer_longer_than_its_content_length_is_read_no_further(tmp_path):
+    """Sweep 5 U8's http half: the answer is read to its Content-Length (http.client's bound), and what the server
+    sends beyond it never reaches OUT."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Longer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/x"
+        proc = run("fetch.py", url, "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "T").read_bytes() == b"yyy"
