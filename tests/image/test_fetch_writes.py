@@ -43,6 +43,16 @@ TOLD = {
 }
 
 
+def copied_with(script: str) -> list[str]:
+    """The files of image/ that slime.Dockerfile copies in by the one COPY that copies `script` (pip_reports.py reads
+    json_input.py beside it)."""
+    for line in re.findall(r"^COPY ((?:image/\S+\.py ?)+) ", (ROOT / "slime.Dockerfile").read_text(), re.MULTILINE):
+        names = [path.removeprefix("image/slime_image/") for path in line.split()]
+        if script in names:
+            return names
+    raise AssertionError(f"no COPY of {script}")
+
+
 def build_step_scripts() -> list[str]:
     """The scripts that keep a record in the image's folder: each takes it through fetch.image_folder."""
     return [name for name in copied_alone() if name not in TOLD]
@@ -393,7 +403,7 @@ def test_the_scripts_copied_alone_run_wherever_they_are_copied(tmp_path, togethe
     for script in build_step_scripts():
         at = tmp_path / "copies" / ("slime_image" if together else script.removesuffix(".py"))
         at.mkdir(parents=True, exist_ok=True)
-        for name in build_step_scripts() if together else [script]:
+        for name in copied_with(script) if together else [script]:
             (at / name).write_bytes((ROOT / "image" / "slime_image" / name).read_bytes())
         if script == "pip_reports.py" and not together:
             continue  # it takes fetch.py's checks from beside it, as the build copies them
