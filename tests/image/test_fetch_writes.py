@@ -113,6 +113,9 @@ BAD_FILE = {
     "a name with a newline": "{tmp}/out/a\nb",  # sweep 4 row 24: every message naming it split in two
     "a name with a control character": "{tmp}/out/a\x01b",
     "a link to a regular file": "{tmp}/link",  # sweep 5 D1: the rename replaced the link (/dev/stdout) with a file
+    # sweep 5 U9: taken for a missing folder, then making it failed, blaming the URL
+    "under a dangling link": "{tmp}/dangling/out/file",
+    "under a link loop": "{tmp}/loop/file",
 }
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
@@ -124,6 +127,8 @@ BAD_FOLDER = {
     "the record a pipe or a device": "{tmp}/links",
     "a name with a newline": "{tmp}/rec\nords",
     "a name with a tab": "{tmp}/rec\tords",
+    "under a dangling link": "{tmp}/dangling/records",
+    "a link loop": "{tmp}/loop",
 }
 RECORD = {"fetch.py": "file.json"}
 
@@ -140,6 +145,8 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
     (tmp_path / "file").write_text("")
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     target = (BAD_FILE if path == "out" else BAD_FOLDER)[bad].format(tmp=tmp_path)
     argv = arguments(script, tmp_path, **{path: target})
     links = tmp_path / "links"
@@ -155,8 +162,9 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
         proc = run(script, *argv)
         refused(proc, "")
         said = r"names no (file|folder)|is not a regular file|cannot write a file there|holds the control character"
-        said += r"|: a link \(to "
+        said += r"|: a link \(to |which leads nowhere"
         assert re.search(said, proc.stderr), proc.stderr
+        assert ("link loop" not in bad and "dangling" not in bad) or "which leads nowhere" in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
     assert (tmp_path / "link").is_symlink()
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
@@ -311,6 +319,11 @@ BAD_URLS = {
     "a letter beyond ASCII": "http://127.0.0.1:9/\u00e9",
     "no scheme before ://": "://127.0.0.1/x",
     "a path with a newline": "/tmp/a\nb",
+    # sweep 5 U9: a scheme urllib reads in its own way, or not at all, ended in Python's words
+    "data://": "data://x",
+    "ftp://": "ftp://127.0.0.1:9/x",
+    "gopher://": "gopher://127.0.0.1:9/x",
+    "a scheme urllib knows not": "s3://bucket/x",
 }
 
 
@@ -319,6 +332,24 @@ def test_a_url_out_of_form_is_refused_before_anything_is_made(tmp_path, case):
     proc = run("fetch.py", BAD_URLS[case], "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
     refused(proc, repr(BAD_URLS[case]))
     assert "Traceback" not in proc.stderr and sorted(tmp_path.iterdir()) == []
+
+
+# Sweep 5 U9: `http://user:secret@host/` failed at the download, its message showing the password. Each way a URL
+# carries a user name or password, in each scheme: refused before any work, and the secret never said.
+USERINFO = {
+    "a user and password": "http://user:s3cr3t@127.0.0.1:9/x",
+    "a password alone": "https://:s3cr3t@127.0.0.1:9/x",
+    "a token as the user": "https://s3cr3t@127.0.0.1:9/x",
+    "on a file URL": "file://user:s3cr3t@localhost/etc/hostname",
+    "with a character out of form": "http://user:s3cr3t@127.0.0.1:9/a b",
+}
+
+
+@pytest.mark.parametrize("case", USERINFO)
+def test_a_url_carrying_a_password_is_refused_without_saying_it(tmp_path, case):
+    proc = run("fetch.py", USERINFO[case], "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    refused(proc, "***@127.0.0.1" if "127.0.0.1" in USERINFO[case] else "***@localhost")
+    assert "s3cr3t" not in proc.stderr + proc.stdout and sorted(tmp_path.iterdir()) == []
 
 
 def test_a_path_whose_name_a_url_would_read_otherwise_is_the_file_fetched(tmp_path):

@@ -210,7 +210,9 @@ def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
 # root); a path that is blank.
 BAD = {
     Number: ["nan", "1e30", "1_0", " 1"],
-    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}"],  # {link}: to a regular file (sweep 5 D1)
+    # {link}: to a regular file (sweep 5 D1); under a dangling link or a link loop, whose folder cannot be made (sweep
+    # 5 U9: the walk up took either for a missing folder)
+    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}", "{dangling}/out", "{loop}/out"],
     InputPath: [" "],
 }
 
@@ -222,15 +224,26 @@ def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, act
     link = tmp_path.parent / f"{tmp_path.name}-link"  # outside tmp_path, which must stay empty
     link.symlink_to(tmp_path.parent / f"{tmp_path.name}-target")
     (tmp_path.parent / f"{tmp_path.name}-target").write_text("kept\n")
+    dangling, loop = (tmp_path.parent / f"{tmp_path.name}-{kind}" for kind in ("dangling", "loop"))
+    dangling.symlink_to(tmp_path.parent / f"{tmp_path.name}-nowhere")
+    loop.symlink_to(loop)
+    try:
+        refuses_each(module, words, flag, action, capsys, tmp_path, link, dangling, loop)
+    finally:
+        loop.unlink()  # pytest's clean-up of its folders resolves every link there, and fails on a loop
+    assert link.is_symlink() and link.read_text() == "kept\n"
+
+
+def refuses_each(module, words, flag, action, capsys, tmp_path, link, dangling, loop) -> None:
     for bad in BAD[type(action.type)]:
-        bad = bad.format(tmp=tmp_path, link=link)
+        bad = bad.format(tmp=tmp_path, link=link, dangling=dangling, loop=loop)
         code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
         said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
         assert said in lines[0] and lines[1].startswith("fix: "), lines
+        assert not bad.endswith("/out") or "which leads nowhere" in lines[0], lines
         assert not list(tmp_path.iterdir())
-    assert link.is_symlink() and link.read_text() == "kept\n"
 
 
 def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
