@@ -183,10 +183,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def fresh_work_folder(work: Path) -> None:
     """Empty `work` for a run: a folder a canary made before (its MARK inside), or a new or empty one; never
-    another folder the user named by mistake (work_folder.check, the rule of every --work)."""
+    another folder the user named by mistake (work_folder.check, the rule of every --work), nor one another canary
+    works in (claimed first, and so locked, then emptied of all but the claim's own files)."""
     work_folder.check(work, MARK, "slime-canary")
-    shutil.rmtree(work, ignore_errors=True)
     work_folder.claim(work, MARK, "slime-canary")
+    for entry in work.iterdir():
+        if entry.name not in (MARK, work_folder.lock_file(MARK)):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def canary(args, mode: Mode, out) -> list[report.Row]:
