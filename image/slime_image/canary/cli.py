@@ -26,6 +26,7 @@ from slime_image import gpus, where, work_folder
 from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output, add_path
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -147,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         + "; ".join(f"{name}: {what} ({row} fails)" for name, (what, row) in faults.FAULTS.items()),
     )
     add_number(parser, "--timeout", above=0, high=DAY, default=600.0, help="seconds the job may take (default 600)")
-    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
-    add_output(parser, "--junit", metavar="PATH|-", help="write the report as JUnit XML")
+    add_output(parser, "--json", own=REPORT_JSON, metavar="PATH|-", help="write the report as JSON")
+    add_output(parser, "--junit", own=REPORT_JUNIT, metavar="PATH|-", help="write the report as JUnit XML")
 
     def run() -> int:
         args = parser.parse_args(argv)
