@@ -39,7 +39,7 @@ def check(work: Path, mark: str, command: str, earlier: str = "") -> None:
 _held: dict[str, int] = {}  # each lock this process holds (its file's path -> its open file), until it ends
 
 
-def lock_file(mark: str) -> str:
+def flock_file(mark: str) -> str:
     """The file of a work folder whose lock a run holds, beside its mark: one of the command's own."""
     return f"{mark}.lock"
 
@@ -51,18 +51,18 @@ def claim(work: Path, mark: str, command: str) -> None:
     work.mkdir(parents=True, exist_ok=True)
     if not (work / mark).is_file():
         write_atomically(work / mark, f"made by {command}: its work folder, which it deletes and writes in\n")
-    lock = work / lock_file(mark)
-    if os.path.realpath(lock) in _held:
+    flocked = work / flock_file(mark)
+    if os.path.realpath(flocked) in _held:
         return
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited: a child left behind holds no lock
+    fd = os.open(flocked, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited: a child left behind holds no lock
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
         raise UserError(
-            f"--work {work} is in use: another {command} on this machine holds it ({lock} is locked), and the two "
+            f"--work {work} is in use: another {command} on this machine holds it ({flocked} is locked), and the two "
             "would delete and write each other's files",
             "pass --work another folder, or wait until that run ends",
             code=2,
         ) from None
-    _held[os.path.realpath(lock)] = fd
+    _held[os.path.realpath(flocked)] = fd

@@ -156,7 +156,7 @@ def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
     cli.fresh_work_folder(work)
     (work / "canary.log").write_text("an earlier run")
     cli.fresh_work_folder(work)
-    assert sorted(p.name for p in work.iterdir()) == [cli.MARK, work_folder.lock_file(cli.MARK)]
+    assert sorted(p.name for p in work.iterdir()) == [cli.MARK, work_folder.flock_file(cli.MARK)]
 
 
 @pytest.mark.parametrize(

@@ -189,7 +189,7 @@ def fresh_work_folder(work: Path) -> None:
     work_folder.check(work, MARK, "slime-canary")
     work_folder.claim(work, MARK, "slime-canary")
     for entry in work.iterdir():
-        if entry.name not in (MARK, work_folder.lock_file(MARK)):
+        if entry.name not in (MARK, work_folder.flock_file(MARK)):
             shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
