@@ -10,6 +10,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError
 from slime_image.options import add_output
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
 from slime_image.smoke.report import Guard, Row
@@ -91,8 +92,14 @@ def reporting(
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    add_output(parser, "--report-json", metavar="FILE", help="write the guards' results as JSON (- for stdout)")
-    add_output(parser, "--report-junit", metavar="FILE", help="write them as JUnit XML")
+    add_output(
+        parser,
+        "--report-json",
+        own=REPORT_JSON,
+        metavar="FILE",
+        help="write the guards' results as JSON (- for stdout)",
+    )
+    add_output(parser, "--report-junit", own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
 
 
 def report_outputs(args: argparse.Namespace) -> dict[str, str | None]:

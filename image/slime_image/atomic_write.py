@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from slime_image.errors import UserError, interrupts_held
+from slime_image.fetch import nearest_there
 from slime_image.lock_file import as_typed
 
 # The files this process has put in place through write_all, in order: run_command's message on Ctrl-C names them.
@@ -147,7 +148,10 @@ def check_writable(option: str, path: Path | str | None) -> None:
         raise UserError(
             f"{option} {path}: cannot write a file there: it is a folder", f"pass {option} a file, not a folder"
         )
-    existing = next(p for p in (target.parent, *target.parents) if p.exists() or p == Path(p.anchor))
+    there, dangling = nearest_there(os.path.dirname(os.path.abspath(target)))
+    if dangling:
+        raise UserError(f"{option} {path}: cannot write a file there ({dangling})", fix)
+    existing = Path(there)
     if not existing.is_dir():
         raise UserError(f"{option} {path}: cannot write a file there", fix)
     why = _takes_a_file(existing)

@@ -14,7 +14,11 @@ Every argument is checked before anything is made or downloaded: OUT and the rec
 /dev/full, a folder that takes no file are refused), and OUT apart from RECORDS (the SBOM reads every record there).
 Each is put in place whole or not at all: the download goes to a temporary file beside OUT, removed however the step
 ends, with the folders made for it. A server that sends nothing for TIMEOUT seconds (connecting, or at any read) fails
-the step naming the URL; a slow one that keeps sending is waited for.
+the step naming the URL; a slow one that keeps sending is waited for. What is read is bounded by the source: a
+file: URL must name a regular file (/dev/zero or a named pipe is refused before any work), and a server's answer is
+read to its Content-Length and no further (http.client's; bytes sent beyond it are never read). An answer without a
+Content-Length is read to its end: the recipe declares no size for a download, so there is no bound to hold it to,
+and its pin is the check.
 
 An empty SHA256 is a pin not yet made (the recipe's value is written by `python -m tools.release.pin_downloads` on a
 machine that reaches the URL): the file is kept with a warning naming it, and the image's record and SBOM say it was
@@ -52,6 +56,11 @@ TIMEOUT = 30.0
 UNESCAPED = re.compile(r"[^A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]")
 BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+# The schemes a URL value of the recipe may have: what the build fetches from (this file, pip's index, git's clone)
+# over the network or from a mirror on disk. urllib takes others (data:, ftp:) in its own way, and ends in Python's
+# words (sweep 5 U9: `data://x: not enough values to unpack`).
+SCHEMES = ("https", "http", "file")
+USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")  # a user name and password before the host
 URL_FIX = "give {} as SCHEME://HOST/PATH, with each space or other such character written %XX (a space: %20)"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # in a path: it would split the message naming it, and is no file's meant name
 
@@ -118,8 +127,9 @@ def check_target(what: str, path: str) -> None:
         )
     if os.path.lexists(path) and not stat.S_ISREG(os.stat(path).st_mode if os.path.exists(path) else 0):
         raise Refused(f"{what} {path} is there and is not a regular file: it would be replaced", fix, code=2)
-    folder = os.path.dirname(os.path.abspath(path))
-    existing = next(f for f in _upwards(folder) if os.path.exists(f))
+    existing, why = nearest_there(os.path.dirname(os.path.abspath(path)))
+    if why:
+        raise Refused(f"{what} {path}: cannot write a file there ({why})", fix, code=2)
     try:
         if not os.path.isdir(existing):
             raise NotADirectoryError(f"{existing} is not a folder")
@@ -127,6 +137,27 @@ def check_target(what: str, path: str) -> None:
             pass
     except OSError as exc:
         raise Refused(f"{what} {path}: cannot write a file there ({exc.strerror or exc})", fix, code=2) from None
+
+
+def check_source(url: str) -> None:
+    """Refuse, before any work, a file: URL naming what is no regular file (sweep 5 U8): /dev/zero or /dev/urandom
+    is read without end, until the disk is full, and a named pipe waits forever for a writer; a folder is no file. One
+    that is not there is left to the download, which names it."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme.lower() != "file":
+        return
+    path = urllib.request.url2pathname(parts.path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = "a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise Refused(
+            f"the source {path} is {kind}, not a regular file: it would be read without end, or not at all",
+            "name the file to fetch itself",
+            code=2,
+        )
 
 
 def check_apart(out: str, records: str) -> None:
@@ -156,6 +187,9 @@ def url_problem(value: str) -> str | None:
         return f"holds a '%' at character {bad.start() + 1} that opens no %XX escape"
     if not SCHEME.match(value):
         return "does not begin SCHEME:// (https://, http://, file://)"
+    scheme = value.partition("://")[0]
+    if scheme.lower() not in SCHEMES:
+        return f"is a {scheme}:// URL, which no step of the build fetches from (https://, http://, file:// are)"
     try:
         _ = urllib.parse.urlsplit(value).port  # an unclosed '[', a port not a number or out of range raise here
     except ValueError as exc:
@@ -169,14 +203,26 @@ def source_url(given: str) -> str:
     if "://" in given:
         if why := url_problem(given):
             raise Refused(
-                f"the URL {given!r} {why}",
+                f"the URL {shown(given)!r} {why}",
                 URL_FIX.format("it"),
+                code=2,
+            )
+        if USERINFO.match(given):  # sweep 5 U9: it was echoed in the message of the failed download
+            raise Refused(
+                f"the URL {shown(given)!r} carries a user name or password, which the build's log, the download's "
+                "record and the image's SBOM would show",
+                "give the URL without it: a file the build fetches is served to anyone (a mirror too)",
                 code=2,
             )
         return given
     if bad := CONTROL.search(given):
         raise Refused(f"the path {given!r} holds the control character {bad.group()!r}", "name the file without it", 2)
     return pathlib.Path(os.path.abspath(given)).as_uri()
+
+
+def shown(url: str) -> str:
+    """`url` with its user name and password, if any, as ***: what a message may say of it."""
+    return USERINFO.sub(r"\1***@", url)
 
 
 def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
@@ -202,6 +248,17 @@ def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
 def timed_out(exc: BaseException) -> bool:
     """Whether a download failed for a server that sent nothing in TIMEOUT seconds (urlopen wraps a connect's)."""
     return TimeoutError in (type(exc), type(getattr(exc, "reason", None)))
+
+
+def nearest_there(folder: str) -> tuple[str, str | None]:
+    """The nearest of `folder` and the folders above it that is there (the one a new folder would be made in), and
+    why no folder can be made there, or None. A link counts as there (sweep 5 U9: a dangling link or a loop is not
+    `exists`, so the walk went past it, and making the folder then failed on it, blaming the download); one that leads
+    nowhere is the why. For every command's output (atomic_write.check_writable reads it too)."""
+    existing = next(f for f in _upwards(folder) if os.path.lexists(f))
+    if os.path.islink(existing) and not os.path.exists(existing):
+        return existing, f"{existing} is a link to {os.readlink(existing)}, which leads nowhere: missing, or a loop"
+    return existing, None
 
 
 def _upwards(folder: str):
@@ -263,6 +320,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     check_target("the record", record)
     check_apart(out, records)
     check_clone({"OUT": out}, {"RECORDS": records})
+    check_source(url)
     staged: dict[str, str] = {}
     made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:

@@ -120,6 +120,17 @@ def committed(path: Path) -> bool:
     return (_REPOSITORY / ".git").exists() and path.resolve().is_relative_to(_REPOSITORY)
 
 
+def make_lock(lock: Path) -> str:
+    """The make lock that writes the lock at `lock`, for every fix line that names one from a lock's path (this
+    reader's, and the tools'): its pairing (a stack lock's is its lock's), where the repository's pairings/ has one
+    so named; else the pairing left for the user to name (sweep 5 U4: `make lock PAIRING=v0.3.1.stack` and
+    `PAIRING=-x` were fixes that could not be run)."""
+    name = lock.name.removesuffix(".lock").removesuffix(".stack")
+    if (_REPOSITORY / "pairings" / f"{name}.toml").is_file() and not name.startswith("-"):
+        return f"make lock PAIRING={name}"
+    return "make lock PAIRING=<the pairing whose lock it is> (make pairings lists them)"
+
+
 def as_typed(path: Path) -> Path:
     """A path as its user typed it: relative to the current folder when inside it (make runs in the repository)."""
     try:
@@ -282,7 +293,7 @@ def _check_own_pins(path: Path, lines: list[str], pins: dict[str, Pin]) -> None:
                 f"{path.name}, or this line was edited, since make lock wrote it; the build would install what "
                 "no plan checked",
                 # make lock reads the lock it replaces through this reader too: the lock must go first.
-                f"remove it and write it again: make lock PAIRING={path.name.removesuffix('.lock')}",
+                f"remove it and write it again: {make_lock(path)}",
             )
 
 

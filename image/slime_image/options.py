@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -174,17 +175,22 @@ class Parser(argparse.ArgumentParser):
         check_outputs(outputs, inputs)
         if self.guards_clone:
             clone_files.check(outputs, filled)
+        for action in self._actions:
+            if isinstance(action.type, Output):
+                action.type.check_own(getattr(parsed, action.dest, None))
         self._check_needs()
         return parsed, extra
 
 
 class Output:
-    """argparse type of an option naming a file the command writes; `stdout`: whether `-` may send it there."""
+    """argparse type of an option naming a file the command writes; `stdout`: whether `-` may send it there; `own`:
+    (what it is, a recogniser of its text: slime_image.own_output), where an existing file is replaced only when the
+    command wrote it (sweep 5 U11: a user's file given by mistake was replaced unsaid)."""
 
     empty = ("it names no file", "a file name")  # what an empty value is, and what to give (_refuse_empty)
 
-    def __init__(self, option: str, stdout: bool = True):
-        self.option, self.stdout = option, stdout
+    def __init__(self, option: str, stdout: bool = True, own=None):
+        self.option, self.stdout, self.own = option, stdout, own
 
     def __call__(self, value: str) -> str:
         if value == STDOUT:
@@ -193,6 +199,20 @@ class Output:
             return value
         check_writable(self.option, value)
         return value
+
+    def check_own(self, value: str | None) -> None:
+        """Refuse an existing file at `value` that is not what the command writes (`own`), once the outputs are known
+        to be apart from what it reads (that is said first)."""
+        if self.own is None or value is None or value == STDOUT or not os.path.isfile(value):
+            return
+        what, recognise = self.own
+        with open(value, encoding="utf-8", errors="replace") as file:
+            text = file.read()
+        if not recognise(text):
+            raise UserError(
+                f"{self.option} {value}: it exists and is no {what} this command wrote: it would be replaced",
+                f"pass {self.option} a new file (or a {what} it wrote before), or move that file away first",
+            )
 
 
 class Number:
@@ -334,9 +354,10 @@ def _flag(flags: tuple[str, ...]) -> str:
     return next((flag for flag in flags if flag.startswith("--")), flags[0])
 
 
-def add_output(parser, *flags: str, stdout: bool = True, **kwargs):
-    """parser.add_argument for an option naming a file the command writes (`parser`: a parser or a group)."""
-    return parser.add_argument(*flags, type=Output(_flag(flags), stdout), **kwargs)
+def add_output(parser, *flags: str, stdout: bool = True, own=None, **kwargs):
+    """parser.add_argument for an option naming a file the command writes (`parser`: a parser or a group); `own`: see
+    Output."""
+    return parser.add_argument(*flags, type=Output(_flag(flags), stdout, own), **kwargs)
 
 
 def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high, **kwargs):

@@ -25,6 +25,7 @@ from slime_image import gpus, walls, where
 from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output
+from slime_image.own_output import REPORT_JSON
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -202,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         help="bytes GPU 0 of node 0 broadcasts",
     )
     add_number(parser, "--broadcast-timeout", above=0, high=DAY, default=300.0, help="seconds the broadcast may take")
-    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
+    add_output(parser, "--json", own=REPORT_JSON, metavar="PATH|-", help="write the report as JSON")
 
     def run() -> int:
         args = parser.parse_args(argv)

@@ -31,6 +31,7 @@ from slime_image import fetch, json_input, pip_reports
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
 from slime_image.options import Parser, add_output, add_path, write_output
+from slime_image.own_output import SBOM
 
 SITE_PACKAGES = Path("/opt/venv/lib/python3.12/site-packages")
 VERSIONS = Path(fetch.IMAGE, "versions.json")
@@ -302,7 +303,7 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(guards_clone=True, prog="slime-sbom", description=__doc__.split("\n\n")[0])
-    add_output(parser, "--out", required=True, help="the SBOM's file, or - for stdout")
+    add_output(parser, "--out", own=SBOM, required=True, help="the SBOM's file, or - for stdout")
     # Each path of the kind it must be, the image's own ones too (defaults given as text go through the same check):
     # a folder given for a file, or a file for a folder, was read as none. Those the image may lack (no file fetched,
     # no dpkg) are read as none where it lacks them; one given that does not exist is a mistyped path, refused.

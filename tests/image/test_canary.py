@@ -142,6 +142,7 @@ def test_a_run_that_dies_in_train_init_names_that_phase_and_its_wall(wall, error
 
 
 def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
+    from slime_image import work_folder
     from slime_image.canary import cli
     from slime_image.errors import UserError
 
@@ -155,7 +156,7 @@ def test_the_work_folder_is_emptied_only_when_a_canary_made_it(tmp_path):
     cli.fresh_work_folder(work)
     (work / "canary.log").write_text("an earlier run")
     cli.fresh_work_folder(work)
-    assert sorted(p.name for p in work.iterdir()) == [cli.MARK]
+    assert sorted(p.name for p in work.iterdir()) == [cli.MARK, work_folder.flock_file(cli.MARK)]
 
 
 @pytest.mark.parametrize(

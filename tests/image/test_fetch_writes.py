@@ -8,6 +8,7 @@ fail on it instead, before writing)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import json
 import os
@@ -40,6 +41,16 @@ TOLD = {
     "only in the image",
     "json_input.py": "writes nothing: pip_reports.py's parse of the report (a module, run by no step)",
 }
+
+
+def copied_with(script: str) -> list[str]:
+    """The files of image/ that slime.Dockerfile copies in by the one COPY that copies `script` (pip_reports.py reads
+    json_input.py beside it)."""
+    for line in re.findall(r"^COPY ((?:image/\S+\.py ?)+) ", (ROOT / "slime.Dockerfile").read_text(), re.MULTILINE):
+        names = [path.removeprefix("image/slime_image/") for path in line.split()]
+        if script in names:
+            return names
+    raise AssertionError(f"no COPY of {script}")
 
 
 def build_step_scripts() -> list[str]:
@@ -102,6 +113,9 @@ BAD_FILE = {
     "a name with a newline": "{tmp}/out/a\nb",  # sweep 4 row 24: every message naming it split in two
     "a name with a control character": "{tmp}/out/a\x01b",
     "a link to a regular file": "{tmp}/link",  # sweep 5 D1: the rename replaced the link (/dev/stdout) with a file
+    # sweep 5 U9: taken for a missing folder, then making it failed, blaming the URL
+    "under a dangling link": "{tmp}/dangling/out/file",
+    "under a link loop": "{tmp}/loop/file",
 }
 # A folder it fills with a record (each script's RECORDS or FOLDER); `links` holds, by the record's name, a pipe and
 # the device.
@@ -113,6 +127,8 @@ BAD_FOLDER = {
     "the record a pipe or a device": "{tmp}/links",
     "a name with a newline": "{tmp}/rec\nords",
     "a name with a tab": "{tmp}/rec\tords",
+    "under a dangling link": "{tmp}/dangling/records",
+    "a link loop": "{tmp}/loop",
 }
 RECORD = {"fetch.py": "file.json"}
 
@@ -129,6 +145,8 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
     (tmp_path / "file").write_text("")
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "link").symlink_to(tmp_path / "file")
+    (tmp_path / "dangling").symlink_to(tmp_path / "nowhere")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
     target = (BAD_FILE if path == "out" else BAD_FOLDER)[bad].format(tmp=tmp_path)
     argv = arguments(script, tmp_path, **{path: target})
     links = tmp_path / "links"
@@ -144,8 +162,9 @@ def test_every_path_a_script_writes_is_checked_before_any_work(tmp_path, script,
         proc = run(script, *argv)
         refused(proc, "")
         said = r"names no (file|folder)|is not a regular file|cannot write a file there|holds the control character"
-        said += r"|: a link \(to "
+        said += r"|: a link \(to |which leads nowhere"
         assert re.search(said, proc.stderr), proc.stderr
+        assert ("link loop" not in bad and "dangling" not in bad) or "which leads nowhere" in proc.stderr, proc.stderr
     assert sorted(p.name for p in tmp_path.rglob("*")) == before  # no .partial, no record, the report kept
     assert (tmp_path / "link").is_symlink()
     assert os.path.exists("/dev/full") and not os.path.isfile("/dev/full")
@@ -300,6 +319,11 @@ BAD_URLS = {
     "a letter beyond ASCII": "http://127.0.0.1:9/\u00e9",
     "no scheme before ://": "://127.0.0.1/x",
     "a path with a newline": "/tmp/a\nb",
+    # sweep 5 U9: a scheme urllib reads in its own way, or not at all, ended in Python's words
+    "data://": "data://x",
+    "ftp://": "ftp://127.0.0.1:9/x",
+    "gopher://": "gopher://127.0.0.1:9/x",
+    "a scheme urllib knows not": "s3://bucket/x",
 }
 
 
@@ -308,6 +332,24 @@ def test_a_url_out_of_form_is_refused_before_anything_is_made(tmp_path, case):
     proc = run("fetch.py", BAD_URLS[case], "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
     refused(proc, repr(BAD_URLS[case]))
     assert "Traceback" not in proc.stderr and sorted(tmp_path.iterdir()) == []
+
+
+# Sweep 5 U9: `http://user:secret@host/` failed at the download, its message showing the password. Each way a URL
+# carries a user name or password, in each scheme: refused before any work, and the secret never said.
+USERINFO = {
+    "a user and password": "http://user:s3cr3t@127.0.0.1:9/x",
+    "a password alone": "https://:s3cr3t@127.0.0.1:9/x",
+    "a token as the user": "https://s3cr3t@127.0.0.1:9/x",
+    "on a file URL": "file://user:s3cr3t@localhost/etc/hostname",
+    "with a character out of form": "http://user:s3cr3t@127.0.0.1:9/a b",
+}
+
+
+@pytest.mark.parametrize("case", USERINFO)
+def test_a_url_carrying_a_password_is_refused_without_saying_it(tmp_path, case):
+    proc = run("fetch.py", USERINFO[case], "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    refused(proc, "***@127.0.0.1" if "127.0.0.1" in USERINFO[case] else "***@localhost")
+    assert "s3cr3t" not in proc.stderr + proc.stdout and sorted(tmp_path.iterdir()) == []
 
 
 def test_a_path_whose_name_a_url_would_read_otherwise_is_the_file_fetched(tmp_path):
@@ -392,7 +434,7 @@ def test_the_scripts_copied_alone_run_wherever_they_are_copied(tmp_path, togethe
     for script in build_step_scripts():
         at = tmp_path / "copies" / ("slime_image" if together else script.removesuffix(".py"))
         at.mkdir(parents=True, exist_ok=True)
-        for name in [n for n in copied_alone() if "/" not in n] if together else [script]:
+        for name in copied_with(script) if together else [script]:
             (at / name).write_bytes((ROOT / "image" / "slime_image" / name).read_bytes())
         if script == "pip_reports.py" and not together:
             continue  # it takes fetch.py's checks from beside it, as the build copies them
@@ -412,3 +454,75 @@ def test_out_a_link_to_stdout_sent_to_a_file_stays_a_link(tmp_path):
     refused(proc, f"OUT {tmp_path / 'mystdout'}: a link (to /proc/self/fd/1)")
     assert (tmp_path / "mystdout").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
         "log", "mystdout", "source"]  # fmt: skip
+
+
+# Sweep 5 U8: a file: source that is no regular file was read without bound (/dev/zero: 1.2 GB in 3 s, until the disk
+# is full) or waited on forever (a named pipe no one writes). Every kind of file that is not a regular one, given as a
+# path and as a file:// URL, and a link to each: refused before anything is made. The devices are the machine's own,
+# only read from by a check made too late (the test's timeout then ends it).
+NOT_REGULAR = {
+    "a device without end": "/dev/zero",
+    "a device of random bytes": "/dev/urandom",
+    "a named pipe": "{tmp}/fifo",
+    "a folder": "{tmp}/folder",
+    "a socket": "{tmp}/socket",
+}
+
+
+@pytest.mark.parametrize("linked", [False, True], ids=["itself", "a link to it"])
+@pytest.mark.parametrize("as_url", [False, True], ids=["a path", "a file:// URL"])
+@pytest.mark.parametrize("kind", NOT_REGULAR)
+def test_a_source_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path, kind, as_url, linked):
+    work = tmp_path / "in"
+    work.mkdir()
+    os.mkfifo(work / "fifo")
+    (work / "folder").mkdir()
+    listening = socket.socket(socket.AF_UNIX)
+    listening.bind(str(work / "socket"))
+    source = NOT_REGULAR[kind].format(tmp=work)
+    if linked:
+        os.symlink(source, work / "link")
+        source = str(work / "link")
+    given = f"file://{source}" if as_url else source
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(ROOT / "image" / "slime_image" / "fetch.py"), given, "", str(tmp_path / "o" / "T"),
+             str(tmp_path / "r")],
+            capture_output=True, text=True, timeout=20,
+        )  # fmt: skip
+    finally:
+        listening.close()
+    refused(proc, "not a regular file")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+class _Longer(http.server.BaseHTTPRequestHandler):
+    """Says its answer is 3 bytes long, then sends bytes without end: a server (or a man in the middle) that would
+    fill the disk if the answer were read to its end."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "3")
+        self.end_headers()
+        with contextlib.suppress(OSError):  # the client went away, as it should
+            for _ in range(100000):
+                self.wfile.write(b"y" * 4096)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_an_answer_longer_than_its_content_length_is_read_no_further(tmp_path):
+    """Sweep 5 U8's http half: the answer is read to its Content-Length (http.client's bound), and what the server
+    sends beyond it never reaches OUT."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Longer)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/x"
+        proc = run("fetch.py", url, "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "o" / "T").read_bytes() == b"yyy"

@@ -6,7 +6,17 @@ import re
 import pytest
 from bad_locks import BAD
 from conftest import LOCKS
-from slime_image.lock_file import HASH_OPTION, ONCE, LockError, Pin, parse_lock, pin_text, read_lock
+from slime_image.lock_file import (
+    HASH_OPTION,
+    ONCE,
+    PINS_FORM,
+    PINS_LINE,
+    LockError,
+    Pin,
+    parse_lock,
+    pin_text,
+    read_lock,
+)
 
 
 @pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
@@ -94,3 +104,34 @@ def test_a_header_line_held_once_is_refused_a_second_time(tmp_path, start):
                 read_lock(broken)
             assert caught.value.cause.startswith(f"{broken}:{at + 2}: holds a second "), caught.value.cause
             assert f"(first at line {at + 1})" in caught.value.cause and start.strip() in caught.value.cause
+
+
+def _own_pins_not_its_pins(text: str) -> str:
+    """The lock's own-pins record set to a digest of no pins (a stack lock, which has none, given one: sweep 5 U4)."""
+    line = f"{PINS_LINE}{'a' * 64}\n"
+    if PINS_FORM.search(text):
+        return PINS_FORM.sub(line.rstrip("\n"), text, count=1)
+    header = len(re.match(r"(#[^\n]*\n)*", text)[0])
+    return text[:header] + line + text[header:]
+
+
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+@pytest.mark.parametrize("case", [*sorted(BAD), "own pins not its pins"])
+def test_every_refusal_naming_make_lock_names_the_lock_s_pairing(tmp_path, path, case):
+    """Sweep 5 U4: the own-pins refusal of a stack lock said `make lock PAIRING=v0.3.1.stack`, which make lock refuses.
+    Every refusal of the reader, on every committed lock and stack lock, names a make lock of the pairing whose lock it
+    is (lock_file.make_lock, which the tools' fix lines read too), if any."""
+    edit = _own_pins_not_its_pins if case not in BAD else BAD[case].edit
+    broken = tmp_path / path.name
+    broken.write_text(edit(path.read_text()), encoding="utf-8")
+    try:
+        read_lock(broken)
+    except LockError as refused:
+        fix = refused.fix
+    else:
+        assert BAD[case].whole, case
+        return
+    pairing = path.name.removesuffix(".lock").removesuffix(".stack")
+    assert set(re.findall(r"make lock PAIRING=([^\s,]+)", fix)) <= {pairing}, fix
+    if case not in BAD:
+        assert f"make lock PAIRING={pairing}" in fix, fix

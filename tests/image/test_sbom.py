@@ -317,3 +317,20 @@ def test_every_path_of_the_wrong_kind_is_refused_naming_it(tmp_path, capsys, mon
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f"slime-sbom: {option} {wrong} is no {kinds[option]}", f"fix: pass {option} a {kinds[option]}"]
     assert not (tmp_path / "sbom.cdx.json").exists()
+
+
+def test_out_replaces_an_sbom_it_wrote_and_no_other_file(tmp_path, capsys):
+    """Sweep 5 U11: `slime-sbom --out F` replaced a user's F unsaid. Its own SBOM is written anew (a build-check run
+    again, a second slime-sbom); any other file there is refused, and kept."""
+    given = inputs(tmp_path)
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    out = tmp_path / "sbom.cdx.json"
+    assert sbom.main([*argv, "--out", str(out)]) == 0
+    assert sbom.main([*argv, "--out", str(out)]) == 0 and sbom_check.invalid(out.read_text()) is None
+    capsys.readouterr()
+    for text in ("precious\n", '{"bomFormat": "CycloneDX"}\n'):
+        out.write_text(text)
+        assert sbom.main([*argv, "--out", str(out)]) == 2
+        lines = capsys.readouterr().err.splitlines()
+        assert lines[0] == f"slime-sbom: --out {out}: it exists and is no SBOM this command wrote: it would be replaced"
+        assert len(lines) == 2 and out.read_text() == text

@@ -210,7 +210,9 @@ def typed_options() -> list[tuple[str, list[str], str, argparse.Action]]:
 # root); a path that is blank.
 BAD = {
     Number: ["nan", "1e30", "1_0", " 1"],
-    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}"],  # {link}: to a regular file (sweep 5 D1)
+    # {link}: to a regular file (sweep 5 D1); under a dangling link or a link loop, whose folder cannot be made (sweep
+    # 5 U9: the walk up took either for a missing folder)
+    Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}", "{dangling}/out", "{loop}/out"],
     InputPath: [" "],
 }
 
@@ -222,15 +224,26 @@ def test_every_command_refuses_a_bad_value_in_two_lines(module, words, flag, act
     link = tmp_path.parent / f"{tmp_path.name}-link"  # outside tmp_path, which must stay empty
     link.symlink_to(tmp_path.parent / f"{tmp_path.name}-target")
     (tmp_path.parent / f"{tmp_path.name}-target").write_text("kept\n")
+    dangling, loop = (tmp_path.parent / f"{tmp_path.name}-{kind}" for kind in ("dangling", "loop"))
+    dangling.symlink_to(tmp_path.parent / f"{tmp_path.name}-nowhere")
+    loop.symlink_to(loop)
+    try:
+        refuses_each(module, words, flag, action, capsys, tmp_path, link, dangling, loop)
+    finally:
+        loop.unlink()  # pytest's clean-up of its folders resolves every link there, and fails on a loop
+    assert link.is_symlink() and link.read_text() == "kept\n"
+
+
+def refuses_each(module, words, flag, action, capsys, tmp_path, link, dangling, loop) -> None:
     for bad in BAD[type(action.type)]:
-        bad = bad.format(tmp=tmp_path, link=link)
+        bad = bad.format(tmp=tmp_path, link=link, dangling=dangling, loop=loop)
         code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
         said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
         assert said in lines[0] and lines[1].startswith("fix: "), lines
+        assert not bad.endswith("/out") or "which leads nowhere" in lines[0], lines
         assert not list(tmp_path.iterdir())
-    assert link.is_symlink() and link.read_text() == "kept\n"
 
 
 def valued_arguments() -> list[tuple[str, list[str], str, argparse.Action]]:
@@ -489,3 +502,68 @@ def test_an_empty_output_or_path_says_what_it_would_be_read_as(given):
 def test_an_output_that_is_a_device_or_a_new_file_is_taken(tmp_path):
     assert Output("--out")("/dev/null") == "/dev/null"
     assert Output("--out")(str(tmp_path / "new" / "r.json")) == str(tmp_path / "new" / "r.json")
+
+
+# Sweep 5 U11: an output option replaced an existing file that its command did not write (a user's, given by mistake).
+# The options that still replace any file, each with why (the rest take an `own` recogniser, slime_image.own_output).
+REPLACE_ANY = {
+    ("tools.planner.lock_hashes", "lock"): "rewrites the lock it reads: the lock's reader refuses what is no lock",
+    ("tools.inputs.pairings", "--out"): "refuses an existing file that is no draft it wrote, by its own first line",
+    ("slime_image.record", "--out"): "left: the image's record, written in the build to a fresh path",
+    ("slime_image.upstream_tests", "--junit"): "left: pytest's own JUnit XML, whose shape this project does not set",
+    ("slime_image.upstream_tests", "--json"): "left: not yet recognised",
+    ("tools.k8s.k8s_render", "--out"): "left: not yet recognised (rendered manifests)",
+    ("tools.planner.plan", "--json"): "left: not yet recognised (the plan's JSON)",
+    ("tools.planner.plan", "--lock"): "left: not yet recognised (a lock the plan writes)",
+    ("tools.planner.base_manifest", "--out"): "left: not yet recognised (a base manifest)",
+}
+
+
+def output_options() -> list[tuple[str, list[str], str, argparse.Action]]:
+    return [(m, w, f, a) for m, w, f, a in typed_options() if isinstance(a.type, Output)]
+
+
+def test_every_output_option_recognises_its_own_file_or_is_named():
+    unrecognised = {(m, f) for m, _, f, a in output_options() if a.type.own is None}
+    unrecognised |= {(m, a.dest) for m, _, _, a in every_valued_output_positionals()}
+    assert unrecognised == set(REPLACE_ANY)
+
+
+def every_valued_output_positionals():
+    return [
+        (module, words, flag, action)
+        for module, words, flag, action, _ in every_valued()
+        if isinstance(action.type, Output) and not action.option_strings
+    ]
+
+
+@pytest.mark.parametrize(
+    "module, words, flag, action",
+    [case for case in output_options() if case[3].type.own is not None],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
+def test_an_output_option_refuses_an_existing_file_its_command_did_not_write(
+    module, words, flag, action, tmp_path, capsys
+):
+    mine = tmp_path / "notes.txt"
+    parser = next(p for p, w in commands(module) if w == words)
+    argv = list(words)
+    for other_flag, other in valued(parser):
+        if other_flag != flag and (other.required or (not other.option_strings and other.nargs in (None, "+"))):
+            argv += ([other.option_strings[-1]] if other.option_strings else []) + [good_value(other, tmp_path)]
+    for text in ("precious\n", '{"precious": true}\n', '<?xml version="1.0"?>\n<notes/>\n', ""):
+        mine.write_text(text)
+        code = importlib.import_module(module).main([*argv, action.option_strings[-1], str(mine)])
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert code != 0 and len(lines) == 2, (text, lines)
+        assert f"{flag} {mine}: it exists and is no " in lines[0] and lines[1].startswith("fix: "), lines
+        assert mine.read_text() == text
+
+
+def test_a_file_each_writer_wrote_is_its_own():
+    from slime_image import own_output
+    from slime_image.smoke import report
+
+    assert own_output.report_json(report.as_json([], "rules", "rules")) and not own_output.report_junit("{}")
+    assert own_output.report_junit(report.as_junit([], "rules", "rules"))
+    assert not own_output.report_json(report.as_junit([], "rules", "rules"))

@@ -11,9 +11,8 @@ import sys
 
 import pytest
 from conftest import ROOT
+from slime_image.lock_file import make_lock
 from test_options import command_modules, commands
-
-from tools.inputs.lock import make_lock
 
 PAIRING_DESTS = {"pairing", "name"}  # --pairing, and pairings args|lock NAME (a positional of that module alone)
 AFTER = {"tools.release.versions": ["tag"]}  # the words a command needs after the option to run

@@ -21,6 +21,9 @@ NOT_URLS = [
     "https://example.com/<x>",
     "https://example.com/ä",
     "example.com/x",
+    "data://x",  # sweep 5 U9: a scheme no step fetches from, which urllib reads in its own way or not at all
+    "ftp://example.com/x",
+    "ssh://git@example.com/x.git",
 ]
 URLS = ["https://efa-installer.amazonaws.com", "http://127.0.0.1:9/simple", "file:///mirrors/efa", "https://m/a%20b"]
 
@@ -61,3 +64,12 @@ def test_every_entry_point_refuses_a_value_no_url_can_be(entry, value, recipe_co
 @pytest.mark.parametrize("value", URLS)
 def test_a_url_is_taken_by_the_form(value):
     assert url_form.problem(value) is None and not refused_by_build_argument(value)
+
+
+def test_pin_downloads_refuses_a_scheme_no_step_fetches_from_naming_it(capsys):
+    """Sweep 5 U9: `pin_downloads --build-arg EFA_INSTALLER_URL=data://x` said `not enough values to unpack`."""
+    from tools.release import pin_downloads
+
+    assert pin_downloads.main(["--build-arg", "EFA_INSTALLER_URL=data://x"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and "is a data:// URL" in lines[0] and lines[1].startswith("fix: "), lines

@@ -99,51 +99,91 @@ def test_a_build_check_folder_from_before_the_mark_is_told_how_to_mark_it(module
     assert "--work" not in run(module, work, engineless).stderr
 
 
-def test_every_claim_of_the_build_check_folder_takes_its_lock():
-    """work_folder.claim of the shared folder is made in work_lock alone; each command that shares it claims there."""
+# How each command claims its work folder (made, marked and locked for the run: slime_image.work_folder.claim), as its
+# own code calls it; none here reaches its claim as a whole process (no engine, no debootstrap, no GPU), so the claim is
+# run alone, in a real process.
+CLAIMS = {
+    "tools.release.build_check.run": (
+        "work_folder.claim(work, WORK_MARK, COMMANDS)",
+        "from tools.release.build_check.run import COMMANDS, WORK_MARK, work_folder",
+    ),
+    "tools.release.build_check.repro": (
+        "work_folder.claim(args.work, WORK_MARK, COMMANDS)",
+        "from tools.release.build_check.repro import COMMANDS, WORK_MARK, work_folder",
+    ),
+    "slime_image.canary.cli": (
+        "fresh_work_folder(args.work.resolve())",
+        "from slime_image.canary.cli import fresh_work_folder",
+    ),
+}
+
+
+def test_every_command_with_a_work_folder_claims_it_through_work_folder_s_lock():
+    assert set(CLAIMS) == set(RUNS)
+    for module, (call, _) in CLAIMS.items():
+        assert (
+            call
+            in (
+                ROOT / ("image/" if module.startswith("slime_image") else "") / (module.replace(".", "/") + ".py")
+            ).read_text()
+        ), module
     claims = {
         str(path.relative_to(ROOT))
-        for path in (ROOT / "tools").rglob("*.py")
+        for path in [*(ROOT / "tools").rglob("*.py"), *(ROOT / "image").rglob("*.py")]
         if "work_folder.claim(" in path.read_text()
     }
-    assert claims == {"tools/release/build_check/work_lock.py"}
-    sharing = [module for module, run in RUNS.items() if run[2] == WORK_MARK]
-    for module in sharing:
-        assert "work_lock.claim(" in (ROOT / (module.replace(".", "/") + ".py")).read_text(), module
+    assert claims == {
+        "tools/release/build_check/run.py",
+        "tools/release/build_check/repro.py",
+        "image/slime_image/canary/cli.py",
+    }
 
 
-HOLDER = """
+CLAIMANT = """
 import sys
 from pathlib import Path
-from tools.release.build_check import work_lock
-work_lock.claim(Path(sys.argv[1]))
+from slime_image.errors import UserError
+{imports}
+work = Path(sys.argv[1])
+try:
+    {call}
+except UserError as refused:
+    print(refused.cause, refused.fix, sep="\\n", file=sys.stderr)
+    sys.exit(refused.code)
+(work / "a run's file").write_text("its own")
 print("held", flush=True)
 sys.stdin.read()
 """
 
 
-def test_a_second_run_on_a_work_folder_in_use_is_refused(tmp_path, monkeypatch):
-    """Sweep 5 U3: a real second process holds the folder, as a build-check at work would; this run is refused in two
-    lines naming the folder and the fix, and takes the folder once that process has ended."""
-    from slime_image.errors import UserError
-
-    from tools.release.build_check import work_lock
-
-    work = tmp_path / "slime-build-check"
+def claimant(module: str, work) -> subprocess.Popen:
+    call, imports = CLAIMS[module]
+    call = call.replace("args.work.resolve()", "work").replace("args.work", "work")
     env = {**os.environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'image'}"}
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(work)], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        text=True,
+    return subprocess.Popen(
+        [sys.executable, "-c", CLAIMANT.format(imports=imports, call=call), str(work)], cwd=ROOT, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(CLAIMS))
+def test_a_second_run_on_a_work_folder_in_use_is_refused(tmp_path, module):
+    """Sweep 5 U3: a real second process holds the folder, as a run at work would; this run is refused in two lines
+    naming the folder and the fix, leaves the first run's files, and takes the folder once that process has ended. The
+    canary claimed its folder without the lock, and emptied it first."""
+    _, whose, _, _ = RUNS[module]
+    work = tmp_path / "work"
+    holder = claimant(module, work)
     try:
-        assert holder.stdout.readline() == "held\n"
-        monkeypatch.setattr(work_lock, "_held", [])
-        with pytest.raises(UserError) as refused:
-            work_lock.claim(work)
-        assert refused.value.cause.startswith(f"--work {work} is in use: another {COMMANDS} on this machine holds it")
-        assert refused.value.fix == "pass --work another folder, or wait until that run ends"
-        assert work_lock._held == []
+        assert holder.stdout.readline() == "held\n", holder.stderr.read()
+        second = claimant(module, work)
+        _, err = second.communicate("", timeout=60)
+        lines = err.splitlines()
+        assert second.returncode == 2 and len(lines) == 2, err
+        assert lines[0].startswith(f"--work {work} is in use: another {whose} on this machine holds it"), lines
+        assert lines[1] == "pass --work another folder, or wait until that run ends"
+        assert (work / "a run's file").read_text() == "its own"
     finally:
         holder.communicate("", timeout=30)
-    work_lock.claim(work)  # the first run ended: its lock went with it
-    os.close(work_lock._held.pop())
+    third = claimant(module, work)  # the first run ended: its lock went with it
+    assert third.communicate("", timeout=60)[0] == "held\n"

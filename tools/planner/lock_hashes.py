@@ -25,14 +25,13 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
+from slime_image.lock_file import Lock, as_typed, make_lock, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
 from tools.inputs.lock import (
     held_cutoff,
     held_pins,
-    make_lock,
     own_stack_locks,
     records_anew,
     regular_files,

@@ -26,6 +26,7 @@ from slime_image import gpus, where, work_folder
 from slime_image.canary import faults, invariants, job, phases, start
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output, add_path
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, PROBES
 
@@ -147,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         + "; ".join(f"{name}: {what} ({row} fails)" for name, (what, row) in faults.FAULTS.items()),
     )
     add_number(parser, "--timeout", above=0, high=DAY, default=600.0, help="seconds the job may take (default 600)")
-    add_output(parser, "--json", metavar="PATH|-", help="write the report as JSON")
-    add_output(parser, "--junit", metavar="PATH|-", help="write the report as JUnit XML")
+    add_output(parser, "--json", own=REPORT_JSON, metavar="PATH|-", help="write the report as JSON")
+    add_output(parser, "--junit", own=REPORT_JUNIT, metavar="PATH|-", help="write the report as JUnit XML")
 
     def run() -> int:
         args = parser.parse_args(argv)
@@ -183,10 +184,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def fresh_work_folder(work: Path) -> None:
     """Empty `work` for a run: a folder a canary made before (its MARK inside), or a new or empty one; never
-    another folder the user named by mistake (work_folder.check, the rule of every --work)."""
+    another folder the user named by mistake (work_folder.check, the rule of every --work), nor one another canary
+    works in (claimed first, and so locked, then emptied of all but the claim's own files)."""
     work_folder.check(work, MARK, "slime-canary")
-    shutil.rmtree(work, ignore_errors=True)
     work_folder.claim(work, MARK, "slime-canary")
+    for entry in work.iterdir():
+        if entry.name not in (MARK, work_folder.flock_file(MARK)):
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
 
 
 def canary(args, mode: Mode, out) -> list[report.Row]:

@@ -10,6 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 from slime_image import pip_conflicts, standins, where
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output, add_path
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 from slime_image.smoke import lookups, report
 from slime_image.smoke.core import BUILD, FAIL, GPU, SKIP, STANDIN, Check, Context, Result
 from slime_image.smoke.registry import CHECKS
@@ -59,8 +60,20 @@ def parse_args(argv):
         description="The slime-image smoke suite: each known way a SLIME image breaks, checked early.",
     )
     parser.add_argument("--stage", choices=sorted(STAGES), default="build")
-    add_output(parser, "--json", metavar="PATH|-", help="write the JSON report (- for stdout, replacing the table)")
-    add_output(parser, "--junit", metavar="PATH|-", help="write a JUnit XML report (- for stdout, replacing the table)")
+    add_output(
+        parser,
+        "--json",
+        own=REPORT_JSON,
+        metavar="PATH|-",
+        help="write the JSON report (- for stdout, replacing the table)",
+    )
+    add_output(
+        parser,
+        "--junit",
+        own=REPORT_JUNIT,
+        metavar="PATH|-",
+        help="write a JUnit XML report (- for stdout, replacing the table)",
+    )
     parser.add_argument(
         "--reproducible",
         action="store_true",

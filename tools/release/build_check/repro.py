@@ -32,7 +32,7 @@ from slime_image.options import Parser, add_path
 from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
-from tools.release.build_check import image_weight, record, registry, work_lock
+from tools.release.build_check import image_weight, record, registry
 from tools.release.build_check.run import (
     COMMANDS,
     EARLIER,
@@ -243,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
         require_tools()
         if args.against:
             check_against(args.against, pairing)
-        work_lock.claim(args.work)  # held until the run ends
+        work_folder.claim(args.work, WORK_MARK, COMMANDS)  # locked until the run ends
         epoch = tools_build.EPOCH
         images, seconds = [args.against] if args.against else [], []
         with registry.serving(args.work / "registry") as host:

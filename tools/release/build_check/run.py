@@ -37,8 +37,7 @@ from tools.inputs import build_arguments, fingerprint, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
 from tools.release import build as tools_build
-from tools.release.build_check import image_weight, record, registry, sbom_check, slime_tests, standins, work_lock
-from tools.release.build_check.work_lock import COMMANDS, WORK_MARK
+from tools.release.build_check import image_weight, record, registry, sbom_check, slime_tests, standins
 
 BASE_TAG = "localhost/cuda-standin:13.0"
 IMAGE_TAG = "localhost/slime-image:build-check"
@@ -46,8 +45,11 @@ STANDIN_SCRIPT = Path(__file__).with_name("standin_base.sh")
 STORAGE = ("--storage-driver", "overlay")
 STEP = re.compile(r"^STEP (\d+)/(\d+): (.*)")
 UPSTREAM = {"megatron": "MEGATRON_REPO_URL", "slime": "SLIME_REPO_URL", "apex": "APEX_REPO_URL"}
-# The file every work folder of build-check's and repro-check's (work_lock) from before their mark holds (ensure_base
-# writes it first), which the refusal's fix line names.
+# The work folder's mark and the commands that share it (slime_image.work_folder's rule and lock).
+WORK_MARK = ".slime-build-check"
+COMMANDS = "build-check or repro-check"
+# The file every work folder of build-check's and repro-check's from before their mark holds (ensure_base writes it
+# first), which the refusal's fix line names.
 EARLIER = "standin-pins.txt"
 
 
@@ -360,7 +362,7 @@ def verify(
     pins = lock.locked(pairing)[pairing.lock].versions()  # every lock there and in the one form, before any work
     require_tools()
     warn_on_disk()
-    work_lock.claim(work)  # held until the run ends
+    work_folder.claim(work, WORK_MARK, COMMANDS)  # locked until the run ends
     started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
     inputs = fingerprint.pairing_inputs(pairing)
     log = work / f"build-{pairing.name}.log"  # one per pairing: two pairings may build at once
