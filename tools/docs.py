@@ -148,13 +148,21 @@ FIGURES = (
         "docs/h200/invariants/record.md",
     ),
     Figure(
-        "slime-canary --learn: 16 iterations of 8 prompts x 8 samples",
-        "357 s (engine start 172 s, the first on a fresh machine); mean reward 0.28 over the first 3 iterations, "
-        "1.00 over the last 3",
-        "one H200, 16 cores, driver 580",
-        "0.51",
-        "2026-12-05 17:13 UTC",
-        "docs/h200/learn/record.md (before: 277 s on an H100, engine start 107 s, after the plain canary had run)",
+        "slime-canary --learn: 16 iterations of 8 prompts x 8 samples, first on a fresh machine",
+        "158 s (engine-up 43 s, W56 and W57); mean reward 0.27 over the first 3 iterations, 1.00 over the last 3",
+        "one H100 80GB, 16 cores, driver 580",
+        "not recorded",
+        "2026-12-07",
+        "docs/h200/start/record.md, section 6 (before: 179 s with W56 alone, engine-up 57 s; 357 s on an H200 on "
+        "2026-12-05, engine start 172 s, docs/h200/learn/record.md)",
+    ),
+    Figure(
+        "slime-canary, its caches removed (the engine's start cold but for the image's own files)",
+        "98 s (engine-up 42 s: the goals are 110 s and 45 s), every row passing; 95 s with the caches kept",
+        "one H100 80GB, 16 cores, driver 580",
+        "not recorded",
+        "2026-12-07",
+        "docs/h200/start/record.md, section 6 (before: 139 s and 63 s, section 5)",
     ),
     Figure(
         "start time: the modules a job imports, in a fresh process",
