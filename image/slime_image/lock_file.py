@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,8 +134,8 @@ def make_lock(lock: Path) -> str:
 
 def as_typed(path: Path) -> Path:
     """A path as its user typed it: relative to the current folder when inside it (make runs in the repository)."""
-    try:
-        return path.resolve().relative_to(Path.cwd())
+    try:  # realpath, not resolve(): a link loop is named by the check that meets it, not a RuntimeError here
+        return Path(os.path.realpath(path)).relative_to(Path.cwd())
     except ValueError:
         return path
 

@@ -26,6 +26,7 @@ refusals (an unknown choice, a missing argument) become UserErrors too (`Parser.
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import re
@@ -265,6 +266,16 @@ class InputPath:
         if self.url and "://" in value:
             return value
         path = Path(value)
+        try:
+            os.path.realpath(path, strict=True)
+        except OSError as exc:
+            # sweep 6 T1: pathlib's resolve() raises RuntimeError on a loop (Python 3.11, 3.12), a traceback wherever
+            # a command resolves a path it was given.
+            if exc.errno == errno.ELOOP:
+                raise UserError(
+                    f"{self.option} {value}: a link loop (its links lead back to each other)",
+                    f"pass {self.option} a path whose links lead to a file or folder",
+                ) from None
         # A path of the wrong kind is refused before any work (`--work /dev/null` failed after the slow checks).
         if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
             raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")

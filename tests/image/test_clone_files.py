@@ -93,3 +93,19 @@ def test_a_command_fills_its_own_folder_and_nothing_inside_it_is_another_folder_
     assert "inside the clone's pairings/" in refused({"--out": pairings / "v9.toml"}, fills=pairings, root=root)
     clone_files.check({"--out": pairings / "v9.toml"}, fills=pairings, replaces=True, root=root)
     assert os.path.exists(pairings / "v9.toml")
+
+
+# git's variables that point it at another repository, index or tree than the folder `git -C` names.
+REDIRECTS = ("GIT_DIR", "GIT_INDEX_FILE", "GIT_WORK_TREE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR")
+
+
+@pytest.mark.parametrize("variable", REDIRECTS)
+def test_git_s_variables_in_the_caller_s_environment_do_not_turn_the_guard_off(tmp_path, monkeypatch, variable):
+    """Sweep 6 D1: with GIT_DIR or GIT_INDEX_FILE set (a git hook, a dotfiles set-up), git listed another repository's
+    files, or none, and `slime-sbom --out README.md` replaced the clone's README."""
+    root = recipe(tmp_path / "clone")
+    elsewhere = tmp_path / "other"
+    subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
+    monkeypatch.setenv(variable, str(elsewhere / ".git" / ("index" if variable == "GIT_INDEX_FILE" else "")))
+    clone_files.tracked.cache_clear()
+    assert "a file git tracks in the clone" in refused({"--out": root / "Makefile"}, root=root)

@@ -207,3 +207,28 @@ def test_a_second_signal_once_the_first_is_raised_changes_nothing(first, second,
     exit_code, how = SIGNALS[first]
     assert proc.stderr.strip().splitlines() == [f"prog: {how}: nothing it was writing was kept", "fix: run it again"]
     assert proc.returncode == exit_code, proc.stderr
+
+
+def test_a_link_loop_met_past_the_parser_is_two_lines_and_any_other_runtime_error_a_traceback(tmp_path, capsys):
+    """Sweep 6 T1: pathlib's resolve() raises RuntimeError on a link loop (Python 3.11, 3.12), and every command that
+    resolved a path inside a folder it was given (a pairing in pairings/, a clone's file) ended in its traceback."""
+    from pathlib import Path
+
+    from slime_image.errors import LOOP_FIX, run_command
+    from slime_image.lock_file import as_typed
+
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    try:
+        assert as_typed(loop / "x").name == "x"  # the guard's naming of a path never raises on one
+        assert run_command("cmd", lambda: Path(loop / "x").resolve() and 0) == 1
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines == [f"cmd: {loop / 'x'}: a link loop (its links lead back to each other)", f"fix: {LOOP_FIX}"]
+
+        def other():
+            raise RuntimeError("something else")
+
+        with pytest.raises(RuntimeError, match="something else"):
+            run_command("cmd", other)
+    finally:
+        loop.unlink()

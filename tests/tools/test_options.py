@@ -213,7 +213,8 @@ BAD = {
     # {link}: to a regular file (sweep 5 D1); under a dangling link or a link loop, whose folder cannot be made (sweep
     # 5 U9: the walk up took either for a missing folder)
     Output: ["{tmp}/", "/dev/full", "/proc/version", "{link}", "{dangling}/out", "{loop}/out"],
-    InputPath: [" "],
+    # a link loop, itself or a folder above the path (sweep 6 T1: pathlib's resolve() raised RuntimeError)
+    InputPath: [" ", "{loop}", "{loop}/in"],
 }
 
 
@@ -240,9 +241,10 @@ def refuses_each(module, words, flag, action, capsys, tmp_path, link, dangling, 
         code = importlib.import_module(module).main([*words, action.option_strings[-1], bad])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (bad, lines)
-        said = f"{flag} is empty: " if isinstance(action.type, InputPath) else f"{flag} {bad}: "
+        said = f"{flag} is empty: " if not bad.strip() else f"{flag} {bad}: "
         assert said in lines[0] and lines[1].startswith("fix: "), lines
         assert not bad.endswith("/out") or "which leads nowhere" in lines[0], lines
+        assert not bad.startswith(str(loop)) or isinstance(action.type, Output) or "a link loop" in lines[0], lines
         assert not list(tmp_path.iterdir())
 
 
