@@ -5,13 +5,15 @@
 
 A test's CPU is user + system time of its worker's process and of the children that worker waited for, from the
 start of the test's setup to the end of its teardown: a session fixture's cost lands on the first test that asks for
-it, a daemon nobody waits for (the Ray head's) on none. Each worker appends one JSON line a test to DIR/<pid>.jsonl;
-the summary prints the total, then the N costliest files and tests."""
+it, a daemon nobody waits for (the Ray head's) on none. Each worker appends one JSON line a test to DIR/<pid>.jsonl,
+with the test's wall clock and when it started; the summary prints the total, each worker's span and the seconds
+its tests took, then the N costliest files and tests by CPU and the N longest by wall clock."""
 
 import json
 import os
 import resource
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -26,26 +28,34 @@ def _cpu() -> float:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     folder = os.environ.get("SUITE_CPU")
-    start = _cpu()
+    start, began = _cpu(), time.time()
     yield
     if folder:
-        line = json.dumps({"test": item.nodeid, "cpu": round(_cpu() - start, 3)})
+        wall = round(time.time() - began, 3)
+        line = json.dumps({"test": item.nodeid, "cpu": round(_cpu() - start, 3), "wall": wall, "start": began})
         with open(Path(folder) / f"{os.getpid()}.jsonl", "a") as out:
             out.write(line + "\n")
 
 
 def summary(folder: Path, n: int) -> None:
-    tests = Counter()
-    for path in folder.glob("*.jsonl"):
-        for line in path.read_text().splitlines():
-            record = json.loads(line)
+    tests, walls = Counter(), Counter()
+    for path in sorted(folder.glob("*.jsonl")):
+        records = [json.loads(line) for line in path.read_text().splitlines()]
+        for record in records:
             tests[record["test"]] += record["cpu"]
+            walls[record["test"]] += record.get("wall", 0)
+        if records and "start" in records[0]:
+            span = records[-1]["start"] + records[-1]["wall"] - records[0]["start"]
+            busy = sum(r["wall"] for r in records)
+            print(f"worker {path.stem}: {len(records)} tests over {span:.0f} s, {busy:.0f} s in them")
     files = Counter()
     for test, cpu in tests.items():
         files[test.split("::", 1)[0]] += cpu
     print(f"{len(tests)} tests, {sum(tests.values()):.0f} s of CPU in the tests")
-    for title, counter in (("files", files), ("tests", tests)):
-        print(f"\nthe {n} costliest {title}:")
+    for title, counter in (("costliest files", files), ("costliest tests", tests), ("longest tests", walls)):
+        if not counter or not max(counter.values()):
+            continue
+        print(f"\nthe {n} {title}:")
         for name, cpu in counter.most_common(n):
             print(f"  {cpu:7.1f} s  {name}")
 

@@ -253,13 +253,15 @@ def test_an_empty_url_is_named_so(tmp_path):
 
 
 class _Slow(http.server.BaseHTTPRequestHandler):
-    """Serves a few bytes of a long file, then nothing: a download still under way when the signal comes."""
+    """Serves the first chunk of a long file and a little more, then nothing: a download still under way when the
+    signal comes. fetch.py reads a MiB at a time, so a first chunk shorter than that staged nothing, and each case
+    waited its whole 20 s for a staged byte before sending its signal."""
 
     def do_GET(self):
         self.send_response(200)
         self.send_header("Content-Length", str(1 << 30))
         self.end_headers()
-        self.wfile.write(b"x" * 4096)
+        self.wfile.write(b"x" * ((1 << 20) + 4096))
         self.wfile.flush()
         time.sleep(30)
 

@@ -61,13 +61,21 @@ def test_the_tag_of_a_dockerfile_without_slime_ref_is_named(tmp_path):
 
 
 def test_the_image_dispatchers_usage_into_a_reader_that_left_is_two_lines():
-    """`true` reads nothing and exits long before Python has started, so the usage meets a closed pipe."""
-    proc = subprocess.run(
-        ["bash", "-c", f"{sys.executable} image/bin/slime-image --help | true"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    """A pipe whose reader has gone before the usage is written, as `| true` is once `true` has exited. Not `| true`
+    itself: on a loaded machine Python sometimes wrote the usage into the pipe before `true` exited, no error came,
+    and the test failed (2026-12-07, a suite beside another)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "image/bin/slime-image", "--help"],
+            cwd=ROOT,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        os.close(write)
     assert "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         "slime-image: its output was closed before all of it was read",
