@@ -179,6 +179,34 @@ def test_a_pairing_file_that_is_not_toml_stops_every_command_that_reads_pairings
     assert f"{folder / 'v0.2.9.toml'}{said}" in lines[-2] and lines[-1].startswith("fix: "), lines
 
 
+# The folder in a state that holds no pairing, and what every command says of it after the folder's path (sweep 6 W1:
+# rules passed, rc 0, over the empty list each gave; pairings check said `(none of )`).
+NO_PAIRING = {
+    "missing": (lambda folder: None, " does not exist: no pairing to build, lock or check"),
+    "a file": (lambda folder: folder.write_text(""), " is no folder: no pairing to build, lock or check"),
+    "empty": (lambda folder: folder.mkdir(), " holds no pairing (no <name>.toml)"),
+}
+
+
+@pytest.mark.parametrize("state", NO_PAIRING)
+@pytest.mark.parametrize("module, argv", [(m, a) for m, argvs in READS.items() for a in argvs])
+def test_a_pairings_folder_with_no_pairing_stops_every_command_that_reads_pairings(
+    tmp_path, monkeypatch, capsys, module, argv, state
+):
+    make_state, said = NO_PAIRING[state]
+    folder = tmp_path / "pairings"
+    make_state(folder)
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    monkeypatch.chdir(ROOT)
+    for name, value in USER.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
+    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
+    assert __import__(module, fromlist=["main"]).main(argv) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-2].endswith(f"{folder}{said}") and lines[-1].startswith("fix: restore the committed pairings"), lines
+
+
 UNLOCKED = V030.replace('SLIME_REF = "v0.3.0"', 'SLIME_REF = "v0.4.0"')
 
 
