@@ -129,6 +129,11 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
                 f"{as_typed(path)} is a link to {os.readlink(path)}: a pairing is a file of its own",
                 "remove the link: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
             )
+        if not path.is_file():  # sweep 6 U11: a FIFO blocked every reader of the folder forever, opening it
+            raise UserError(
+                f"{as_typed(path)} is no regular file (a folder, a FIFO or a device): a pairing is a file of its own",
+                "remove it: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
+            )
         data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)
         found[name] = Pairing(
             name,
