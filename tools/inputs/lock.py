@@ -48,16 +48,7 @@ STACK_EXPLAINED = (
 def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and its stack locks)") -> dict[Path, Lock]:
     """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
     form (lock_file.read_lock); a missing one is refused, naming them all."""
-    missing = _missing(recipe)
-    if missing and not recipe.context.resolve().is_relative_to(ROOT):
-        # sweep 5 U6: a Dockerfile copied out of the clone has its own folder as its build context; make lock, which
-        # writes the clone's locks, would not help.
-        raise UserError(
-            f"{recipe.shown}: PIP_CONSTRAINT names {missing}, which its build context {recipe.context} (outside the "
-            f"clone {ROOT}) lacks",
-            "name a Dockerfile in the clone, or copy the locks it names into its build context",
-            code=2,
-        )
+    missing = missing_locks(recipe)
     if missing:
         raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {missing}, which does not exist", fix, code=2)
     locks = {path: read_lock(path) for _, path in recipe.constraint_files}
@@ -67,6 +58,22 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
         held_pins(whole)
         own_stack_locks(whole, [locks[path] for _, path in recipe.constraint_files[:-1]])
     return locks
+
+
+def missing_locks(recipe: Recipe) -> str:
+    """The locks the recipe's PIP_CONSTRAINT lines name that do not exist (`_missing`), where make lock would write
+    them; refused where it would not, as every command that reads a recipe's locks takes them (make plan, rules)."""
+    missing = _missing(recipe)
+    if missing and recipe.context.resolve() != ROOT.resolve():
+        # sweep 5 U6: a Dockerfile copied out of the clone, or into a folder of it (sweep 6 U6), has its own folder as
+        # its build context; make lock, which writes the clone's locks, would not help.
+        raise UserError(
+            f"{recipe.shown}: PIP_CONSTRAINT names {missing}, which its build context {as_typed(recipe.context)} "
+            f"lacks (the clone's own locks lie at its root, {ROOT})",
+            "name a Dockerfile at the clone's root, or copy the locks it names into its build context",
+            code=2,
+        )
+    return missing
 
 
 def _missing(recipe: Recipe) -> str:
