@@ -130,16 +130,21 @@ TAKE_A_LOCK = {"lock_hashes": ("tools.planner.lock_hashes",), "plan": ("tools.pl
 @pytest.mark.parametrize("prog", sorted(TAKE_A_LOCK))
 def test_a_stack_lock_named_as_a_lock_is_refused_naming_its_lock(prog):
     """Sweep 4 row 17: lock_hashes blamed an intact stack lock for having no cutoff (fix: restore it), and plan
-    --lock sent its user to make lock PAIRING=v0.3.1.stack, which is refused. Every stack lock of every pairing."""
+    --lock sent its user to make lock PAIRING=v0.3.1.stack, which is refused. Every stack lock of every pairing, and
+    its suffix given twice and three times (sweep 6 U4: v0.3.1.stack.stack.lock was named part of v0.3.1.stack.lock,
+    which is refused in turn)."""
     pairing_of = {
         path: name for name in NAMES for _, path in Recipe.load(build_args={pairings.ARG: name}).constraint_files[:-1]
     }
     assert pairing_of
     before = snapshot(ROOT / "locks")
     for path, name in pairing_of.items():
-        shown = path.relative_to(ROOT)
-        proc = run(*TAKE_A_LOCK[prog], str(shown))
-        refused(proc, prog, f"{shown} is a stack lock, part of locks/{name}.lock", f"name its lock: locks/{name}.lock")
+        suffix = path.name.removeprefix(name).removesuffix(".lock")
+        for times in (1, 2, 3):
+            shown = path.relative_to(ROOT).with_name(f"{name}{suffix * times}.lock")
+            proc = run(*TAKE_A_LOCK[prog], str(shown))
+            cause, fix = f"{shown} is a stack lock, part of locks/{name}.lock", f"name its lock: locks/{name}.lock"
+            refused(proc, prog, cause, fix)
     assert snapshot(ROOT / "locks") == before
 
 

@@ -113,7 +113,9 @@ def _no_stack_lock(lock: Path, own: Path, stacks: list[Path]) -> None:
         suffix = stack.name.removeprefix(base).removesuffix(".lock")
         named = lock.name.removesuffix(".lock")
         if stack.name.startswith(base) and suffix and named.endswith(suffix) and named != suffix:
-            whole = lock.with_name(named.removesuffix(suffix) + ".lock")
+            while named.endswith(suffix) and named != suffix:  # sweep 6 U4: X.stack.stack named X.stack, refused too
+                named = named.removesuffix(suffix)
+            whole = lock.with_name(named + ".lock")
             raise UserError(
                 f"{as_typed(lock)} is a stack lock, part of {as_typed(whole)}: it is re-hashed and written with its "
                 "lock, never alone",
