@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from slime_image import clone_files
 from slime_image.errors import UserError
 from slime_image.lock_file import (
     CUTOFF_LINE,
@@ -225,9 +226,26 @@ def held_pins(lock: Lock) -> None:
             None,
             f"has no '{PINS_LINE}...' line: the record of its own pins, without which a pin deleted from it or "
             "edited goes unseen",
-            f"write the lock again ({make_lock(lock.path)}), or restore it if it was committed (git checkout -- "
-            f"{as_typed(lock.path)}); lock_hashes will not write the line: it cannot tell a pin deleted from none",
+            # The restore is LockError's to add, where the lock lies in the repository.
+            f"{rewrite(lock.path)}; lock_hashes will not write the line: it cannot tell a pin deleted from none",
         )
+
+
+def rewrite(lock: Path) -> str:
+    """The make lock that writes the lock at `lock`, where make lock writes it (locks/ of the clone); else the lock to
+    take from there: a fix line names no command that writes another file (sweep 6 U3)."""
+    written = make_lock(lock)
+    if Path(os.path.abspath(lock)).parent == ROOT / "locks" or written.endswith("(make pairings lists them)"):
+        return f"write it again: {written}"
+    return f"write the lock of its pairing in locks/ ({written}) and copy it here, or name that one"
+
+
+def recover(lock: Path) -> str:
+    """How to bring back a lock that is missing, each way one that runs: git checkout where git tracks it (sweep 6 U3:
+    it was offered for any path), and `rewrite`."""
+    tracked = clone_files.tracked(ROOT) or frozenset()
+    restore = f"restore it: git checkout -- {as_typed(lock)}, or " if os.path.realpath(lock) in tracked else ""
+    return restore + rewrite(lock)
 
 
 def recorded_stacks(lock: Lock) -> dict[str, str]:

@@ -24,7 +24,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.lock_file import Lock, as_typed, make_lock, parse_lock, pin_text, read_lock
+from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
@@ -33,6 +33,7 @@ from tools.inputs.lock import (
     held_pins,
     own_stack_locks,
     records_anew,
+    recover,
     regular_files,
     stack_locks,
     unlisted,
@@ -185,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.lock.exists():
             raise UserError(
                 f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
-                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: "
-                f"{make_lock(args.lock)}",
+                recover(args.lock),
             )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)
