@@ -172,3 +172,23 @@ def test_an_upstream_value_or_a_note_of_another_form_is_refused(tmp_path, monkey
     assert pairings.main(["check"]) != 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+
+
+# sweep 6 U18: a value TOML reads as no string, quoted in its fix as it was written (`0x1` was told to be "1"), or
+# given its form where the key has one (SLIME_COMMIT is no "0x1" either).
+UNQUOTED = {
+    "a hex integer where a form is asked": ("SLIME_COMMIT = ", "SLIME_COMMIT = 0x1", "set SLIME_COMMIT to 40 lower-"),
+    "a float overflowing": ("SGL_ROUTER_VERSION = ", "SGL_ROUTER_VERSION = 1e999", "set SGL_ROUTER_VERSION to one"),
+    "an integer with a comment": ("transformer_engine_git = ", "transformer_engine_git = 0x1f # x", '= "0x1f"'),
+}
+
+
+@pytest.mark.parametrize("case", UNQUOTED)
+def test_a_value_that_is_no_string_gets_a_fix_of_what_was_written(tmp_path, monkeypatch, capsys, case):
+    start, line, fix = UNQUOTED[case]
+    text = "".join(line + "\n" if each.startswith(start) else each for each in V030.splitlines(True))
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and fix in lines[1], lines

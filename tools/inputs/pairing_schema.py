@@ -198,7 +198,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
                 "set only the build arguments slime.Dockerfile declares (an ARG there first, then here)",
             )
         if not isinstance(value, str):
-            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", _quote(path, name, value))
         found = value_problem(name, value)
         if found:
             raise UserError(f"{shown}: [args] {found[0]}", found[1])
@@ -222,7 +222,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             if keys[key] is list:
                 _strings(shown, f"[{table}] {key}", value)
             elif not isinstance(value, str):
-                raise UserError(f"{shown}: [{table}] {key} is not a string", f'quote it: {key} = "{value}"')
+                raise UserError(f"{shown}: [{table}] {key} is not a string", _quote(path, key, value))
             if table == "upstream":
                 _upstream(shown, key, value)
         if table == "megatron" and held and set(held) != set(keys):
@@ -233,6 +233,15 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             _megatron(shown, held)
     _known_failures(shown, data.get("known_test_failures", {}))
     return data
+
+
+def _quote(path: Path, key: str, value) -> str:
+    """The fix of a value TOML read as no string: the text as written, quoted (sweep 6 U18: `SLIME_COMMIT = 0x1` was
+    told to write "1", and `1e999` "inf"), where a form asks for more, that form."""
+    typed = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([^#\n]*?)[ \t]*(?:#.*)?$", path.read_text(), re.MULTILINE)
+    text = typed[1] if typed else str(value)
+    found = value_problem(key, text)
+    return found[1] if found else f'quote it: {key} = "{text}"'
 
 
 def _upstream(shown: Path, key: str, value) -> None:
