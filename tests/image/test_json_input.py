@@ -6,6 +6,8 @@ named below with why no user hands it its text; each reader a user does hand a f
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import re
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from slime_image.smoke.lookups import read_versions_file
 
 from tools.k8s.grpo_submit import read_image_versions
 from tools.planner import base_manifest, plan_env
+from tools.release import referrer
 
 ROOT = Path(__file__).resolve().parents[2]
 PARSE = re.compile(r"\b(?:json\.loads?|tomllib\.loads?)\(")
@@ -45,7 +48,6 @@ NOT_HANDED = {
     ("tools/release/referrer.py", "index = json.loads(old)"): "the registry's answer",
     ("tools/release/referrer.py", 'return json.loads(body).get("manifests", [])'): "the registry's answer",
     ("tools/release/build_check/record.py", "return {k: v for line"): "build-check's own record",
-    ("tools/release/build_check/sbom_check.py", "json.loads(document)"): "the SBOM the image's slime-sbom wrote",
     ("tools/release/build_check/sbom_check.py", 'return json.loads((out / "scan.cdx.json")'): "the scanner's output",
     ("tools/release/build_check/sbom_check.py", "sbom = json.loads(document)"): "the SBOM, checked just before",
     ("tools/release/build_check/image_weight.py", "return json.loads((layout"): "buildah's layout",
@@ -94,6 +96,13 @@ def deep(tmp_path: Path, name: str = "deep.json") -> Path:
     return path
 
 
+def said_by(command) -> str:
+    """What a command's main says on stderr, which is to hold its two lines and no traceback."""
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert command() != 0
+    return err.getvalue()
+
+
 def refused(read) -> str:
     with pytest.raises(UserError) as raised:
         read()
@@ -112,6 +121,10 @@ READERS = {
     "base_manifest --inspect": lambda tmp: refused(lambda: base_manifest.read_json(deep(tmp), "the manifest", "fix")),
     # The planner's cache: an entry that does not parse is made again (None), whoever left it.
     "the planner's cache": lambda tmp: str(plan_env.cached_json(deep(tmp))),
+    # Refused before the registry is asked anything: no registry listens on port 9.
+    "referrer --sbom": lambda tmp: said_by(
+        lambda: referrer.main(["--image", f"127.0.0.1:9/r@sha256:{'a' * 64}", "--sbom", str(deep(tmp)), "--insecure"])
+    ),
 }
 
 

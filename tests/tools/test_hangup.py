@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 from conftest import ROOT, default_sigint
 from silent_servers import trickling
 
@@ -51,3 +52,41 @@ def test_pin_downloads_hung_up_mid_download_leaves_nothing(tmp_path):
     assert lines == ["pin_downloads: stopped by SIGHUP: nothing it was writing was kept", "fix: run it again"], lines
     assert proc.returncode == 129
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+def test_lock_hashes_stopped_while_an_index_trickles_ends_at_once(stop):
+    """Sweep 6 U1: the stop was reported at once, then the process lived on (over 200 s) while its pool's reads took
+    a byte each 50 ms, each within the per-read timeout; and a second signal is ignored by design, so only SIGKILL
+    ended it. The reads under way are cut now (index_http.pool)."""
+    with trickling() as url:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tools.planner.lock_hashes", "locks/v0.3.1.lock"],
+            cwd=ROOT, env={**os.environ, "PIP_INDEX_URL": f"{url}/simple"}, stderr=subprocess.PIPE, text=True,
+            preexec_fn=default_sigint,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while len(os.listdir(f"/proc/{proc.pid}/task")) < 3:  # the pool's threads: its reads are under way
+                assert proc.poll() is None and time.monotonic() < deadline, "the reads never started"
+                time.sleep(0.05)
+            time.sleep(0.5)
+            proc.send_signal(stop)
+            err = proc.communicate(timeout=15)[1]
+        finally:
+            proc.kill()
+            proc.wait()
+    how = "interrupted" if stop == signal.SIGINT else f"stopped by {stop.name}"
+    assert err.strip().splitlines() == [f"lock_hashes: {how}: nothing it was writing was kept", "fix: run it again"]
+    assert proc.returncode == (130 if stop == signal.SIGINT else 128 + stop)
+
+
+def test_every_thread_pool_of_the_tools_is_index_http_s():
+    """A pool's own exit waits for its reads under way (sweep 6 U1); index_http.pool cuts them. The members: every
+    ThreadPoolExecutor made under tools/."""
+    made = {
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "tools").rglob("*.py")
+        if "ThreadPoolExecutor(" in path.read_text()
+    }
+    assert made == {"tools/planner/index_http.py"}, made

@@ -130,23 +130,29 @@ TAKE_A_LOCK = {"lock_hashes": ("tools.planner.lock_hashes",), "plan": ("tools.pl
 @pytest.mark.parametrize("prog", sorted(TAKE_A_LOCK))
 def test_a_stack_lock_named_as_a_lock_is_refused_naming_its_lock(prog):
     """Sweep 4 row 17: lock_hashes blamed an intact stack lock for having no cutoff (fix: restore it), and plan
-    --lock sent its user to make lock PAIRING=v0.3.1.stack, which is refused. Every stack lock of every pairing."""
+    --lock sent its user to make lock PAIRING=v0.3.1.stack, which is refused. Every stack lock of every pairing, and
+    its suffix given twice and three times (sweep 6 U4: v0.3.1.stack.stack.lock was named part of v0.3.1.stack.lock,
+    which is refused in turn)."""
     pairing_of = {
         path: name for name in NAMES for _, path in Recipe.load(build_args={pairings.ARG: name}).constraint_files[:-1]
     }
     assert pairing_of
     before = snapshot(ROOT / "locks")
     for path, name in pairing_of.items():
-        shown = path.relative_to(ROOT)
-        proc = run(*TAKE_A_LOCK[prog], str(shown))
-        refused(proc, prog, f"{shown} is a stack lock, part of locks/{name}.lock", f"name its lock: locks/{name}.lock")
+        suffix = path.name.removeprefix(name).removesuffix(".lock")
+        for times in (1, 2, 3):
+            shown = path.relative_to(ROOT).with_name(f"{name}{suffix * times}.lock")
+            proc = run(*TAKE_A_LOCK[prog], str(shown))
+            cause, fix = f"{shown} is a stack lock, part of locks/{name}.lock", f"name its lock: locks/{name}.lock"
+            refused(proc, prog, cause, fix)
     assert snapshot(ROOT / "locks") == before
 
 
 @pytest.mark.parametrize("name", [n for n in NAMES if not pairings.load(n).draft])
 def test_lock_hashes_names_a_missing_lock_as_missing(scratch_locks, name):
-    """Sweep 4 row 17: a lock removed was `no lock file`, with a fix to name one."""
+    """Sweep 4 row 17: a lock removed was `no lock file`, with a fix to name one. Outside the repository, git has none
+    to restore (sweep 6 U3: `git checkout -- /tmp/...` was offered)."""
     (scratch_locks / f"{name}.lock").unlink()
     proc = run("tools.planner.lock_hashes", str(scratch_locks / f"{name}.lock"))
-    refused(proc, "lock_hashes", f"{name}.lock is missing", f"git checkout -- {scratch_locks / name}.lock")
-    assert "make lock PAIRING=" + name in proc.stderr
+    refused(proc, "lock_hashes", f"{name}.lock is missing", f"make lock PAIRING={name}) and copy it here")
+    assert "git checkout" not in proc.stderr

@@ -5,10 +5,12 @@ it; a pairing without its lock is never built nor promoted (issue 46, item 4).""
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,6 +179,82 @@ def test_a_pairing_file_that_is_not_toml_stops_every_command_that_reads_pairings
     assert main(argv) != 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert f"{folder / 'v0.2.9.toml'}{said}" in lines[-2] and lines[-1].startswith("fix: "), lines
+
+
+# The folder in a state that holds no pairing, and what every command says of it after the folder's path (sweep 6 W1:
+# rules passed, rc 0, over the empty list each gave; pairings check said `(none of )`).
+NO_PAIRING = {
+    "missing": (lambda folder: None, " does not exist: no pairing to build, lock or check"),
+    "a file": (lambda folder: folder.write_text(""), " is no folder: no pairing to build, lock or check"),
+    "empty": (lambda folder: folder.mkdir(), " holds no pairing (no <name>.toml)"),
+}
+
+
+@pytest.mark.parametrize("state", NO_PAIRING)
+@pytest.mark.parametrize("module, argv", [(m, a) for m, argvs in READS.items() for a in argvs])
+def test_a_pairings_folder_with_no_pairing_stops_every_command_that_reads_pairings(
+    tmp_path, monkeypatch, capsys, module, argv, state
+):
+    make_state, said = NO_PAIRING[state]
+    folder = tmp_path / "pairings"
+    make_state(folder)
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    monkeypatch.chdir(ROOT)
+    for name, value in USER.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
+    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
+    assert __import__(module, fromlist=["main"]).main(argv) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-2].endswith(f"{folder}{said}") and lines[-1].startswith("fix: restore the committed pairings"), lines
+
+
+@contextlib.contextmanager
+def opened_for_a_stuck_reader(fifo: Path):
+    """While it lasts, a reader blocked opening `fifo` is let through to an empty read, so a command that opens it
+    fails this test instead of hanging the suite (no writer opens a FIFO while no reader has)."""
+    done = threading.Event()
+
+    def unblock():
+        while not done.wait(0.2):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:  # ENXIO: no reader has it open
+                continue
+
+    thread = threading.Thread(target=unblock, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+# A pairing that is no regular file (sweep 6 U11: a FIFO hung pairings check, list, rules and make build for good).
+NOT_A_FILE = {"a FIFO": os.mkfifo, "a folder": Path.mkdir}
+
+
+@pytest.mark.parametrize("kind", NOT_A_FILE)
+@pytest.mark.parametrize("module, argv", [(m, a) for m, argvs in READS.items() for a in argvs])
+def test_a_pairing_that_is_no_regular_file_stops_every_command_that_reads_pairings(
+    tmp_path, monkeypatch, capsys, module, argv, kind
+):
+    (tmp_path / "pairings").mkdir()
+    folder = folder_with(tmp_path / "pairings", "v0.3.0", V030)
+    odd = folder / "v0.3.2.toml"
+    NOT_A_FILE[kind](odd)
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    monkeypatch.chdir(ROOT)
+    for name, value in USER.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
+    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
+    with opened_for_a_stuck_reader(odd) if kind == "a FIFO" else contextlib.nullcontext():
+        assert __import__(module, fromlist=["main"]).main(argv) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    said = "is no regular file (a folder, a FIFO or a device): a pairing is a file of its own"
+    assert lines[-2].endswith(f"{odd} {said}") and lines[-1].startswith("fix: remove it"), lines
 
 
 UNLOCKED = V030.replace('SLIME_REF = "v0.3.0"', 'SLIME_REF = "v0.4.0"')

@@ -133,3 +133,62 @@ def test_a_pairing_nested_too_deep_or_a_link_is_refused_in_two_lines(tmp_path, m
     assert pairings.main(["check"]) != 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "v0.3.2.toml is a link to v0.3.0.toml" in lines[0], lines
+
+
+# sweep 6 U14: each [upstream] value held to the form pairings draft reads it in (the members: every key of the
+# table), and the free text of carried notes and known failures' reasons to one line.
+ADDED = "[upstream]\n"
+UPSTREAM_WRONG = {
+    "numpy": ('numpy = "<2"', 'numpy = "<2\\u001b[31m"', "[upstream] numpy '<2\\x1b[31m' holds a line break"),
+    "scipy": (ADDED, ADDED + 'scipy = "banana"\n', "[upstream] scipy 'banana' is not a version specifier"),
+    "nccl": (ADDED, ADDED + 'nccl = ">=2"\n', "[upstream] nccl '>=2' is not a version"),
+    "transformer_engine_wheel": (
+        '_wheel = "2.10.0"',
+        '_wheel = "banana"',
+        "transformer_engine_wheel 'banana' is not a",
+    ),
+    "transformer_engine_git": ('"release_v2.10"', '"a b"', "[upstream] transformer_engine_git 'a b' is not a git ref"),
+    "mbridge_git": ('mbridge_git = "89eb', 'mbridge_git = "zz89eb', "[upstream] mbridge_git 'zz89eb"),
+    "slime_requires": ('["accelerate", ', '["accelerate", "Accelerate", ', "slime_requires names accelerate twice"),
+    "carried": ("carried = [\n", 'carried = [\n  "x\\u0007",\n', "[upstream] carried 'x\\x07' holds a line break"),
+}
+TEXT_WRONG = {
+    "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires 'not a req!!' is not a"),
+    "known_test_failures": (' = "the test at v0.3.0', ' = "a\\nthe test at v0.3.0', "'s reason holds a line break"),
+}
+
+
+def test_every_upstream_key_is_held_to_a_form():
+    assert set(UPSTREAM_WRONG) == set(pairing_schema.TABLES["upstream"])
+
+
+@pytest.mark.parametrize("case", [*(f"upstream {k}" for k in UPSTREAM_WRONG), *(f"text {k}" for k in TEXT_WRONG)])
+def test_an_upstream_value_or_a_note_of_another_form_is_refused(tmp_path, monkeypatch, capsys, case):
+    kind, key = case.split(" ", 1)
+    old, new, cause = (UPSTREAM_WRONG if kind == "upstream" else TEXT_WRONG)[key]
+    assert old in V030
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", V030.replace(old, new, 1)))
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+
+
+# sweep 6 U18: a value TOML reads as no string, quoted in its fix as it was written (`0x1` was told to be "1"), or
+# given its form where the key has one (SLIME_COMMIT is no "0x1" either).
+UNQUOTED = {
+    "a hex integer where a form is asked": ("SLIME_COMMIT = ", "SLIME_COMMIT = 0x1", "set SLIME_COMMIT to 40 lower-"),
+    "a float overflowing": ("SGL_ROUTER_VERSION = ", "SGL_ROUTER_VERSION = 1e999", "set SGL_ROUTER_VERSION to one"),
+    "an integer with a comment": ("transformer_engine_git = ", "transformer_engine_git = 0x1f # x", '= "0x1f"'),
+}
+
+
+@pytest.mark.parametrize("case", UNQUOTED)
+def test_a_value_that_is_no_string_gets_a_fix_of_what_was_written(tmp_path, monkeypatch, capsys, case):
+    start, line, fix = UNQUOTED[case]
+    text = "".join(line + "\n" if each.startswith(start) else each for each in V030.splitlines(True))
+    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and fix in lines[1], lines

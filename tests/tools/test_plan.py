@@ -11,6 +11,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from conftest import ROOT, recorded
@@ -205,8 +207,8 @@ def test_a_layer_lock_that_is_not_its_lock_s_part_fails_the_plan(tmp_path):
     # Outside the clone, its build context is its own folder, which make lock does not write (sweep 5 U6).
     said = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(said) == 2 and "stack.lock" in said[0] and "make lock" not in proc.stderr
-    assert f"which its build context {tmp_path} (outside the clone {ROOT}) lacks" in said[0], said
-    assert said[1] == "fix: name a Dockerfile in the clone, or copy the locks it names into its build context"
+    assert f"which its build context {tmp_path} lacks (the clone's own locks lie at its root" in said[0], said
+    assert said[1] == "fix: name a Dockerfile at the clone's root, or copy the locks it names into its build context"
 
 
 def test_slime_dockerfile_copied_out_of_the_clone_names_its_build_context(tmp_path):
@@ -218,7 +220,35 @@ def test_slime_dockerfile_copied_out_of_the_clone_names_its_build_context(tmp_pa
     proc, _ = run_plan("--dockerfile", str(copy))
     said = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(said) == 2 and "Traceback" not in proc.stderr, proc.stderr
-    assert f"which its build context {tmp_path} (outside the clone {ROOT}) lacks" in said[0], said
+    assert f"which its build context {tmp_path} lacks (the clone's own locks lie at its root" in said[0], said
+    assert "make lock" not in proc.stderr
+
+
+# Where a copy of slime.Dockerfile lies whose build context is not the clone's root (sweep 6 U6: in a folder of the
+# clone, make plan said `fix: make lock` and rules failed on the folder's requirements.txt), and each command that
+# takes a DOCKERFILE and reads its locks.
+ELSEWHERE = {"outside the clone": None, "in a folder of the clone": ROOT / ".cache"}
+TAKE_A_DOCKERFILE = {
+    "make plan": lambda dockerfile: run_plan("--dockerfile", str(dockerfile))[0],
+    "rules": lambda dockerfile: subprocess.run(
+        [sys.executable, "-m", "tools.inputs.rules", str(dockerfile)], capture_output=True, text=True, cwd=ROOT
+    ),
+}
+
+
+@pytest.mark.parametrize("command", TAKE_A_DOCKERFILE)
+@pytest.mark.parametrize("where", ELSEWHERE)
+def test_a_dockerfile_whose_build_context_is_not_the_clone_s_root_names_it(tmp_path, where, command):
+    folder = ELSEWHERE[where]
+    if folder:
+        folder.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder or tmp_path) as context:
+        copy = Path(context) / "Df"
+        copy.write_bytes((ROOT / "slime.Dockerfile").read_bytes())
+        proc = TAKE_A_DOCKERFILE[command](copy)
+    said = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(said) == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "which its build context " in said[0] and "fix: name a Dockerfile at the clone's root" in said[1], said
     assert "make lock" not in proc.stderr
 
 

@@ -69,4 +69,41 @@ def test_make_lock_named_from_a_lock_s_path_is_a_make_lock_that_runs(lock, fix):
 
 def test_lock_hashes_of_a_missing_lock_named_like_an_option_says_a_fix_that_runs():
     proc = run("tools.planner.lock_hashes", "--", "-x.lock")
-    assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1].endswith(f"or write it: {UNNAMED}")
+    assert proc.returncode != 0 and proc.stderr.strip().splitlines()[-1].endswith(UNNAMED)
+
+
+# Where a lock lies that lock_hashes is named and finds missing or without its own pins' record, and the fix's words
+# that run there (sweep 6 U3): git restores only what it tracks, make lock writes only locks/<pairing>.lock.
+WHERE_A_LOCK = {
+    "outside the repository": lambda tmp: tmp / "v0.3.1.lock",
+    "in the repository, untracked": lambda tmp: ROOT / ".cache" / tmp.name / "v0.3.1.lock",
+}
+
+
+@pytest.mark.parametrize("where", WHERE_A_LOCK)
+@pytest.mark.parametrize("state", ["missing", "without its own pins' record"])
+def test_lock_hashes_offers_no_restore_git_cannot_run_nor_a_make_lock_of_another_file(tmp_path, where, state):
+    import shutil
+
+    lock = WHERE_A_LOCK[where](tmp_path)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if state != "missing":
+            for each in (ROOT / "locks").glob("v0.3.1*.lock"):
+                shutil.copy(each, lock.parent)
+            lock.write_text("".join(ln for ln in lock.read_text().splitlines(True) if not ln.startswith("# own pins")))
+        proc = run("tools.planner.lock_hashes", str(lock))
+    finally:
+        if lock.parent != tmp_path:
+            shutil.rmtree(lock.parent)
+    fix = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode != 0 and "write the lock of its pairing in locks/ (make lock PAIRING=v0.3.1)" in fix, fix
+    assert fix.count("git checkout") <= (0 if where.startswith("outside") or state == "missing" else 1), fix
+
+
+def test_a_lock_git_tracks_is_restored_and_one_in_locks_written_again():
+    from tools.inputs.lock import recover
+
+    assert recover(ROOT / "locks" / "v0.3.1.lock") == (
+        "restore it: git checkout -- locks/v0.3.1.lock, or write it again: make lock PAIRING=v0.3.1"
+    )

@@ -103,3 +103,22 @@ def test_a_missing_lock_is_named_as_the_pairing_s_with_make_lock(tree, which):  
     for name, path in zip(names, paths, strict=True):
         assert f"pairing-locks-current: locks/{path.name}: pairing {name}'s lock is missing" in linted.stderr
     assert "copy-sources-exist" not in linted.stderr and "make lock PAIRING=" in linted.stderr, linted.stderr
+
+
+def test_a_recipe_copied_whole_out_of_the_clone_is_current(tree):  # noqa: F811
+    """Sweep 6 U7: a whole copy (git archive) checked by the clone's rules was stale for each pairing: its inputs were
+    named by their absolute paths, its locks record them within the build context. The members: each input the
+    default lock records, named alike for the copy."""
+    from conftest import ROOT
+
+    from tools.inputs.recipe import Recipe
+    from tools.planner import plan_steps
+
+    copy = Recipe.load(tree / "slime.Dockerfile", build_args={"PAIRING": DEFAULT})
+    recorded = lock_inputs(read_lock(tree / "locks" / f"{DEFAULT}.lock"))
+    assert plan_steps.input_digests(copy, None).items() <= recorded.items()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tools.inputs.rules", str(tree / "slime.Dockerfile")],
+        cwd=ROOT, capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from slime_image import clone_files
 from slime_image.errors import UserError
 from slime_image.lock_file import (
     CUTOFF_LINE,
@@ -48,16 +49,7 @@ STACK_EXPLAINED = (
 def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and its stack locks)") -> dict[Path, Lock]:
     """Each lock the recipe's PIP_CONSTRAINT lines name (its stack locks, then its lock), read and held to the one
     form (lock_file.read_lock); a missing one is refused, naming them all."""
-    missing = _missing(recipe)
-    if missing and not recipe.context.resolve().is_relative_to(ROOT):
-        # sweep 5 U6: a Dockerfile copied out of the clone has its own folder as its build context; make lock, which
-        # writes the clone's locks, would not help.
-        raise UserError(
-            f"{recipe.shown}: PIP_CONSTRAINT names {missing}, which its build context {recipe.context} (outside the "
-            f"clone {ROOT}) lacks",
-            "name a Dockerfile in the clone, or copy the locks it names into its build context",
-            code=2,
-        )
+    missing = missing_locks(recipe)
     if missing:
         raise UserError(f"{recipe.path.name}: PIP_CONSTRAINT names {missing}, which does not exist", fix, code=2)
     locks = {path: read_lock(path) for _, path in recipe.constraint_files}
@@ -67,6 +59,22 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
         held_pins(whole)
         own_stack_locks(whole, [locks[path] for _, path in recipe.constraint_files[:-1]])
     return locks
+
+
+def missing_locks(recipe: Recipe) -> str:
+    """The locks the recipe's PIP_CONSTRAINT lines name that do not exist (`_missing`), where make lock would write
+    them; refused where it would not, as every command that reads a recipe's locks takes them (make plan, rules)."""
+    missing = _missing(recipe)
+    if missing and recipe.context.resolve() != ROOT.resolve():
+        # sweep 5 U6: a Dockerfile copied out of the clone, or into a folder of it (sweep 6 U6), has its own folder as
+        # its build context; make lock, which writes the clone's locks, would not help.
+        raise UserError(
+            f"{recipe.shown}: PIP_CONSTRAINT names {missing}, which its build context {as_typed(recipe.context)} "
+            f"lacks (the clone's own locks lie at its root, {ROOT})",
+            "name a Dockerfile at the clone's root, or copy the locks it names into its build context",
+            code=2,
+        )
+    return missing
 
 
 def _missing(recipe: Recipe) -> str:
@@ -106,7 +114,9 @@ def _no_stack_lock(lock: Path, own: Path, stacks: list[Path]) -> None:
         suffix = stack.name.removeprefix(base).removesuffix(".lock")
         named = lock.name.removesuffix(".lock")
         if stack.name.startswith(base) and suffix and named.endswith(suffix) and named != suffix:
-            whole = lock.with_name(named.removesuffix(suffix) + ".lock")
+            while named.endswith(suffix) and named != suffix:  # sweep 6 U4: X.stack.stack named X.stack, refused too
+                named = named.removesuffix(suffix)
+            whole = lock.with_name(named + ".lock")
             raise UserError(
                 f"{as_typed(lock)} is a stack lock, part of {as_typed(whole)}: it is re-hashed and written with its "
                 "lock, never alone",
@@ -216,9 +226,26 @@ def held_pins(lock: Lock) -> None:
             None,
             f"has no '{PINS_LINE}...' line: the record of its own pins, without which a pin deleted from it or "
             "edited goes unseen",
-            f"write the lock again ({make_lock(lock.path)}), or restore it if it was committed (git checkout -- "
-            f"{as_typed(lock.path)}); lock_hashes will not write the line: it cannot tell a pin deleted from none",
+            # The restore is LockError's to add, where the lock lies in the repository.
+            f"{rewrite(lock.path)}; lock_hashes will not write the line: it cannot tell a pin deleted from none",
         )
+
+
+def rewrite(lock: Path) -> str:
+    """The make lock that writes the lock at `lock`, where make lock writes it (locks/ of the clone); else the lock to
+    take from there: a fix line names no command that writes another file (sweep 6 U3)."""
+    written = make_lock(lock)
+    if Path(os.path.abspath(lock)).parent == ROOT / "locks" or written.endswith("(make pairings lists them)"):
+        return f"write it again: {written}"
+    return f"write the lock of its pairing in locks/ ({written}) and copy it here, or name that one"
+
+
+def recover(lock: Path) -> str:
+    """How to bring back a lock that is missing, each way one that runs: git checkout where git tracks it (sweep 6 U3:
+    it was offered for any path), and `rewrite`."""
+    tracked = clone_files.tracked(ROOT) or frozenset()
+    restore = f"restore it: git checkout -- {as_typed(lock)}, or " if os.path.realpath(lock) in tracked else ""
+    return restore + rewrite(lock)
 
 
 def recorded_stacks(lock: Lock) -> dict[str, str]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
@@ -76,6 +77,27 @@ KINDS = {
     # a tag or release name, a segment of a URL or a git ref (sweep 5 W2: `../../x` went into the router's URL)
     "_RELEASE": ("a release name", "a tag such as v0.3.2-9daabcd (letters, digits, . _ + -)", _TAG.fullmatch),
     "_REF": ("a tag", "a tag such as v0.3.1 (letters, digits, . _ + -)", _TAG.fullmatch),
+}
+# Each [upstream] value by the form pairings draft reads it in from upstream's Dockerfile (upstream_release): a value
+# of another form went unchecked into the docs and into what a reviewer compares (sweep 6 U14: `mbridge_git = "zz"`,
+# `transformer_engine_wheel = "banana"`, an escape sequence in numpy's).
+UPSTREAM = {
+    "numpy": ("a version specifier", "one such as ==1.26.4 or <2", lambda v: _parses(SpecifierSet, v) and bool(v)),
+    "scipy": ("a version specifier", "one such as ==1.17.1", lambda v: _parses(SpecifierSet, v) and bool(v)),
+    "nccl": ("a version", "one PEP 440 version, such as 2.28.3", lambda v: _is_version(v)),
+    "transformer_engine_wheel": ("a version", "one PEP 440 version, such as 2.16.1", lambda v: _is_version(v)),
+    "transformer_engine_git": (
+        "a git ref",
+        "a tag or branch such as release_v2.16",
+        re.compile(r"[\w.+/-]+").fullmatch,
+    ),
+    "mbridge_git": ("a commit", "7 to 40 lower-case hex digits", re.compile(r"[0-9a-f]{7,40}").fullmatch),
+    "slime_requires": (
+        "a requirement",
+        "PEP 508 requirements, as slime's requirements.txt",
+        lambda v: _parses(Requirement, v),
+    ),
+    "carried": ("a note", "one line of text", None),
 }
 # What a NAME_REQUIREMENT must be beyond a requirement by name: of NAME, with a range, for every platform.
 BOUNDED = "of the package its name names ({package}), with a version range and no environment marker"
@@ -176,7 +198,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
                 "set only the build arguments slime.Dockerfile declares (an ARG there first, then here)",
             )
         if not isinstance(value, str):
-            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", f'quote it: {name} = "{value}"')
+            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", _quote(path, name, value))
         found = value_problem(name, value)
         if found:
             raise UserError(f"{shown}: [args] {found[0]}", found[1])
@@ -200,7 +222,9 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             if keys[key] is list:
                 _strings(shown, f"[{table}] {key}", value)
             elif not isinstance(value, str):
-                raise UserError(f"{shown}: [{table}] {key} is not a string", f'quote it: {key} = "{value}"')
+                raise UserError(f"{shown}: [{table}] {key} is not a string", _quote(path, key, value))
+            if table == "upstream":
+                _upstream(shown, key, value)
         if table == "megatron" and held and set(held) != set(keys):
             raise UserError(
                 f"{shown}: [megatron] lacks {', '.join(set(keys) - set(held))}", "give name, version and requires"
@@ -209,6 +233,34 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
             _megatron(shown, held)
     _known_failures(shown, data.get("known_test_failures", {}))
     return data
+
+
+def _quote(path: Path, key: str, value) -> str:
+    """The fix of a value TOML read as no string: the text as written, quoted (sweep 6 U18: `SLIME_COMMIT = 0x1` was
+    told to write "1", and `1e999` "inf"), where a form asks for more, that form."""
+    typed = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([^#\n]*?)[ \t]*(?:#.*)?$", path.read_text(), re.MULTILINE)
+    text = typed[1] if typed else str(value)
+    found = value_problem(key, text)
+    return found[1] if found else f'quote it: {key} = "{text}"'
+
+
+def _upstream(shown: Path, key: str, value) -> None:
+    kind, form, fits = UPSTREAM[key]
+    for each in value if isinstance(value, list) else [value]:
+        if any(ord(c) < 32 or ord(c) == 127 for c in each):
+            why = "holds a line break or a control character"
+        elif fits is not None and not fits(each):
+            why = f"is not {kind}"
+        else:
+            continue
+        raise UserError(f"{shown}: [upstream] {key} {each!r} {why}", f"write {key} as {form} (pairings draft does)")
+    if key == "slime_requires":
+        names = [canonicalize_name(Requirement(each).name) for each in value]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise UserError(
+                f"{shown}: [upstream] slime_requires names {', '.join(twice)} twice", "name each requirement once"
+            )
 
 
 def _megatron(shown: Path, held: dict) -> None:
@@ -235,3 +287,8 @@ def _known_failures(shown: Path, known) -> None:
             )
         if not isinstance(why, str) or not why.strip():
             raise UserError(f"{shown}: [known_test_failures] must map test ids to reasons: {test} has none", fix)
+        if any(ord(c) < 32 or ord(c) == 127 for c in why):  # sweep 6 U14: a line break or an escape into reports
+            raise UserError(
+                f"{shown}: [known_test_failures] {test}'s reason holds a line break or a control character",
+                "write the reason on one line of text",
+            )

@@ -117,6 +117,9 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
     command that reads a pairing, naming it, since a list or a choice that skipped it would be wrong unseen."""
     folder = folder or FOLDER
     declared = (recipe or Recipe.load()).declared
+    if not folder.is_dir():  # sweep 6 W1: no folder, or a file in its place, was an empty list every rule passed over
+        state = "is no folder" if folder.exists() or folder.is_symlink() else "does not exist"
+        raise UserError(f"{as_typed(folder)} {state}: no pairing to build, lock or check", _RESTORE)
     found = {}
     for name in _stems(folder):
         path = folder / f"{name}.toml"
@@ -125,6 +128,11 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
             raise UserError(
                 f"{as_typed(path)} is a link to {os.readlink(path)}: a pairing is a file of its own",
                 "remove the link: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
+            )
+        if not path.is_file():  # sweep 6 U11: a FIFO blocked every reader of the folder forever, opening it
+            raise UserError(
+                f"{as_typed(path)} is no regular file (a folder, a FIFO or a device): a pairing is a file of its own",
+                "remove it: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
             )
         data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)
         found[name] = Pairing(
@@ -136,7 +144,12 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
             data.get("known_test_failures", {}),
         )
         _one_megatron(folder, found, name)
+    if not found:  # sweep 6 W1: rules passed over an empty list, though no lock or ARG default could be checked
+        raise UserError(f"{as_typed(folder)} holds no pairing (no <name>.toml)", _RESTORE)
     return found
+
+
+_RESTORE = "restore the committed pairings: git checkout -- pairings/ (each release's pairing is pairings/<tag>.toml)"
 
 
 def _one_megatron(folder: Path, found: dict[str, Pairing], name: str) -> None:

@@ -23,7 +23,7 @@ from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell, url_form
-from tools.inputs.lock import existing_locks, held_cutoff, held_pins, own_stack_locks
+from tools.inputs.lock import existing_locks, held_cutoff, held_pins, missing_locks, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
 
@@ -147,7 +147,10 @@ def every_lock(recipe: Recipe) -> list[Path]:
 
 
 def check_locks(recipe: Recipe) -> None:
-    """Every lock a build of the recipe reads, held to the one form, each pairing's lock to its cutoff too."""
+    """Every lock a build of the recipe reads, held to the one form, each pairing's lock to its cutoff too; a recipe
+    whose build context is not the clone's root and lacks its locks stops here (sweep 6 U6: a rule's read of its
+    requirements.txt failed first, unexplained)."""
+    missing_locks(recipe)
     locks = existing_locks(every_lock(recipe))
     for build in every_build(recipe):
         if build.constraint_file() in locks:

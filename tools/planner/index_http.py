@@ -7,14 +7,18 @@ lookups under load, and 283 index pages fetched that way took 46 s where kept co
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
+import socket
 import ssl
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from slime_image import fetch
@@ -49,6 +53,84 @@ def _context() -> ssl.SSLContext:
 
 
 _local = threading.local()
+
+
+class Stop:
+    """The requests of a pool's threads, cut together: TIMEOUT bounds each read, not a whole answer, so an index that
+    trickles a byte at a time kept a thread reading, and the process (which joins a pool's threads as it exits) alive
+    long after Ctrl-C was reported (sweep 6 U1). `join` is the pool's initializer; after `cut`, a request under way
+    ends at once, with Unreachable, and none starts. Requests through a proxy (urllib's) are not cut."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._open: set[socket.socket] = set()
+        self.is_cut = False
+
+    def join(self) -> None:
+        _local.stop = self
+
+    def cut(self) -> None:
+        with self._lock:
+            self.is_cut = True
+            for sock in self._open:
+                _shut(sock)
+
+    def check(self, url: str) -> None:
+        if self.is_cut:
+            raise Unreachable(f"{url}: stopped")
+
+    @contextlib.contextmanager
+    def reading(self, url: str):
+        """Yields what takes the socket of the request under way, which `cut` then shuts (a connection drops its own
+        once it hands it to an answer it will close: the answer reads on)."""
+        taken = []
+
+        def take(sock: socket.socket) -> None:
+            with self._lock:
+                self.check(url)
+                self._open.add(sock)
+                taken.append(sock)
+
+        try:
+            yield take
+            self.check(url)  # a body a cut ended short
+        finally:
+            with self._lock:
+                self._open.difference_update(taken)
+
+
+@contextlib.contextmanager
+def pool(workers: int) -> Iterator[ThreadPoolExecutor]:
+    """Threads for requests, which the block's end leaves at once, done or not: what was not started is dropped, what
+    is under way is cut (a pool's own exit waited for both, each read up to TIMEOUT, a trickled answer for good)."""
+    stop = Stop()
+    threads = ThreadPoolExecutor(max_workers=workers, initializer=stop.join)
+    try:
+        yield threads
+    finally:
+        threads.shutdown(wait=False, cancel_futures=True)
+        stop.cut()
+
+
+def _shut(sock: socket.socket) -> None:
+    """The base class's shutdown: a read blocked on `sock` in another thread returns; the TLS layer's would drop its
+    state under that read."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+class _Never:
+    """The Stop of a thread no pool made: never cut."""
+
+    def check(self, url: str) -> None:
+        pass
+
+    @contextlib.contextmanager
+    def reading(self, url: str):
+        yield lambda sock: None
+
+
+_NEVER = _Never()
 _PROXIES = urllib.request.getproxies()  # read once: it walks the whole environment
 
 
@@ -81,9 +163,11 @@ def _once(url: str, headers: dict[str, str]) -> Answer:
     connection = _connection(parts.scheme, parts.netloc)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        connection.request("GET", path, headers=headers)
-        response = connection.getresponse()
-        body = response.read()
+        with getattr(_local, "stop", _NEVER).reading(url) as take:
+            connection.request("GET", path, headers=headers)
+            take(connection.sock)
+            response = connection.getresponse()
+            body = response.read()
     except (http.client.HTTPException, OSError):
         _drop(parts.scheme, parts.netloc)
         raise
@@ -101,6 +185,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
                 answer = _once(url, headers)
                 break
             except (http.client.HTTPException, urllib.error.URLError, OSError) as exc:
+                getattr(_local, "stop", _NEVER).check(url)  # cut: not asked again
                 if TimeoutError in (type(exc), type(getattr(exc, "reason", None))):  # asking again would wait as long
                     raise Unreachable(f"{url}: no answer in {TIMEOUT:g} s") from None
                 if attempt == ATTEMPTS - 1:

@@ -17,7 +17,6 @@ lists for that version; and the lock and its stack locks are written all or none
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
-from slime_image.lock_file import Lock, as_typed, make_lock, parse_lock, pin_text, read_lock
+from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
 from slime_image.options import Parser, add_output
 
@@ -34,12 +33,14 @@ from tools.inputs.lock import (
     held_pins,
     own_stack_locks,
     records_anew,
+    recover,
     regular_files,
     stack_locks,
     unlisted,
 )
 from tools.inputs.pairings import ARG
 from tools.inputs.recipe import Recipe
+from tools.planner import index_http
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
 from tools.planner.plan_replay import index_url
 
@@ -117,14 +118,12 @@ def collect(pins: set[tuple[str, str]], cutoff: str, upstream: str | None = None
     wanted: dict[str, set[str]] = {}
     for name, version in pins:
         wanted.setdefault(canonicalize_name(name), set()).add(version)
-    pool = ThreadPoolExecutor(max_workers=WORKERS)
-    try:
+    # The first failure (an index that never answers) or a stop ends the rest unasked, and cuts the reads under way:
+    # waiting them out kept lock_hashes silent for each batch's timeout in turn (sweep 5 U1: 542 s), and for good after
+    # Ctrl-C on an index that trickles (sweep 6 U1).
+    with index_http.pool(WORKERS) as pool:
         futures = {n: pool.submit(version_listings, n, vs, cutoff, upstream) for n, vs in wanted.items()}
         return {(n, v): listing for n, future in futures.items() for v, listing in future.result().items()}
-    finally:
-        # The first failure (an index that never answers) or a stop ends the rest unasked: waiting them out, as the
-        # pool's own exit did, kept lock_hashes silent for each batch's timeout in turn (sweep 5 U1: 542 s).
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def kept_hashes(
@@ -187,8 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.lock.exists():
             raise UserError(
                 f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
-                f"restore it if it was committed (git checkout -- {as_typed(args.lock)}), or write it: "
-                f"{make_lock(args.lock)}",
+                recover(args.lock),
             )
         lock = read_lock(args.lock)  # its cutoff first: without one in its form, the index would be read as of today
         held_cutoff(lock)

@@ -24,6 +24,7 @@ cannot be reached, the error is kept so that the planner reports the network, no
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import json
@@ -33,7 +34,7 @@ import threading
 import urllib.parse
 import urllib.request
 import zipfile
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
@@ -194,7 +195,8 @@ class PlanIndex:
         # (name, version) -> every file of that version the real index lists, for each page it served.
         self.checked = {canonicalize_name(n): {v: Pin(v) for v in versions} for n, versions in (checked or {}).items()}
         self.listed: dict[tuple[str, str], set[str]] = {}
-        self.pool = ThreadPoolExecutor(max_workers=WORKERS)
+        self._threads = contextlib.ExitStack()  # left at the end, the reads under way cut (index_http.pool)
+        self.pool = self._threads.enter_context(index_http.pool(WORKERS))
         self.lock = threading.Lock()
         self.pages: dict[str, Future] = {}
         self.files: list[tuple[str, dict]] = []  # token -> (the real file URL, its page entry)
@@ -213,7 +215,7 @@ class PlanIndex:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        self._threads.close()
 
     def prefetch(self, names) -> None:
         """Start fetching these projects' pages and their wheels' metadata now, in parallel."""

@@ -48,10 +48,10 @@ class Asked:
     unseen: list[str] = field(default_factory=list)  # what of the step the plan cannot see (blind)
 
 
-def shown(path: Path) -> str:
-    """A path as the user knows it: relative to the repository when inside it."""
+def shown(path: Path, base: Path = ROOT) -> str:
+    """A path as the user knows it: relative to the repository (or `base`) when inside it."""
     try:
-        return str(path.resolve().relative_to(ROOT))
+        return str(path.resolve().relative_to(base.resolve()))
     except ValueError:
         return str(path)
 
@@ -166,9 +166,12 @@ def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     digests = {steps_digest.NAME: steps_digest.text(recipe)}
     # A file another stage brings is no input the plan reads (Blind names its step).
     files = {recipe.copies[r] for s in recipe.installs for r in s.requirements if r in recipe.copies}
-    for path in [*sorted(files), *([manifest] if manifest else [])]:
+    # A file the build COPYs is named within its build context, as the lock beside it is found: a recipe copied whole
+    # out of the clone reads its own, under the names its locks recorded (sweep 6 U7: taken absolute, called stale).
+    named = [(path, shown(path, recipe.context)) for path in sorted(files)] + [(m, shown(m)) for m in [manifest] if m]
+    for path, name in named:
         # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
-        digests[shown(path)] = path.read_text() if path.is_file() else ""
+        digests[name] = path.read_text() if path.is_file() else ""
     return {name: steps_digest.short(text) for name, text in digests.items()}
 
 

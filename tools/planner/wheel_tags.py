@@ -16,7 +16,6 @@ import re
 import urllib.parse
 import urllib.request
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
@@ -120,7 +119,7 @@ def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None 
             found[url] = kept
         else:
             missing.append((url, cached))
-    with ThreadPoolExecutor(max_workers=8) as pool:
+    with index_http.pool(8) as pool:  # a stop leaves at once, not after every read under way
         for (url, cached), tags in zip(missing, pool.map(lambda m: read_tags(m[0]), missing), strict=True):
             write_atomically(cached, json.dumps(tags))
             found[url] = tags
