@@ -4,10 +4,13 @@ slime's rollout manager and its engine actors are Ray actors whose modules impor
 manager's for three memory-type constants, the engine actor's for ServerArgs and kill_process_tree. `import sglang`
 loads most of the stack (~4,300 modules; SGLang's package imports its utilities to patch transformers), so each of
 those processes spends ~11 s importing before it does anything, and the engine's server process cannot start until
-the actor's import is done. The patch moves each module-level import of SGLang into the functions that use its names
-(a signature's annotation becomes a string), so SGLang is imported where it is needed: in the engine actor, when it
-makes the server's arguments, while its server process (started early, W57's half in engine-server-trampoline)
-imports the server. A file that imports nothing of SGLang at its top needs nothing.
+the actor's import is done. The patch replaces each module-level import of SGLang by a loader that binds those names
+in the module on first use: each function that uses one calls it first, and the module's `__getattr__` calls it when
+another module asks for one (a signature's annotation becomes a string). So SGLang is imported where it is needed: in
+the engine actor, when it makes the server's arguments, while its server process (started early, W57's half in
+engine-server-trampoline) imports the server. The names stay the module's: a name already bound is kept, so a test
+that patches `sglang_engine.ServerArgs` (slime's own test_sglang_config does) is what the functions use. A file that
+imports nothing of SGLang at its top needs nothing.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ WALLS = ("W57",)
 TARGET = "slime_root"
 CHANGES = (
     "each module-level `from sglang... import` of `slime/ray/rollout.py` and "
-    "`slime/backends/sglang_utils/sglang_engine.py` moves into the functions and methods that use its names (a "
-    "signature's annotation of those names becomes a string), so slime's rollout manager and engine actor start "
-    "without importing SGLang"
+    "`slime/backends/sglang_utils/sglang_engine.py` becomes a loader that binds those names in the module on first "
+    "use (each function and method using one calls it first; the module's `__getattr__` calls it for other modules; "
+    "a name already bound, a test's patch, is kept; a signature's annotation of those names becomes a string), so "
+    "slime's rollout manager and engine actor start without importing SGLang"
 )
 RETIRES = "`not-needed` for a file that imports nothing of SGLang at its top"
 FILES = (Path("slime/ray/rollout.py"), Path("slime/backends/sglang_utils/sglang_engine.py"))
@@ -39,13 +43,44 @@ def _is_sglang(node: ast.stmt) -> bool:
     return False
 
 
-def _bound(node: ast.Import | ast.ImportFrom) -> dict[str, str]:
-    """Each name the import binds -> the import of that name alone."""
+def _bound(node: ast.Import | ast.ImportFrom) -> dict[str, tuple[str, str | None]]:
+    """Each name the import binds -> (the module, the name in it; None for the module itself)."""
     if isinstance(node, ast.Import):
-        return {(a.asname or a.name.split(".")[0]): ast.unparse(ast.Import(names=[a])) for a in node.names}
-    return {
-        (a.asname or a.name): ast.unparse(ast.ImportFrom(module=node.module, names=[a], level=0)) for a in node.names
-    }
+        return {
+            (a.asname or a.name.split(".")[0]): (a.name if a.asname else a.name.split(".")[0], None) for a in node.names
+        }
+    return {(a.asname or a.name): (node.module, a.name) for a in node.names}
+
+
+LOADER = "_slime_image_sglang"
+LOADER_SOURCE = """\
+{marker}
+{table} = {names!r}
+
+
+def {loader}():
+    \"\"\"Bind this module's SGLang names on first use (slime-image W57); a name already bound, a test's patch, is
+    kept.\"\"\"
+    import importlib
+
+    for name, (module, attribute) in {table}.items():
+        if name not in globals():
+            value = importlib.import_module(module)
+            if attribute is not None:
+                try:
+                    value = getattr(value, attribute)
+                except AttributeError:
+                    value = importlib.import_module(f"{{module}}.{{attribute}}")
+            globals()[name] = value
+
+
+def __getattr__(name):
+    if name in {table}:
+        {loader}()
+        return globals()[name]
+    raise AttributeError(f"module {{__name__!r}} has no attribute {{name!r}}")
+"""
+TABLE = "_SLIME_IMAGE_SGLANG"
 
 
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -78,7 +113,12 @@ def _plan_file(path: Path) -> Outcome:
     if not imports:
         status = ALREADY_APPLIED if MARKER in text else NOT_NEEDED
         return Outcome(status, f"{path}: imports nothing of SGLang at its top")
-    bound = {name: line for node in imports for name, line in _bound(node).items()}
+    bound = {name: source for node in imports for name, source in _bound(node).items()}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    names |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    taken = sorted(names & {LOADER, TABLE, "__getattr__"})
+    if taken:
+        return Outcome(ERROR, f"{path}: already defines {', '.join(taken)}: unrecognised shape, nothing changed")
     functions = _functions(tree)
     inside = {id(n) for f in functions for stmt in f.body for n in ast.walk(stmt)}
     signature = {id(n) for f in functions for a in _signature(f) for n in ast.walk(a)}
@@ -106,17 +146,21 @@ def _plan_file(path: Path) -> Outcome:
             docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
             anchor = func.body[1] if docstring and len(func.body) > 1 else first
             indent = " " * anchor.col_offset
-            block = "".join(f"{indent}{line}\n" for line in [MARKER, *sorted({bound[n] for n in used})])
-            edits.append((line_start(anchor.lineno), line_start(anchor.lineno), block))
+            call = f"{indent}{LOADER}()  # {MARKER[2:]}\n"
+            edits.append((line_start(anchor.lineno), line_start(anchor.lineno), call))
         for annotation in (a for a in _signature(func) if _uses([a], bound)):
             start = char_offset(lines, annotation.lineno, annotation.col_offset)
             end = char_offset(lines, annotation.end_lineno, annotation.end_col_offset)
             edits.append((start, end, repr(ast.unparse(annotation))))
+    # The loader goes after the module's last import, where its own imports end.
+    last = max((n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))), key=lambda n: n.end_lineno)
+    loader = LOADER_SOURCE.format(marker=MARKER, table=TABLE, names=bound, loader=LOADER)
+    edits.append((line_start(last.end_lineno + 1), line_start(last.end_lineno + 1), f"\n\n{loader}\n"))
     edits += [(line_start(node.lineno), line_start(node.end_lineno + 1), "") for node in imports]
     patched = text
     for start, end, replacement in sorted(edits, reverse=True):
         patched = patched[:start] + replacement + patched[end:]
-    return Outcome(WOULD_APPLY, f"{path}: SGLang's names imported in the functions that use them", {path: patched})
+    return Outcome(WOULD_APPLY, f"{path}: SGLang's names bound on first use", {path: patched})
 
 
 def plan(root: Path) -> Outcome:
