@@ -206,6 +206,10 @@ class Output:
         to be apart from what it reads (that is said first)."""
         if self.own is None or value is None or value == STDOUT or not os.path.isfile(value):
             return
+        try:
+            clone_files.check({self.option: value})
+        except UserError:
+            return  # the clone's own file: the command's guards refuse it, naming what it reads or keeps
         what, recognise = self.own
         with open(value, encoding="utf-8", errors="replace") as file:
             text = file.read()

@@ -13,10 +13,12 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 
@@ -479,8 +481,11 @@ def test_a_source_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path,
     work.mkdir()
     os.mkfifo(work / "fifo")
     (work / "folder").mkdir()
+    # A socket's path is bound to 107 bytes: the socket lies in a short folder, reached through a link in `work`.
+    short = tempfile.mkdtemp(prefix="sock-", dir="/tmp")
     listening = socket.socket(socket.AF_UNIX)
-    listening.bind(str(work / "socket"))
+    listening.bind(os.path.join(short, "s"))
+    os.symlink(os.path.join(short, "s"), work / "socket")
     source = NOT_REGULAR[kind].format(tmp=work)
     if linked:
         os.symlink(source, work / "link")
@@ -494,6 +499,7 @@ def test_a_source_that_is_no_regular_file_is_refused_before_it_is_read(tmp_path,
         )  # fmt: skip
     finally:
         listening.close()
+        shutil.rmtree(short)
     refused(proc, "not a regular file")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
 
