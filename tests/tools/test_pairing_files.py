@@ -169,15 +169,7 @@ def test_a_pairing_file_that_is_not_toml_stops_every_command_that_reads_pairings
     (tmp_path / "pairings").mkdir()
     folder = folder_with(tmp_path / "pairings", "v0.2.9", "")
     (folder / "v0.2.9.toml").write_bytes(text)
-    monkeypatch.setattr(pairings, "FOLDER", folder)
-    monkeypatch.chdir(ROOT)
-    for name, value in USER.items():
-        monkeypatch.setenv(name, value)
-    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
-    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
-    main = __import__(module, fromlist=["main"]).main
-    assert main(argv) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = refused_with(folder, module, argv, tmp_path, monkeypatch, capsys)
     assert f"{folder / 'v0.2.9.toml'}{said}" in lines[-2] and lines[-1].startswith("fix: "), lines
 
 
@@ -198,14 +190,7 @@ def test_a_pairings_folder_with_no_pairing_stops_every_command_that_reads_pairin
     make_state, said = NO_PAIRING[state]
     folder = tmp_path / "pairings"
     make_state(folder)
-    monkeypatch.setattr(pairings, "FOLDER", folder)
-    monkeypatch.chdir(ROOT)
-    for name, value in USER.items():
-        monkeypatch.setenv(name, value)
-    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
-    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
-    assert __import__(module, fromlist=["main"]).main(argv) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = refused_with(folder, module, argv, tmp_path, monkeypatch, capsys)
     assert lines[-2].endswith(f"{folder}{said}") and lines[-1].startswith("fix: restore the committed pairings"), lines
 
 
@@ -244,15 +229,8 @@ def test_a_pairing_that_is_no_regular_file_stops_every_command_that_reads_pairin
     folder = folder_with(tmp_path / "pairings", "v0.3.0", V030)
     odd = folder / "v0.3.2.toml"
     NOT_A_FILE[kind](odd)
-    monkeypatch.setattr(pairings, "FOLDER", folder)
-    monkeypatch.chdir(ROOT)
-    for name, value in USER.items():
-        monkeypatch.setenv(name, value)
-    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
-    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
-    with opened_for_a_stuck_reader(odd) if kind == "a FIFO" else contextlib.nullcontext():
-        assert __import__(module, fromlist=["main"]).main(argv) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    around = opened_for_a_stuck_reader(odd) if kind == "a FIFO" else contextlib.nullcontext()
+    lines = refused_with(folder, module, argv, tmp_path, monkeypatch, capsys, around)
     said = "is no regular file (a folder, a FIFO or a device): a pairing is a file of its own"
     assert lines[-2].endswith(f"{odd} {said}") and lines[-1].startswith("fix: remove it"), lines
 
@@ -323,3 +301,17 @@ def test_make_targets_that_list_pairings_fail_on_a_file_that_is_not_toml(tree, t
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     # Named as typed, from the folder make runs in, as every message names a file (test_paths_as_typed.py).
     assert f": pairings/{broken.name}: not TOML: " in proc.stderr, proc.stderr
+
+
+def refused_with(folder, module, argv, tmp_path, monkeypatch, capsys, around=None) -> list[str]:
+    """Run a command that reads pairings with `folder` as pairings/, as a user (USER's environment, the clone as the
+    current folder), inside `around`: it must fail; its stderr's lines."""
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    monkeypatch.chdir(ROOT)
+    for name, value in USER.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "versions.json").write_text(json.dumps(VERSIONS_JSON))
+    argv = [word.replace("{versions}", str(tmp_path / "versions.json")) for word in argv]
+    with around or contextlib.nullcontext():
+        assert __import__(module, fromlist=["main"]).main(argv) != 0
+    return capsys.readouterr().err.strip().splitlines()

@@ -109,10 +109,7 @@ MEGATRON_WRONG = {
 def test_megatron_metadata_is_held_to_its_form_and_one_per_commit(tmp_path, monkeypatch, capsys, case):
     old, new, cause = MEGATRON_WRONG[case]
     assert old in V030
-    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", V030.replace(old, new, 1)))
-    monkeypatch.chdir(ROOT)
-    assert pairings.main(["check"]) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = check_refuses(V030.replace(old, new, 1), tmp_path, monkeypatch, capsys)
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
 
 
@@ -167,10 +164,7 @@ def test_an_upstream_value_or_a_note_of_another_form_is_refused(tmp_path, monkey
     kind, key = case.split(" ", 1)
     old, new, cause = (UPSTREAM_WRONG if kind == "upstream" else TEXT_WRONG)[key]
     assert old in V030
-    monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", V030.replace(old, new, 1)))
-    monkeypatch.chdir(ROOT)
-    assert pairings.main(["check"]) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
+    lines = check_refuses(V030.replace(old, new, 1), tmp_path, monkeypatch, capsys)
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
 
 
@@ -187,8 +181,13 @@ UNQUOTED = {
 def test_a_value_that_is_no_string_gets_a_fix_of_what_was_written(tmp_path, monkeypatch, capsys, case):
     start, line, fix = UNQUOTED[case]
     text = "".join(line + "\n" if each.startswith(start) else each for each in V030.splitlines(True))
+    lines = check_refuses(text, tmp_path, monkeypatch, capsys)
+    assert len(lines) == 2 and fix in lines[1], lines
+
+
+def check_refuses(text: str, tmp_path, monkeypatch, capsys) -> list[str]:
+    """`pairings check` over a folder holding v0.3.0's pairing as `text`: it must fail; its stderr's lines."""
     monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
     monkeypatch.chdir(ROOT)
     assert pairings.main(["check"]) != 0
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 2 and fix in lines[1], lines
+    return capsys.readouterr().err.strip().splitlines()
