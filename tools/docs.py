@@ -95,7 +95,7 @@ class Figure:
 DEV = "development machine: 2 cores, no GPU"
 # The test suite's time on a fresh clone with the default workers, its CPU, and what that CPU takes at idle (the 1.9
 # cores a run keeps busy there): the current table and the README quote them from here.
-SUITE_TIME, SUITE_WORKERS, SUITE_CPU, SUITE_IDLE = "11 min 0 s", 3, "10.6 CPU-minutes", "5.1 to 5.6 minutes"
+SUITE_TIME, SUITE_TESTS, SUITE_WORKERS, SUITE_CPU = "6 min 28 s", 4532, 3, "9.8 to 10.6 CPU-minutes"
 # The verification build's time without a cache, per pairing: the committed records are cached rebuilds, so no record
 # holds it; the current table and docs/building.md quote it from here.
 UNCACHED_SECONDS = {"v0.3.1": 928, "v0.3.0": 964}
@@ -106,13 +106,13 @@ REBUILDS = {"requirements": "a requirements.txt change that moves no stack-lock 
 # records (record_figures).
 FIGURES = (
     Figure(
-        "`make test` on a fresh clone, 4257 tests",
-        f"{SUITE_TIME} (pytest's count; make's 11 min 22 s; {SUITE_WORKERS} workers, the default) beside a build "
-        f"compiling C++, {SUITE_CPU} (635 s of CPU), some {SUITE_IDLE} at idle; at e7fc76f the same day beside another "
-        "suite 8 min 53 s (make's 10 min 12 s), 9.8 CPU-minutes (587 s); with 3694 tests 6 min 55 s, 8.4 CPU-minutes",
+        f"`make test` on a fresh clone, {SUITE_TESTS} tests",
+        f"{SUITE_TIME} (pytest's count, `bash .ci/run` at 2730c3c; {SUITE_WORKERS} workers, the default) with nothing "
+        f"else running; its CPU {SUITE_CPU} (587 and 635 s, 4257 tests, beside other work, at e7fc76f and 99ae169); "
+        "with 3694 tests 6 min 55 s beside others' work, 8.4 CPU-minutes",
         DEV,
-        "2.8 at the start, 5.2 at the end, 6 to 7.6 during; before: 2.0 at the start, 4.8 at the end, up to 7.3",
-        "2026-12-07 12:36 UTC",
+        "0.54 at the start (the suite's own 3 workers: 2.95 at the end); before: 2.0 to 7.6, others' work",
+        "2026-12-07 13:50 UTC",
         "The test suite",
     ),
     Figure(
@@ -219,8 +219,8 @@ def record_figures() -> list[Figure]:
 def suite_time(_: Path) -> list[str]:
     """The README's sentence on the suite's time, from SUITE_TIME: the same figure as the current table's."""
     return [
-        f"`make test` took {SUITE_TIME} on a fresh clone with 2 cores that other work shared, in {SUITE_WORKERS} "
-        f"workers (pytest-xdist, one a core and one more): {SUITE_CPU}, some {SUITE_IDLE} at idle "
+        f"`make test` took {SUITE_TIME} on a fresh clone with 2 cores and nothing else running ({SUITE_TESTS} tests), "
+        f"in {SUITE_WORKERS} workers (pytest-xdist, one a core and one more); {SUITE_CPU} in runs beside other work "
         '(docs/benchmarks.md, "The test suite"); its dots start within about 20 s.'
     ]
 
