@@ -6,12 +6,14 @@ each of them itself). The first step of turning a new upstream release into a pa
 
 from __future__ import annotations
 
+import codecs
 import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from slime_image.errors import UserError
+from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import declaration_of, slime_order
 
 from tools.inputs.recipe import Recipe, substitute
@@ -25,6 +27,16 @@ TE_GIT = re.compile(r"TransformerEngine\.git@(?P<ref>\S+?)[;\"'\s]")
 MBRIDGE_GIT = re.compile(r"mbridge\.git@(?P<ref>[0-9a-f]{7,40})")
 APEX_GIT = re.compile(r"apex\.git@(?P<ref>[0-9a-f]{40})")
 PIN = r"[\"']?{name}(?P<spec>[<>=!~]=?[^\"'\s]+)[\"']?"
+# Every text file of a slime tree the tools read, each through text() (the patches are hashed as bytes, not read).
+TEXT_FILES = ("docker/Dockerfile", "requirements.txt")
+# The byte-order marks pip's reader of a requirements file decodes by, longest first (UTF-32's begin as UTF-16's).
+BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
 
 
 @dataclass
@@ -58,11 +70,27 @@ def _last(pattern: re.Pattern | str, text: str, group: str) -> str | None:
     return found[-1][group] if found else None
 
 
+def text(path: Path) -> str:
+    """A text file of the slime tree as pip reads a requirements file: a byte-order mark read and dropped (sweep 6 U5:
+    a BOM'd requirements.txt was drafted as `\\ufeffnumpy`), else UTF-8; text of neither refused naming the file."""
+    data = path.read_bytes()
+    bom, encoding = next(((b, e) for b, e in BOMS if data.startswith(b)), (b"", "utf-8"))
+    try:
+        return data[len(bom) :].decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: len(bom) + exc.start].count(b"\n") + 1
+        raise UserError(
+            f"{as_typed(path)}:{line}: not {encoding.upper()} text ({exc.reason})",
+            "save it as UTF-8 text (a byte-order mark may begin it, as pip reads it), then commit and tag it again",
+            code=2,
+        ) from None
+
+
 def requirements(path: Path) -> list[str]:
     """The requirement lines of a requirements file, comments and blank lines left out."""
     if not path.is_file():
         return []
-    return [line.split("#", 1)[0].strip() for line in path.read_text().splitlines() if line.split("#", 1)[0].strip()]
+    return [line.split("#", 1)[0].strip() for line in text(path).splitlines() if line.split("#", 1)[0].strip()]
 
 
 def _no_link_out(tree: Path, *paths: Path) -> None:
@@ -111,6 +139,7 @@ def read(tree: Path) -> Release:
             f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
         )
     _no_link_out(tree, dockerfile)
+    text(dockerfile)  # named as every text file of the tree is, before the parser (which drops a UTF-8 BOM) reads it
     recipe = Recipe.load(dockerfile)
     runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
     sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
