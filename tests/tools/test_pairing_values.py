@@ -6,6 +6,9 @@ pairing."""
 
 from __future__ import annotations
 
+import json
+import tomllib
+
 import pytest
 from conftest import ROOT
 from test_pairing_files import V030, folder_with
@@ -101,6 +104,9 @@ MEGATRON_WRONG = {
     "a version that is none": ('version = "0.16.0rc0"', 'version = "banana"', "[megatron] version = 'banana'"),
     "a requirement that is none": ('"packaging>=24.2"]', '"not a req!!"]', "[megatron] requires 'not a req!!'"),
     "a name that is none": ('name = "megatron-core"', 'name = "../x"', "[megatron] name = '../x'"),
+    # sweep 6 U14: another distribution's name (make plan then built torch from /opt/Megatron-LM), or one not as written
+    "another distribution's name": ('name = "megatron-core"', 'name = "torch"', "is not Megatron-LM's distribution"),
+    "the name not as the lock writes it": ('name = "megatron-core"', 'name = "Megatron_Core"', ", megatron-core"),
     "another pairing's metadata": ('"numpy", "packaging>=24.2"]', '"numpy>=2", "packaging>=24.2"]', "differs from"),
 }
 
@@ -136,7 +142,7 @@ def test_a_pairing_nested_too_deep_or_a_link_is_refused_in_two_lines(tmp_path, m
 # table), and the free text of carried notes and known failures' reasons to one line.
 ADDED = "[upstream]\n"
 UPSTREAM_WRONG = {
-    "numpy": ('numpy = "<2"', 'numpy = "<2\\u001b[31m"', "[upstream] numpy '<2\\x1b[31m' holds a line break"),
+    "numpy": ('numpy = "<2"', 'numpy = "<2\\u001b[31m"', "[upstream] numpy = '<2\\x1b[31m' holds a line break"),
     "scipy": (ADDED, ADDED + 'scipy = "banana"\n', "[upstream] scipy 'banana' is not a version specifier"),
     "nccl": (ADDED, ADDED + 'nccl = ">=2"\n', "[upstream] nccl '>=2' is not a version"),
     "transformer_engine_wheel": (
@@ -147,11 +153,15 @@ UPSTREAM_WRONG = {
     "transformer_engine_git": ('"release_v2.10"', '"a b"', "[upstream] transformer_engine_git 'a b' is not a git ref"),
     "mbridge_git": ('mbridge_git = "89eb', 'mbridge_git = "zz89eb', "[upstream] mbridge_git 'zz89eb"),
     "slime_requires": ('["accelerate", ', '["accelerate", "Accelerate", ', "slime_requires names accelerate twice"),
-    "carried": ("carried = [\n", 'carried = [\n  "x\\u0007",\n', "[upstream] carried 'x\\x07' holds a line break"),
+    "carried": ("carried = [\n", 'carried = [\n  "x\\u0007",\n', "[upstream] carried = 'x\\x07' holds a line break"),
 }
 TEXT_WRONG = {
     "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires 'not a req!!' is not a"),
-    "known_test_failures": (' = "the test at v0.3.0', ' = "a\\nthe test at v0.3.0', "'s reason holds a line break"),
+    "known_test_failures": (
+        ' = "the test at v0.3.0',
+        ' = "a\\nthe test at v0.3.0',
+        "test_update_weights_default_true = ",
+    ),
 }
 
 
@@ -191,3 +201,76 @@ def check_refuses(text: str, tmp_path, monkeypatch, capsys) -> list[str]:
     monkeypatch.chdir(ROOT)
     assert pairings.main(["check"]) != 0
     return capsys.readouterr().err.strip().splitlines()
+
+
+# sweep 6 U14: every string of the schema, each a field of its own (the members: draft, each ARG the Dockerfile
+# declares, each key of each table, a known failure's test id and its reason, a key of each table) given a control
+# character; every one refused by the one rule (_one_line), naming where.
+LISTS = [
+    "draft",
+    *(f"{t} {k}" for t, keys in pairing_schema.TABLES.items() for k, kind in keys.items() if kind is list),
+]
+FIELDS = [
+    "draft",
+    *(f"args {name}" for name in sorted(Recipe.load().declared - {"PAIRING"})),
+    *(f"{table} {key}" for table, keys in pairing_schema.TABLES.items() for key in keys),
+    "known_test_failures id",
+    "known_test_failures reason",
+    *(f"{table} a key" for table in pairing_schema.TOP if table != "draft"),
+]
+
+
+def with_text(field: str, text: str, first: str = "\\u0007") -> str:
+    """v0.3.0's pairing with `first` put into `field`'s first string (the field added where v0.3.0 has none)."""
+    table, _, key = field.partition(" ")
+    if table == "draft":
+        return f'draft = ["{first}"]\n' + text
+    head = text.index(f"[{table}]\n") + len(f"[{table}]\n")
+    if key == "a key":
+        return text[:head] + f'"{first}x" = "1"\n' + text[head:]
+    at = {"id": head, "reason": text.index(' = "', head) + 1}.get(key)
+    if at is None:
+        line = f"\n{key} = "
+        at = text.find(line, head - 1)
+        if at < 0 or "\n[" in text[head:at]:
+            kind = pairing_schema.TABLES.get(table, {}).get(key, str)
+            return (
+                text[:head]
+                + f'{key} = {"[" if kind is list else ""}"{first}"{"]" if kind is list else ""}\n'
+                + text[head:]
+            )
+    quote = text.index('"', at)
+    return text[: quote + 1] + first + text[quote + 1 :]
+
+
+def test_every_string_field_of_the_schema_is_enumerated():
+    declared = {f"{t} {k}" for t, keys in pairing_schema.TABLES.items() for k in keys}
+    assert declared <= set(FIELDS) and set(pairing_schema.TOP) == {f.split()[0] for f in FIELDS}
+    assert {f for f in FIELDS if f.startswith("args ")} >= {f"args {name}" for name in ARGS}
+
+
+@pytest.mark.parametrize("field", FIELDS)
+def test_a_control_character_in_any_string_of_a_pairing_is_refused(tmp_path, monkeypatch, capsys, field):
+    lines = check_refuses(with_text(field, V030), tmp_path, monkeypatch, capsys)
+    assert len(lines) == 2 and "holds a line break or a control character" in lines[0], lines
+    table, _, key = field.partition(" ")
+    where = "[draft]" if table == "draft" else f"[{table}]"
+    assert (where if "key" in key or table == "known_test_failures" else f"{where} {key}") in lines[0].replace(
+        "key draft", "[draft]"
+    ), lines
+    assert lines[1].startswith("fix: write ") and "\\x07" in lines[0], lines
+
+
+@pytest.mark.parametrize("field", LISTS)
+def test_an_item_twice_in_any_list_of_a_pairing_is_refused(tmp_path, monkeypatch, capsys, field):
+    table, _, key = field.partition(" ")
+    item = json.dumps(tomllib.loads(V030)[table][key][0] if key else "a")[1:-1]
+    text = with_text(field, V030, first=f'{item}", "{item if table == "draft" else ""}')
+    lines = check_refuses(text, tmp_path, monkeypatch, capsys)
+    assert len(lines) == 2 and " holds " in lines[0] and lines[0].endswith(" twice"), lines
+    assert lines[1] == "fix: give each item once", lines
+
+
+def test_the_committed_pairings_pass_check(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    assert pairings.main(["check"]) == 0

@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import parse_series
+from slime_image.sbom import FROM_CHECKOUT
 
 from tools.inputs import download_pins, url_form
 
@@ -97,8 +98,13 @@ UPSTREAM = {
         "PEP 508 requirements, as slime's requirements.txt",
         lambda v: _parses(Requirement, v),
     ),
-    "carried": ("a note", "one line of text", None),
+    "carried": ("a note", "one line of text (_one_line)", None),
 }
+# The one [megatron] name: the distribution the build makes from the Megatron-LM checkout, as the lock's `# built from
+# source` line and the image's SBOM name it (sweep 6 U14: `name = "torch"` passed check and failed make plan as torch
+# built from /opt/Megatron-LM).
+MEGATRON_NAME = next(name for name, checkout in FROM_CHECKOUT.items() if checkout == "Megatron-LM")
+CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # What a NAME_REQUIREMENT must be beyond a requirement by name: of NAME, with a range, for every platform.
 BOUNDED = "of the package its name names ({package}), with a version range and no environment marker"
 
@@ -129,11 +135,8 @@ def _is_version(value: str) -> bool:
 
 
 def value_problem(name: str, value: str) -> tuple[str, str] | None:
-    """(why, fix) where `value` is not what an [args] value named `name` must be, or None: no value holds a line break
-    or other control character (it would be a line of its own in the Dockerfile and in `pairings args`), and one whose
-    name ends like a KINDS key is of that kind."""
-    if any(ord(c) < 32 or ord(c) == 127 for c in value):
-        return f"{name} = {value!r} holds a line break or a control character", f"write {name} on one line"
+    """(why, fix) where `value` is not what an [args] value named `name` must be, or None: one whose name ends like a
+    KINDS key is of that kind (no value holds a control character: _one_line holds every string of a pairing)."""
     if name.endswith("_URL") and (why := url_form.problem(value)):
         return f"{name} = {value!r} {why}", url_form.fix(name)
     for ending, (kind, form, fits) in KINDS.items():
@@ -152,7 +155,37 @@ def _close(word: str, known) -> str:
 def _strings(shown: Path, where: str, value) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise UserError(f"{shown}: {where} is not a list of strings", f'write it as {where.split()[-1]} = ["...", ...]')
+    twice = sorted({v for v in value if value.count(v) > 1})
+    if twice:  # sweep 6 U14: a list is read as a set of its items (a note, a requirement), one given twice unsaid
+        raise UserError(f"{shown}: {where} holds {', '.join(map(repr, twice))} twice", "give each item once")
     return value
+
+
+def _texts(value, where: str = ""):
+    """(where, text, is a key) for every key and string of a parsed pairing, list items one by one."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            at = f"{where} {key}" if where else f"[{key}]" if isinstance(inner, dict) else f"key {key}"
+            yield where or "the file", key, True
+            yield from _texts(inner, at)
+    elif isinstance(value, list):
+        for each in value:
+            yield from _texts(each, where)
+    elif isinstance(value, str):
+        yield where, value, False
+
+
+def _one_line(shown: Path, data: dict) -> None:
+    """No key and no string of the pairing holds a control character (sweep 6 U14: an escape sequence in [upstream],
+    a BEL in carried, a line break in a reason were taken, and printed where the pairing is shown): each is one line
+    of text, whatever field it is, a field added later too."""
+    for where, text, key in _texts(data):
+        if CONTROL.search(text):
+            said = f"{where} has a key {text!r}" if key else f"{where} = {text!r}"
+            raise UserError(
+                f"{shown}: {said} holds a line break or a control character",
+                f"write {'the key' if key else where} on one line of text, without control characters",
+            )
 
 
 def read(path: Path) -> dict:
@@ -177,6 +210,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
     """`data` with every table and key known and typed, [args] limited to `declared` less `arg` (the pairing's own
     name); a UserError naming the first that is not."""
     shown = as_typed(path)  # as its user typed it, as every message names a file
+    _one_line(shown, data)
     for key in data:
         if key not in TOP:
             raise UserError(
@@ -247,13 +281,10 @@ def _quote(path: Path, key: str, value) -> str:
 def _upstream(shown: Path, key: str, value) -> None:
     kind, form, fits = UPSTREAM[key]
     for each in value if isinstance(value, list) else [value]:
-        if any(ord(c) < 32 or ord(c) == 127 for c in each):
-            why = "holds a line break or a control character"
-        elif fits is not None and not fits(each):
-            why = f"is not {kind}"
-        else:
-            continue
-        raise UserError(f"{shown}: [upstream] {key} {each!r} {why}", f"write {key} as {form} (pairings draft does)")
+        if fits is not None and not fits(each):
+            raise UserError(
+                f"{shown}: [upstream] {key} {each!r} is not {kind}", f"write {key} as {form} (pairings draft does)"
+            )
     if key == "slime_requires":
         names = [canonicalize_name(Requirement(each).name) for each in value]
         twice = sorted({name for name in names if names.count(name) > 1})
@@ -267,8 +298,11 @@ def _megatron(shown: Path, held: dict) -> None:
     """[megatron] as the planner reads it, Megatron-LM's own metadata at its commit: a distribution's name, a version,
     requirements (sweep 5 W4: `version = "banana"` was planned as megatron-core banana, `not a req!!` dropped)."""
     fix = "write [megatron] as Megatron-LM declares it at MEGATRON_COMMIT: python -m tools.inputs.pairings draft does"
-    if canonicalize_name(held["name"]) != held["name"].lower().replace("_", "-") or not _TAG.fullmatch(held["name"]):
-        raise UserError(f"{shown}: [megatron] name = {held['name']!r} is not a distribution's name", fix)
+    if held["name"] != MEGATRON_NAME:
+        raise UserError(
+            f"{shown}: [megatron] name = {held['name']!r} is not Megatron-LM's distribution, {MEGATRON_NAME}",
+            f'write name = "{MEGATRON_NAME}": the lock\'s `# built from source` line and the SBOM name it so',
+        )
     if not _is_version(held["version"]):
         raise UserError(f"{shown}: [megatron] version = {held['version']!r} is not a version", fix)
     for requirement in held["requires"]:
@@ -287,8 +321,3 @@ def _known_failures(shown: Path, known) -> None:
             )
         if not isinstance(why, str) or not why.strip():
             raise UserError(f"{shown}: [known_test_failures] must map test ids to reasons: {test} has none", fix)
-        if any(ord(c) < 32 or ord(c) == 127 for c in why):  # sweep 6 U14: a line break or an escape into reports
-            raise UserError(
-                f"{shown}: [known_test_failures] {test}'s reason holds a line break or a control character",
-                "write the reason on one line of text",
-            )
