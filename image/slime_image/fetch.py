@@ -61,7 +61,10 @@ SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # words (sweep 5 U9: `data://x: not enough values to unpack`).
 SCHEMES = ("https", "http", "file")
 USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")  # a user name and password before the host
-URL_FIX = "give {} as SCHEME://HOST/PATH, with each space or other such character written %XX (a space: %20)"
+URL_FIX = (
+    "give {} as SCHEME://HOST/PATH, with no USER:PASSWORD@ (what the build fetches is served to anyone), and each "
+    "space or other such character written %XX (a space: %20)"
+)
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # in a path: it would split the message naming it, and is no file's meant name
 
 
@@ -179,8 +182,9 @@ def check_apart(out: str, records: str) -> None:
 
 
 def url_problem(value: str) -> str | None:
-    """Why `value` is no URL, in words that follow the value, or None: everything urllib or http.client would refuse
-    only once the download starts."""
+    """Why `value` is no URL, in words that follow the value (shown(value), never the value: it may carry a password),
+    or None: everything urllib or http.client would refuse only once the download starts, and a user name or password,
+    which the build's log, the download's record and the image's SBOM would show (sweep 5 U9)."""
     if bad := UNESCAPED.search(value):
         return f"holds {bad.group()!r} at character {bad.start() + 1}, which a URL holds only %-escaped"
     if bad := BAD_ESCAPE.search(value):
@@ -190,6 +194,8 @@ def url_problem(value: str) -> str | None:
     scheme = value.partition("://")[0]
     if scheme.lower() not in SCHEMES:
         return f"is a {scheme}:// URL, which no step of the build fetches from (https://, http://, file:// are)"
+    if USERINFO.match(value):
+        return "carries a user name or password, which the build's log, the download's record and the SBOM would show"
     try:
         _ = urllib.parse.urlsplit(value).port  # an unclosed '[', a port not a number or out of range raise here
     except ValueError as exc:
@@ -205,13 +211,6 @@ def source_url(given: str) -> str:
             raise Refused(
                 f"the URL {shown(given)!r} {why}",
                 URL_FIX.format("it"),
-                code=2,
-            )
-        if USERINFO.match(given):  # sweep 5 U9: it was echoed in the message of the failed download
-            raise Refused(
-                f"the URL {shown(given)!r} carries a user name or password, which the build's log, the download's "
-                "record and the image's SBOM would show",
-                "give the URL without it: a file the build fetches is served to anyone (a mirror too)",
                 code=2,
             )
         return given

@@ -73,3 +73,41 @@ def test_pin_downloads_refuses_a_scheme_no_step_fetches_from_naming_it(capsys):
     assert pin_downloads.main(["--build-arg", "EFA_INSTALLER_URL=data://x"]) != 0
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and "is a data:// URL" in lines[0] and lines[1].startswith("fix: "), lines
+
+
+# Sweep 6: a URL with a password was refused only by the build's download (fetch.py); every entry point refuses it by
+# fetch.py's one rule, for every *_URL the Dockerfile declares, and no message says the secret.
+SECRETS = ["https://user:s3cr3t@example.com/x", "https://:s3cr3t@example.com/x", "http://s3cr3t@127.0.0.1:9/simple"]
+URL_ARGS = sorted(name for name in Recipe.load().declared if name.endswith("_URL"))
+
+
+def said_by_pairing(name: str, value: str, recipe_copy) -> str:
+    return " ".join(pairing_schema.value_problem(name, value) or ())
+
+
+def said_by_build_argument(name: str, value: str, recipe_copy) -> str:
+    try:
+        build_arguments.parsed([f"{name}={value}"])
+    except UserError as exc:
+        return f"{exc.cause} {exc.fix}"
+    return ""
+
+
+def said_by_rules(name: str, value: str, recipe_copy) -> str:
+    text = Recipe.load().path.read_text()
+    old = next(line for line in text.splitlines() if line.partition("=")[0] == f"ARG {name}")
+    dockerfile = recipe_copy(lambda t: t.replace(old, f"ARG {name}={value}"))
+    return " ".join(rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"])
+
+
+SAID = {"pairing": said_by_pairing, "build argument": said_by_build_argument, "ARG default": said_by_rules}
+
+
+@pytest.mark.parametrize("entry", SAID)
+@pytest.mark.parametrize("name", URL_ARGS)
+@pytest.mark.parametrize("value", SECRETS)
+def test_every_entry_point_refuses_a_url_with_a_password_without_saying_it(entry, name, value, recipe_copy):
+    assert {"EFA_INSTALLER_URL", "SGL_ROUTER_URL"} <= set(URL_ARGS)
+    said = SAID[entry](name, value, recipe_copy)
+    assert "carries a user name or password" in said and "***@" in said, said
+    assert "s3cr3t" not in said, said

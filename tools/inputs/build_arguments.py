@@ -31,7 +31,7 @@ def parsed(words: list[str]) -> dict[str, str]:
                 f"give {name} once",
             )
         if name.endswith("_URL") and value and (why := url_form.problem(value)):
-            raise UserError(f"build argument {name}={value!r} {why}", url_form.fix(name))
+            raise UserError(f"build argument {name}={url_form.said(value)} {why}", url_form.fix(name))
         given[name] = value
     return given
 

@@ -138,7 +138,7 @@ def value_problem(name: str, value: str) -> tuple[str, str] | None:
     """(why, fix) where `value` is not what an [args] value named `name` must be, or None: one whose name ends like a
     KINDS key is of that kind (no value holds a control character: _one_line holds every string of a pairing)."""
     if name.endswith("_URL") and (why := url_form.problem(value)):
-        return f"{name} = {value!r} {why}", url_form.fix(name)
+        return f"{name} = {url_form.said(value)} {why}", url_form.fix(name)
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
             return f"{name} = {value!r} is not {kind}", f"set {name} to {form}"

@@ -353,13 +353,13 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
     """Every download is named by a build argument, so a mirror can stand in for it; no build fetches what it does
     not declare (W32). A *_URL ARG's default is a URL (url_form), as a pairing's or a build argument's value is."""
     problems = [
-        f"line {i.line}: a literal URL in RUN ({url}): name it by an ARG defaulting to upstream"
+        f"line {i.line}: a literal URL in RUN ({url_form.said(url)[1:-1]}): name it by an ARG defaulting to upstream"
         for i in recipe.of("RUN")
         for url in re.findall(r"\b\w+://[^\s\"']+", _text(i))
     ]
     defaults = [(i.line, *item.partition("=")) for i in recipe.of("ARG") for item in i.value]
     problems += [
-        f"line {line}: ARG {name}={url!r} {why}"
+        f"line {line}: ARG {name}={url_form.said(url)} {why}"
         for line, name, sep, value in defaults
         if sep and name.endswith("_URL") and (url := value.strip('"')) and (why := url_form.problem(url))
     ]

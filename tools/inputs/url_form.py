@@ -6,11 +6,17 @@ download in http.client's InvalidURL, an unclosed '[' in urllib's ValueError, an
 
 from __future__ import annotations
 
-from slime_image.fetch import URL_FIX, url_problem
+from slime_image.fetch import URL_FIX, shown, url_problem
 
 
 def fix(name: str) -> str:
     return URL_FIX.format(name)
+
+
+def said(value: str) -> str:
+    """`value` as a message may say it: quoted, a user name and password in it as *** (problem() refuses them, and
+    the message refusing one must not show it)."""
+    return repr(shown(value))
 
 
 def problem(value: str) -> str | None:
