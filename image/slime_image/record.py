@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from slime_image import standins
+from slime_image import own_output, standins
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path, write_output
 from slime_image.patches import upstream
@@ -74,7 +74,7 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(guards_clone=True, prog="slime-record", description=__doc__.split("\n\n")[0])
-    add_output(parser, "--out", required=True, help="the record's file (-: stdout)")
+    add_output(parser, "--out", required=True, own=own_output.RECORD, help="the record's file (-: stdout)")
     add_path(parser, "--slime-root", help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")
 

@@ -24,6 +24,7 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from slime_image import own_output
 from slime_image.errors import UserError, run_command
 from slime_image.options import DAY, Parser, add_number, add_output, add_path, write_output
 
@@ -167,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     add_path(parser, "--runner", required=True, help="a folder holding pytest (pip install --target)")
     add_path(parser, "--slime-root", default=Path("/opt/slime"))
-    add_output(parser, "--junit", required=True, metavar="PATH|-", help="where pytest's JUnit XML goes")
-    add_output(parser, "--json", metavar="PATH|-", help="the per-file result as JSON")
+    junit = "where pytest's JUnit XML goes"
+    add_output(parser, "--junit", required=True, own=own_output.PYTEST_JUNIT, metavar="PATH|-", help=junit)
+    add_output(parser, "--json", own=own_output.UPSTREAM_JSON, metavar="PATH|-", help="the per-file result as JSON")
     add_number(
         parser,
         "--timeout",

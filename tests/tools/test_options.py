@@ -8,8 +8,12 @@ value given twice, an output that is a path the command reads (issue 52)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 from unittest import mock
 
@@ -511,13 +515,6 @@ def test_an_output_that_is_a_device_or_a_new_file_is_taken(tmp_path):
 REPLACE_ANY = {
     ("tools.planner.lock_hashes", "lock"): "rewrites the lock it reads: the lock's reader refuses what is no lock",
     ("tools.inputs.pairings", "--out"): "refuses an existing file that is no draft it wrote, by its own first line",
-    ("slime_image.record", "--out"): "left: the image's record, written in the build to a fresh path",
-    ("slime_image.upstream_tests", "--junit"): "left: pytest's own JUnit XML, whose shape this project does not set",
-    ("slime_image.upstream_tests", "--json"): "left: not yet recognised",
-    ("tools.k8s.k8s_render", "--out"): "left: not yet recognised (rendered manifests)",
-    ("tools.planner.plan", "--json"): "left: not yet recognised (the plan's JSON)",
-    ("tools.planner.plan", "--lock"): "left: not yet recognised (a lock the plan writes)",
-    ("tools.planner.base_manifest", "--out"): "left: not yet recognised (a base manifest)",
 }
 
 
@@ -569,3 +566,41 @@ def test_a_file_each_writer_wrote_is_its_own():
     assert own_output.report_json(report.as_json([], "rules", "rules")) and not own_output.report_junit("{}")
     assert own_output.report_junit(report.as_junit([], "rules", "rules"))
     assert not own_output.report_json(report.as_junit([], "rules", "rules"))
+
+
+def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
+    """Each recogniser given what its writer wrote (run here, or committed as the writer wrote it) and what another
+    writer wrote: the first is its own, none of the rest (sweep 6: these options replaced any file)."""
+    import xml.etree.ElementTree as ET
+
+    from slime_image import own_output, record, upstream_tests
+    from test_k8s import USER
+
+    from tools.k8s import k8s_render
+    from tools.planner import base_manifest, plan, plan_report
+
+    test = tmp_path / "test_one.py"
+    test.write_text("def test_one():\n    pass\n")
+    xml = tmp_path / "junit.xml"
+    pytest_args = ["-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", f"--junitxml={xml}", str(test)]
+    subprocess.run([sys.executable, "-m", "pytest", *pytest_args], check=True, capture_output=True, cwd=tmp_path)
+    junit = ET.Element("testsuites")
+    junit.append(ET.parse(xml).getroot().find("testsuite"))  # as slime-upstream-tests gathers each file's suite
+    record_out = tmp_path / "versions.json"
+    record.record(["SLIME_REF", "SGLANG_VERSION"], {"SLIME_REF": "v0.3.1", "SGLANG_VERSION": "0.5.1"}, str(record_out))
+    # the plan's JSON as plan --json writes it (Plan.as_json), of a plan that found nothing
+    fields = {f.name: {} if f.type.startswith("dict") else [] for f in dataclasses.fields(plan_report.Plan)}
+    the_plan = plan_report.Plan(**{**fields, "platform": "linux/amd64", "lock": None, "uploaded_prior_to": None})
+    written = {
+        own_output.RECORD: record_out.read_text(),
+        own_output.PYTEST_JUNIT: ET.tostring(junit, encoding="unicode") + "\n",
+        own_output.UPSTREAM_JSON: json.dumps(upstream_tests.summary(upstream_tests.per_file(junit, [str(test)]), [])),
+        ("rendering", k8s_render.rendered_here): k8s_render.render("b300", USER, None),
+        plan.PLAN_JSON: json.dumps(the_plan.as_json(), indent=2) + "\n",
+        plan.LOCK: (ROOT / "locks" / "v0.3.1.lock").read_text(),
+        base_manifest.MANIFEST: next((ROOT / "base-manifests").glob("*.json")).read_text(),
+    }
+    for (what, recognise), text in written.items():
+        assert recognise(text), what
+        others = [w for (w, r), t in written.items() if w != what and recognise(t)]
+        assert not others, f"the {what} recogniser takes the {others}"

@@ -45,6 +45,7 @@ USER_DEFAULTS = {
     fingerprint.ALLOW: "0",  # 1: the preflight and make submit accept an image other inputs built than this tree
     cluster_shape.ALLOW_TAG: "0",  # 1: IMAGE may name a tag without its digest
 }
+OWN_LABEL = "app.kubernetes.io/name"  # each template's object carries it, valued slime
 # What a GPU pod requests of its node, and the overlay key that holds how many the node has.
 NODE_RESOURCES = (("nvidia.com/gpu", "GPUS_PER_NODE"), ("vpc.amazonaws.com/efa", "EFA_PER_NODE"))
 # What the renderer refuses, and the walls each refusal guards (slime_image/walls.py): its own, and what the launch
@@ -254,6 +255,17 @@ def run(args, only: tuple[str, ...]) -> tuple[int, dict[Path, str]]:
     return 0, {}
 
 
+def rendered_here(text: str) -> bool:
+    """Manifests this command rendered, what --out may replace: YAML documents, each an object labelled as every
+    template labels its own (app.kubernetes.io/name: slime)."""
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError:
+        return False
+    labels = [(d.get("metadata") or {}).get("labels") or {} if isinstance(d, dict) else {} for d in documents]
+    return bool(documents) and all(isinstance(each, dict) and each.get(OWN_LABEL) == "slime" for each in labels)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.k8s.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -262,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     add_path(parser, "--env-file", help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
-    add_output(output, "--out", help="the file to write (default, or -: stdout)")
+    own = ("rendering of these manifests", rendered_here)
+    add_output(output, "--out", own=own, help="the file to write (default, or -: stdout)")
     output.add_argument("--get", metavar="NAME", help="print one resolved setting (NAMESPACE, IMAGE, ...)")
     guard_report.add_options(parser)
     parser.not_with("--only", "--get")  # --get prints a setting, and renders no template

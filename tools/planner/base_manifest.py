@@ -24,6 +24,7 @@ from slime_image import json_input
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
+from slime_image.own_output import json_shaped
 
 from tools.inputs import download_pins
 from tools.inputs.recipe import Recipe
@@ -42,6 +43,10 @@ REFERENCE = re.compile(
     r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?",
     re.ASCII,
 )
+
+
+# A base manifest, as manifest() writes it (an image and its distributions): what --out may replace.
+MANIFEST = ("base manifest", lambda text: json_shaped(text, image=str, distributions=list))
 
 
 def manifest_for(image: str) -> Path:
@@ -136,7 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
     )
-    add_output(parser, "--out", stdout=False, help="default: base-manifests/<image>.json, where the planner looks")
+    add_output(
+        parser,
+        "--out",
+        stdout=False,
+        own=MANIFEST,
+        help="default: base-manifests/<image>.json, where the planner looks",
+    )
     parser.only_with("--constraint", "--inspect")  # the manifest's constraint, read with what pip inspected
     parser.only_with("--platform", "--registry-manifest")  # the platform whose published layers are weighed
 

@@ -30,16 +30,22 @@ from pathlib import Path
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import check_cutoff
 from slime_image.options import Parser, add_output, add_path
+from slime_image.own_output import json_shaped
 
 from tools import guard_report
 from tools.inputs import build_arguments, download_pins, pairings
-from tools.inputs.lock import existing_locks, regular_files, stack_locks
+from tools.inputs.lock import FIRST_LINE, existing_locks, regular_files, stack_locks
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_env, platforms
 from tools.planner.plan_check import Planner
 from tools.planner.plan_lock import lock_texts, locked_plan, write_locks
 from tools.planner.plan_replay import cache_folder, disk_named
 from tools.planner.plan_report import summary, verdicts, warned
+
+# What --json and --lock write, recognised so that neither replaces a file this command did not write: the plan's
+# JSON (Plan.as_json: its base, steps, final environment and verdict) and a lock by its first line (lock_text).
+PLAN_JSON = ("plan's JSON", lambda text: json_shaped(text, base=dict, steps=list, final=dict, ok=bool))
+LOCK = ("lock", lambda text: text.partition("\n")[0] == FIRST_LINE)
 
 
 def check_cache(cache: Path) -> None:
@@ -129,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )
     parser.add_argument("--platform", default="linux/amd64", help="the image's platform (tools/planner/platforms.py)")
-    add_output(parser, "--json", metavar="PATH|-")
+    add_output(parser, "--json", own=PLAN_JSON, metavar="PATH|-")
     guard_report.add_options(parser)
     parser.add_argument(
         "--build-arg",
@@ -144,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         help="a step the plan cannot simulate (an ARG without a value, another installer, COPY --from) warns "
         "instead of failing",
     )
-    add_output(parser, "--lock", stdout=False, help="plan without the current lock and write a new lock here")
+    add_output(parser, "--lock", stdout=False, own=LOCK, help="plan without the current lock and write a new lock here")
     parser.add_argument(
         "--uploaded-prior-to",
         metavar="YYYY-MM-DDTHH:MM:SSZ",
