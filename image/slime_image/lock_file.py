@@ -117,8 +117,27 @@ class LockError(UserError):
 
 
 def committed(path: Path) -> bool:
-    """`path` lies in the repository, where git can restore it; a file elsewhere has no committed copy to restore."""
-    return (_REPOSITORY / ".git").exists() and path.resolve().is_relative_to(_REPOSITORY)
+    """git tracks `path` in the repository, so that `git checkout -- PATH` restores it: asked of git, not of where the
+    path lies (sweep 6 U3: the checkout was offered for any file inside the repository, tracked or not). The path's
+    own name, not what a link there points at: the checkout replaces the link."""
+    from slime_image import clone_files  # it reads paths through as_typed, here
+
+    own = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+    return clone_files.is_clone(_REPOSITORY) and own in (clone_files.tracked(_REPOSITORY) or ())
+
+
+def in_locks(lock: Path) -> bool:
+    """`lock` lies in the repository's locks/, where make lock writes each lock."""
+    return Path(os.path.abspath(lock)).parent == _REPOSITORY / "locks"
+
+
+def write_again(lock: Path) -> str:
+    """The fix that writes the lock at `lock` again: make lock, where it writes that file (locks/); else the lock to
+    take from there, as make lock writes no other file (sweep 6 U3: `make lock PAIRING=v0.3.1` for scratch/...)."""
+    written = make_lock(lock)
+    if in_locks(lock) or written.endswith("(make pairings lists them)"):
+        return f"write it again: {written}"
+    return f"write the lock of its pairing in locks/ ({written}) and copy it here, or name that one"
 
 
 def make_lock(lock: Path) -> str:
@@ -294,7 +313,7 @@ def _check_own_pins(path: Path, lines: list[str], pins: dict[str, Pin]) -> None:
                 f"{path.name}, or this line was edited, since make lock wrote it; the build would install what "
                 "no plan checked",
                 # make lock reads the lock it replaces through this reader too: the lock must go first.
-                f"remove it and write it again: {make_lock(path)}",
+                f"remove it and {write_again(path)}" if in_locks(path) else write_again(path),
             )
 
 

@@ -5,7 +5,7 @@ import re
 
 import pytest
 from bad_locks import BAD
-from conftest import LOCKS
+from conftest import LOCKS, ROOT
 from slime_image.lock_file import (
     HASH_OPTION,
     ONCE,
@@ -132,6 +132,44 @@ def test_every_refusal_naming_make_lock_names_the_lock_s_pairing(tmp_path, path,
         assert BAD[case].whole, case
         return
     pairing = path.name.removesuffix(".lock").removesuffix(".stack")
-    assert set(re.findall(r"make lock PAIRING=([^\s,]+)", fix)) <= {pairing}, fix
+    assert set(re.findall(r"make lock PAIRING=([^\s,)]+)", fix)) <= {pairing}, fix
     if case not in BAD:
         assert f"make lock PAIRING={pairing}" in fix, fix
+
+
+# Sweep 6 U3: where a lock the reader refuses lies, and what its fix line may offer there: `git checkout -- PATH` only
+# for a lock git tracks (it was offered for any path inside the repository), and `make lock` as the fix that writes it
+# only for a lock in locks/ (make lock writes locks/<pairing>.lock, not a copy elsewhere).
+PLACES = {
+    "outside the repository": (lambda tmp: tmp, False, False),
+    "in the repository, untracked": (lambda tmp: ROOT / ".cache" / f"u3-{tmp.name}", False, False),
+    "in locks/, untracked": (lambda tmp: ROOT / "locks", False, True),
+}
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+def test_a_fix_line_offers_git_checkout_for_a_tracked_lock_alone_and_make_lock_for_locks_alone(tmp_path, path, place):
+    where, tracked, written = PLACES[place]
+    folder = where(tmp_path)
+    broken = folder / (f"u3-{tmp_path.name}-{path.name}" if written else path.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        broken.write_text(_own_pins_not_its_pins(path.read_text()), encoding="utf-8")
+        with pytest.raises(LockError) as caught:
+            read_lock(broken)
+    finally:
+        broken.unlink()
+        if folder.parent == ROOT / ".cache":
+            folder.rmdir()
+    fix = caught.value.fix
+    assert ("git checkout" in fix) == tracked, fix
+    assert fix.startswith("remove it and write it again: make lock") == written, fix
+    if not written:
+        assert "and copy it here, or name that one" in fix, fix
+
+
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+def test_a_committed_lock_is_one_git_restores(path):
+    fix = LockError(path, 1, "a cause", "a fix").fix
+    assert fix == f"a fix, or restore the committed lock: git checkout -- {path.relative_to(ROOT)}", fix

@@ -32,6 +32,7 @@ from slime_image.lock_file import (
     pins_digest,
     pins_line,
     read_lock,
+    write_again,
 )
 
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
@@ -157,11 +158,11 @@ def regular_files(paths) -> None:
             whole = Path(os.path.abspath(path))
             shown = whole.relative_to(Path.cwd()) if whole.is_relative_to(Path.cwd()) else whole
             what = "a folder" if whole.is_dir() and not path.is_symlink() else "a link or a device"
-            # The folder it lies in decides whether git has a lock to restore there (committed() would follow a link).
+            # Whether git tracks the path itself (committed() takes a link's own name, not what it points at).
             restore = f"remove it and restore the committed lock: git checkout -- {shown}, or make lock"
             raise UserError(
                 f"{shown} is {what}, not a lock: a lock is a regular file of its own",
-                restore if committed(whole.parent) else "name a lock file, one of locks/*.lock",
+                restore if committed(whole) else "name a lock file, one of locks/*.lock",
             )
 
 
@@ -232,12 +233,8 @@ def held_pins(lock: Lock) -> None:
 
 
 def rewrite(lock: Path) -> str:
-    """The make lock that writes the lock at `lock`, where make lock writes it (locks/ of the clone); else the lock to
-    take from there: a fix line names no command that writes another file (sweep 6 U3)."""
-    written = make_lock(lock)
-    if Path(os.path.abspath(lock)).parent == ROOT / "locks" or written.endswith("(make pairings lists them)"):
-        return f"write it again: {written}"
-    return f"write the lock of its pairing in locks/ ({written}) and copy it here, or name that one"
+    """lock_file.write_again: the reader's fix lines and the tools' say one thing."""
+    return write_again(lock)
 
 
 def recover(lock: Path) -> str:
