@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.lock_file import as_typed
+from slime_image.lock_file import as_typed, own_path
 
 ROOT = Path(__file__).resolve().parents[2]  # a clone's root, when this file is a clone's (image/slime_image/)
 # The clone's own folders, which no command's output belongs in: git's and the venv; the recipe's source (image/, which
@@ -72,11 +72,6 @@ def git_fix(root: Path, why: str) -> str:
     return f"mend what git says of {root}, or"
 
 
-def _where(path: Path | str) -> str:
-    """`path` made absolute through every link but its own name: a link to a file is itself what gets replaced."""
-    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
-
-
 def _in(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
@@ -96,7 +91,7 @@ def check(outputs: dict, folders: dict | None = None, fills=None, replaces: bool
     for option, path in outputs.items():
         if path is None or str(path) == "-" or not str(path).strip():
             continue
-        written = _where(path)
+        written = own_path(path)
         fix = f"give {option} a file of its own, not {as_typed(Path(path))}"
         if own is not None and _in(written, own) and written != own and (replaces or not os.path.lexists(written)):
             continue

@@ -131,8 +131,7 @@ def committed(path: Path) -> bool:
     own name, not what a link there points at: the checkout replaces the link."""
     from slime_image import clone_files  # it reads paths through as_typed, here
 
-    own = os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
-    return clone_files.is_clone(_REPOSITORY) and own in (clone_files.tracked(_REPOSITORY) or ())
+    return clone_files.is_clone(_REPOSITORY) and own_path(path) in (clone_files.tracked(_REPOSITORY) or ())
 
 
 def in_locks(lock: Path) -> bool:
@@ -160,10 +159,19 @@ def make_lock(lock: Path) -> str:
     return "make lock PAIRING=<the pairing whose lock it is> (make pairings lists them)"
 
 
+def own_path(path: Path | str) -> str:
+    """`path` made absolute through every link but its own name: a link is named as itself, never as what it points at
+    (sweep 5 U12: a pairing that is a link was named by its target), and it is the link that a write replaces."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(os.path.realpath(folder), name) if name not in ("", ".", "..") else os.path.realpath(path)
+
+
 def as_typed(path: Path) -> Path:
-    """A path as its user typed it: relative to the current folder when inside it (make runs in the repository)."""
-    try:  # realpath, not resolve(): a link loop is named by the check that meets it, not a RuntimeError here
-        return Path(os.path.realpath(path)).relative_to(Path.cwd())
+    """A path as its user typed it: relative to the current folder when inside it (make runs in the repository), and
+    a link by its own name. realpath, not resolve(): a link loop is named by the check that meets it, not a
+    RuntimeError here."""
+    try:
+        return Path(own_path(path)).relative_to(Path.cwd())
     except ValueError:
         return path
 

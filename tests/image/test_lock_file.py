@@ -197,3 +197,29 @@ def test_a_stack_lock_holding_any_other_comment_is_refused_by_the_reader(tmp_pat
         f"remove that line, or write the lock of its pairing in locks/ (make lock PAIRING={pairing}) and copy it here, "
         "or name that one"
     )
+
+
+# Sweep 5 U12: as_typed resolved a path's own name, so that a link was named as what it points at. Each kind of link
+# a message may name, how it is given, and how as_typed names it (from the folder it is given in).
+LINKS = {
+    "a link beside its target": ("v9.toml", "v9.toml"),
+    "a link into another folder": ("sub/v9.toml", "sub/v9.toml"),
+    "a link loop": ("loop", "loop"),
+    "a link's folder itself a link": ("via/v9.toml", "sub/v9.toml"),
+}
+
+
+@pytest.mark.parametrize("case", LINKS)
+def test_a_link_is_named_as_itself(tmp_path, monkeypatch, case):
+    from slime_image.lock_file import as_typed
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "target.toml").write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "v9.toml").symlink_to("real/target.toml")
+    (tmp_path / "sub" / "v9.toml").symlink_to("../real/target.toml")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "via").symlink_to("sub")
+    monkeypatch.chdir(tmp_path)
+    given, named = LINKS[case]
+    assert str(as_typed(tmp_path / given)) == named

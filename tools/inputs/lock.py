@@ -150,9 +150,8 @@ def regular_files(paths) -> None:
     loops): every command that reads or writes a lock checks it here first."""
     for path in paths:
         if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
-            # The link's own path, as typed (as_typed would follow it to what it points at).
             whole = Path(os.path.abspath(path))
-            shown = whole.relative_to(Path.cwd()) if whole.is_relative_to(Path.cwd()) else whole
+            shown = as_typed(path)  # the link's own path
             what = "a folder" if whole.is_dir() and not path.is_symlink() else "a link or a device"
             # Whether git tracks the path itself (committed() takes a link's own name, not what it points at).
             restore = f"remove it and restore the committed lock: git checkout -- {shown}, or make lock"
