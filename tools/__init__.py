@@ -30,9 +30,39 @@ from slime_image.python_needed import check  # noqa: E402
 FIX = "run it with the project's virtualenv: make venv, then .venv/bin/python -m <command> (make targets do)"
 check(FIX, prog="tools")
 
+# The host commands (`python -m MODULE`, most behind a make target), each by the one name its messages say (its
+# run_command's: handle_start's hook says it too, for a Ctrl-C before the command runs); every other module here is a
+# library.
+COMMANDS = {
+    "tools.planner.plan": "plan",
+    "tools.inputs.rules": "rules",
+    "tools.release.versions": "versions",
+    "tools.docs": "docs",
+    "tools.promote": "promote",
+    "tools.inputs.pairings": "pairings",
+    "tools.wall_guards": "wall_guards",
+    "tools.planner.platforms": "platform",
+    "tools.planner.base_manifest": "base-manifest",
+    "tools.k8s.k8s_render": "render",
+    "tools.k8s.k8s_validate": "validate",
+    "tools.k8s.k8s_nodes": "k8s-nodes",
+    "tools.k8s.kuberay_crds": "crds",
+    "tools.k8s.grpo_submit": "submit",
+    "tools.release.build_check.run": "build-check",
+    "tools.inputs.fingerprint": "fingerprint",
+    "tools.release.build": "make build",
+    "tools.writers": "tools.writers",
+    "tools.planner.lock_hashes": "lock_hashes",
+    "tools.release.pin_downloads": "pin_downloads",
+    "tools.release.referrer": "referrer",
+    "tools.release.build_check.repro": "repro-check",
+    "tools.planner.plan_symbols": "plan_symbols",
+}
+
+
 from slime_image.errors import handle_start, take_interrupts  # noqa: E402
 
-handle_start(FIX)
+handle_start(FIX, COMMANDS)
 
 
 def _hung_up(signum, frame) -> None:
@@ -51,33 +81,6 @@ def _hung_up(signum, frame) -> None:
 if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGHUP) == signal.SIG_DFL:
     signal.signal(signal.SIGHUP, _hung_up)
 take_interrupts(_before, _held)
-
-# The host commands (`python -m NAME`, most behind a make target); every other module here is a library.
-COMMANDS = (
-    "tools.planner.plan",
-    "tools.inputs.rules",
-    "tools.release.versions",
-    "tools.docs",
-    "tools.promote",
-    "tools.inputs.pairings",
-    "tools.wall_guards",
-    "tools.planner.platforms",
-    "tools.planner.base_manifest",
-    "tools.k8s.k8s_render",
-    "tools.k8s.k8s_validate",
-    "tools.k8s.k8s_nodes",
-    "tools.k8s.kuberay_crds",
-    "tools.k8s.grpo_submit",
-    "tools.release.build_check.run",
-    "tools.inputs.fingerprint",
-    "tools.release.build",
-    "tools.writers",
-    "tools.planner.lock_hashes",
-    "tools.release.pin_downloads",
-    "tools.release.referrer",
-    "tools.release.build_check.repro",
-    "tools.planner.plan_symbols",
-)
 
 
 def library_module(name: str) -> int:

@@ -21,14 +21,13 @@ import subprocess
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.lock_file import as_typed
+from slime_image.lock_file import as_typed, own_path
 
 ROOT = Path(__file__).resolve().parents[2]  # a clone's root, when this file is a clone's (image/slime_image/)
 # The clone's own folders, which no command's output belongs in: git's and the venv; the recipe's source (image/, which
 # the build copies whole: a report left there would go into the next image; tools/, tests/); what the tools read
 # (locks/, pairings/, base-manifests/: a file there is read as one of them); and the committed verification records.
 FOLDERS = (".git", ".venv", "image", "tools", "tests", "locks", "pairings", "base-manifests", "docs/build")
-GIT_FIX = "run it where git runs (git on the PATH, the clone's .git/ there), or"
 
 
 def is_clone(root: Path) -> bool:
@@ -37,24 +36,40 @@ def is_clone(root: Path) -> bool:
     return (root / "slime.Dockerfile").is_file() and (root / "image" / "slime_image").is_dir()
 
 
-@functools.cache
 def tracked(root: Path) -> frozenset[str] | None:
     """The real path of every file git tracks under `root`; None where git cannot say (no git on the PATH, no .git)."""
+    return listing(root)[0]
+
+
+@functools.cache
+def listing(root: Path) -> tuple[frozenset[str] | None, str]:
+    """What tracked() says, and where git cannot say, why: git's own reason (the first line it writes), which the
+    refusal carries, with the fix for that reason (sweep 6 U16: git refusing a clone of another owner, "dubious
+    ownership", was told as "run it where git runs")."""
     # git's own variables out: GIT_DIR or GIT_INDEX_FILE in the caller's environment (a hook, a dotfiles set-up) made
     # git list another repository's files, or none, and no file of the clone was kept (sweep 6 D1).
     env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
     try:
         run = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, text=True, env=env)
-    except OSError:
-        return None
+    except OSError as exc:
+        return None, f"git cannot be run ({exc.strerror or exc})"
     if run.returncode != 0:
-        return None
-    return frozenset(os.path.realpath(root / name) for name in run.stdout.split("\0") if name)
+        said = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[0]
+        return None, f"git says: {said.removeprefix('fatal: ')}"
+    return frozenset(os.path.realpath(root / name) for name in run.stdout.split("\0") if name), ""
 
 
-def _where(path: Path | str) -> str:
-    """`path` made absolute through every link but its own name: a link to a file is itself what gets replaced."""
-    return os.path.join(os.path.realpath(os.path.dirname(os.path.abspath(path))), os.path.basename(path))
+def git_fix(root: Path, why: str) -> str:
+    """How to let git list the clone, for the reason it gave; the start of a fix line, ending in ", or"."""
+    if "dubious ownership" in why or "safe.directory" in why:
+        return (
+            f"let git read the clone though another user owns it: git config --global --add safe.directory {root}, or"
+        )
+    if why.startswith("git cannot be run"):
+        return "put git on the PATH, or"
+    if "not a git repository" in why:
+        return "run it from a git clone of the recipe (a copy without .git/ lists nothing), or"
+    return f"mend what git says of {root}, or"
 
 
 def _in(path: str, folder: str) -> bool:
@@ -71,12 +86,12 @@ def check(outputs: dict, folders: dict | None = None, fills=None, replaces: bool
         return
     root_path = os.path.realpath(root)
     own = os.path.realpath(fills) if fills is not None else None
-    files = tracked(root)
+    files, why = listing(root)
     kept = {name: os.path.realpath(root / name) for name in FOLDERS}
     for option, path in outputs.items():
         if path is None or str(path) == "-" or not str(path).strip():
             continue
-        written = _where(path)
+        written = own_path(path)
         fix = f"give {option} a file of its own, not {as_typed(Path(path))}"
         if own is not None and _in(written, own) and written != own and (replaces or not os.path.lexists(written)):
             continue
@@ -86,8 +101,8 @@ def check(outputs: dict, folders: dict | None = None, fills=None, replaces: bool
             raise UserError(f"{option} {path} is {what}: writing it would overwrite the clone's own", fix)
         if files is None and _in(written, root_path) and os.path.lexists(written):
             raise UserError(
-                f"{option} {path} is a file in the clone, and git cannot list the clone's files here: it may be one",
-                f"{GIT_FIX} {fix[0].lower()}{fix[1:]}",
+                f"{option} {path} is a file in the clone, and git cannot list the clone's files ({why}): it may be one",
+                f"{git_fix(root, why)} {fix[0].lower()}{fix[1:]}",
             )
     for option, folder in (folders or {}).items():
         if folder is None or not str(folder).strip():
@@ -105,6 +120,6 @@ def check(outputs: dict, folders: dict | None = None, fills=None, replaces: bool
         if files is None and _in(filled, root_path) and os.path.isdir(filled) and any(os.scandir(filled)):
             raise UserError(
                 f"{option} {folder} is a folder in the clone holding files, and git cannot list the clone's files "
-                "here: they may be its own",
-                f"{GIT_FIX} give {option} a folder outside the clone",
+                f"({why}): they may be its own",
+                f"{git_fix(root, why)} give {option} a folder outside the clone",
             )

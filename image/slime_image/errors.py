@@ -248,16 +248,31 @@ def run_command(prog: str, main: Callable[[], int], code: int = 1) -> int:
         _quiet_exit()
 
 
-def handle_start(missing_fix: str) -> None:
+def program(names: dict[str, str]) -> str:
+    """The name a command's messages say before run_command says its own: `names` (module -> that name) of the module
+    run, else the name it was run by (image/bin's link). Under `python -m`, Python finds the module with sys.argv[0]
+    set to "-m" and runs it with its own path there, so that a Ctrl-C while it loaded was said as `-m:`, then
+    `tools.planner.plan:`, then (run_command) `plan:` (sweep 6 U17): the module is read from the command line as typed
+    (sys.orig_argv) while argv[0] is "-m"."""
+    main = getattr(sys.modules.get("__main__"), "__spec__", None)
+    module = main.name if main else None
+    if module is None and sys.argv[:1] == ["-m"]:
+        given = getattr(sys, "orig_argv", [])
+        at = next((n for n, word in enumerate(given[1:], 1) if word.startswith("-m")), None)
+        if at is not None:
+            module = given[at][2:] or (given[at + 1] if at + 1 < len(given) else None)
+    return names.get(module or "", module or os.path.basename(sys.argv[0] or "python"))
+
+
+def handle_start(missing_fix: str, names: dict[str, str] | None = None) -> None:
     """End what stops a command outside run_command as run_command would, with no traceback: Ctrl-C while Python
     imports what the command needs or while it exits, an output closed early (the dispatcher's usage), and a module
-    this interpreter lacks (`missing_fix` says where to get it). Installed by the entry points (image/bin/slime-image,
-    tools/__init__.py) before any of their imports."""
+    this interpreter lacks (`missing_fix` says where to get it), each said under the command's one name (program).
+    Installed by the entry points (image/bin/slime-image, tools/__init__.py) before any of their imports."""
 
     def hook(kind, value, traceback):
         _ignore_signals()  # the process ends here: a Ctrl-C would land in this report (one not sent by `interrupt`)
-        main = getattr(sys.modules.get("__main__"), "__spec__", None)
-        prog = main.name if main else os.path.basename(sys.argv[0] or "python")
+        prog = program(names or {})
         if issubclass(kind, KeyboardInterrupt):
             report(prog, interrupted(_written()))
         elif issubclass(kind, BrokenPipeError):

@@ -40,28 +40,84 @@ from slime_image.fetch import (
 from slime_image.json_input import loads
 
 FOLDER = f"{IMAGE}/pip-reports"
-NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")  # a step's name; at most 64, so that NN-NAME.json is a file name there is
 KEPT = re.compile(r"([0-9]+)-([a-z0-9][a-z0-9-]*)\.json")  # a kept report's file name: NN-NAME.json
+# The form of what is kept, which slime-sbom holds each kept record to again (record_wrong): a distribution's name as
+# pip reads one, a version of the characters versions are written in, a sha256, and where it came from: the index or
+# a URL (pip's own download_info url). Whatever else pip's report holds (a description, with its line breaks) is not
+# kept, so not held.
+DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+")
+REPORT_FIX = "pass the file `pip install --report FILE` wrote in the same step, as pip wrote it"
 
 
-def installed(report: dict) -> list[dict]:
-    """One record per distribution the report installs, in its order."""
-    found = []
-    for item in report.get("install", []):
-        info = item.get("download_info", {})
-        record = {"name": item["metadata"]["name"], "version": item["metadata"]["version"]}
-        archive = info.get("archive_info")
-        if archive is not None:
-            record["sha256"] = sha256(archive, f"{record['name']} {record['version']}")
+def record_wrong(record) -> str | None:
+    """What makes a kept record no record of this form, or None: the one rule pip_reports writes by and slime-sbom
+    reads by, so that nothing kept is refused later, or passed into the SBOM as it should not be (sweep 6 U13)."""
+    if not isinstance(record, dict):
+        return f"{_kind(record)}, not an object"
+    if extra := sorted(set(record) - {"name", "version", "sha256", "from", "editable"}):
+        return f"{', '.join(map(repr, extra))}: no part of a kept record"
+    name, version = record.get("name"), record.get("version")
+    if not (isinstance(name, str) and DISTRIBUTION.fullmatch(name)):
+        return f"name {name!r} is no distribution's name (letters, digits and . _ -, a letter or digit at each end)"
+    if not (isinstance(version, str) and VERSION.fullmatch(version)):
+        return f"{name}'s version {version!r} is no version (letters, digits and . + ! _ -)"
+    if "sha256" in record and not (isinstance(record["sha256"], str) and HEX.fullmatch(record["sha256"])):
+        return f"{name} {version}'s sha256 {record['sha256']!r} is no sha256 (64 lower-case hex digits)"
+    where = record.get("from", "index")
+    if where != "index" and not (isinstance(where, str) and URL.fullmatch(where)):
+        return f"{name} {version} came from {where!r}, which is neither the index nor a URL"
+    if not isinstance(record.get("editable", False), bool):
+        return f"{name} {version}'s editable {record['editable']!r} is neither true nor false"
+    return None
+
+
+def _kind(value) -> str:
+    """A JSON value's kind in JSON's words: `[1]` was refused in Python's (`'int' object has no attribute 'get'`)."""
+    kinds = {dict: "an object", list: "a list", str: "text", bool: "true or false", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _object(value, what: str) -> dict:
+    if not isinstance(value, dict):
+        raise Refused(f"{what} is {_kind(value)}, not an object", REPORT_FIX)
+    return value
+
+
+def installed(report) -> list[dict]:
+    """One record per distribution the report installs, in its order, each held to record_wrong's form; what is not
+    pip's form (`{"install": {}}`, an item that is no object, a distribution twice) is refused, naming it."""
+    items = _object(report, "the report").get("install")
+    if not isinstance(items, list):
+        raise Refused(f"its install is {_kind(items)}, not the list of what pip installed", REPORT_FIX)
+    found: dict[str, dict] = {}
+    for number, item in enumerate(items, 1):
+        what = f"install item {number}"
+        item = _object(item, what)
+        metadata = _object(item.get("metadata"), f"{what}'s metadata")
+        info = _object(item.get("download_info", {}), f"{what}'s download_info")
+        record = {"name": metadata.get("name"), "version": metadata.get("version")}
+        if (archive := info.get("archive_info")) is not None:
+            record["sha256"] = sha256(
+                _object(archive, f"{what}'s archive_info"), f"{record['name']} {record['version']}"
+            )
         if not item.get("is_direct"):
             record["from"] = "index"
-        elif "dir_info" in info:
-            record["from"] = info["url"]
-            record["editable"] = bool(info["dir_info"].get("editable"))
         else:
-            record["from"] = info["url"]
-        found.append(record)
-    return found
+            record["from"] = info.get("url")
+            if "dir_info" in info:
+                record["editable"] = _object(info["dir_info"], f"{what}'s dir_info").get("editable", False)
+        if wrong := record_wrong(record):
+            raise Refused(f"{what}: {wrong}", REPORT_FIX)
+        key = re.sub(r"[-_.]+", "-", record["name"]).lower()
+        if key in found:
+            raise Refused(
+                f"{what}: {record['name']} is installed twice: the SBOM would take one of the two", REPORT_FIX
+            )
+        found[key] = record
+    return list(found.values())
 
 
 def next_report(folder: Path, name: str) -> Path:
@@ -83,7 +139,8 @@ def sha256(archive: dict, what: str) -> str:
     """The sha256 of the file pip installed `what` from, as its report names it (`hashes`, or the older `hash`
     ALGORITHM=DIGEST); one it names by another algorithm only is refused, naming it: its digest was kept as a sha256
     (sweep 5 U13: md5=... recorded as "sha256"), and the SBOM names the bytes by sha256."""
-    digest = archive.get("hashes", {}).get("sha256")
+    hashes = _object(archive.get("hashes", {}), f"{what}'s hashes")
+    digest = hashes.get("sha256")
     if digest is None:
         algorithm, _, digest = archive.get("hash", "").partition("=")
         if algorithm != "sha256":
@@ -100,6 +157,13 @@ def sha256(archive: dict, what: str) -> str:
 
 
 def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
+    report = Path(report)
+    if not NAME.fullmatch(name):
+        raise Refused(
+            f"NAME {name[:80]!r} is no step name: 1 to 64 lower-case letters, digits and -, from a letter or digit",
+            "name the pip step so (the Dockerfile's steps do: requirements, slime, ...)",
+            2,
+        )
     # Not parsed by options.Parser (this file runs before the package is there), so the refusal every path of a command
     # gets there is made here: a line break split the message naming it in two (sweep 5 U13).
     if bad := CONTROL.search(str(report)):
@@ -110,8 +174,18 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
+    if not report.is_file():
+        raise Refused(f"REPORT {report} is no file: pip's install report is one", REPORT_FIX, 2)
+    data = report.read_bytes()
     try:
-        records = installed(loads(Path(report).read_text()))
+        document = loads(data.decode("utf-8"), unique=True)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise Refused(f"{report} is no pip install report: line {line} is not UTF-8 text", REPORT_FIX) from None
+    except ValueError as exc:  # not JSON, or what JSON is not (json_input: a name twice, NaN, a lone surrogate)
+        raise Refused(f"{report} is no pip install report: {exc}", REPORT_FIX) from None
+    try:
+        records = installed(document)
     except Refused as refused:
         raise Refused(f"{report}: {refused.cause}", refused.fix) from None
     text = json.dumps(records, indent=1, sort_keys=True) + "\n"
@@ -126,18 +200,18 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (3, 4) or not NAME.fullmatch(argv[2]):
-        print(f"pip-reports: {' '.join(argv[1:]) or 'no arguments'}", file=sys.stderr)
-        print(f"fix: run {argv[0]} REPORT NAME [FOLDER] (NAME of lower-case letters, digits and -)", file=sys.stderr)
+    if len(argv) not in (3, 4):
+        print(f"pip-reports: takes REPORT NAME [FOLDER], and was given {len(argv) - 1} arguments", file=sys.stderr)
+        print(f"fix: run {argv[0]} REPORT NAME [FOLDER]", file=sys.stderr)
         return 2
     try:
         out = keep(Path(argv[1]), argv[2], *argv[3:])
     except Refused as refused:
         print(f"pip-reports: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
         return refused.code
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        print(f"pip-reports: {argv[1]} is no pip install report: {exc}", file=sys.stderr)
-        print("fix: pass the file `pip install --report FILE` wrote in the same step", file=sys.stderr)
+    except OSError as exc:  # reading REPORT or writing FOLDER: the path the system names, in its words
+        print(f"pip-reports: {exc.strerror or exc}: {exc.filename}", file=sys.stderr)
+        print("fix: check that the path exists and may be read or written", file=sys.stderr)
         return 1
     print(f"pip-reports: kept {out}")
     return 0

@@ -24,6 +24,7 @@ import hashlib
 import json
 import re
 import sys
+import urllib.parse
 import uuid
 from pathlib import Path
 
@@ -48,6 +49,21 @@ GIT_SOURCES = {
 # The distributions the image installs from those checkouts (editable), by canonical name.
 FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
 COMMIT = re.compile(r"[0-9a-f]{40}")
+REPO_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s#?\x00-\x1f\x7f]+")  # followed by #COMMIT in the SBOM
+TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # an image tag, as OCI writes one
+# What each part of a purl keeps as written (the purl spec's unreserved characters, and those it leaves in a version or
+# a qualifier's value); anything else is written %XX: a space, `#` or `?` in a file's name or a repository's URL went
+# in as written, and ended the purl's name or began its qualifiers (sweep 6 U13).
+KEEP = {"name": "+", "version": ":+", "value": ":/"}
+
+
+def purl(kind: str, *names: str, version: str = "", **qualifiers: str) -> str:
+    """The one purl the SBOM writes: pkg:KIND/NAME.../NAME[@VERSION][?KEY=VALUE&...], each part percent-encoded."""
+    text = f"pkg:{kind}/" + "/".join(urllib.parse.quote(name, safe=KEEP["name"]) for name in names)
+    if version:
+        text += "@" + urllib.parse.quote(version, safe=KEEP["version"])
+    pairs = [f"{key}={urllib.parse.quote(value, safe=KEEP['value'])}" for key, value in qualifiers.items()]
+    return text + ("?" + "&".join(pairs) if pairs else "")
 
 
 def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build writes it") -> UserError:
@@ -104,8 +120,9 @@ def pip_sources(reports: Path) -> dict[tuple[str, str], dict]:
     """(canonical name, version) -> what pip installed it from; a later step's report overrides an earlier one's."""
     found: dict[tuple[str, str], dict] = {}
     for report in sorted(reports.glob("*.json")):
-        for record in read_json(report, list, {"name": str, "version": str}):
-            _digest(report, record)
+        for number, record in enumerate(read_json(report, list), 1):
+            if wrong := pip_reports.record_wrong(record):
+                raise unreadable(report, f"record {number}: {wrong}")
             found[canonical(record["name"]), record["version"]] = record
     return found
 
@@ -129,7 +146,7 @@ def python_components(site_packages: Path, reports: Path, versions: dict) -> tup
     components, unaccounted = [], []
     for name, version in installed_distributions(site_packages):
         key = canonical(name)
-        component = {"type": "library", "name": key, "version": version, "purl": f"pkg:pypi/{key}@{version}"}
+        component = {"type": "library", "name": key, "version": version, "purl": purl("pypi", key, version=version)}
         source = sources.get((key, version))
         if key in FROM_CHECKOUT:
             commit_name, repo_name = GIT_SOURCES[FROM_CHECKOUT[key]]
@@ -170,8 +187,8 @@ def deb_components(status: Path, release: dict[str, str]) -> list[dict]:
         if not fields.get("Version"):
             raise unreadable(status, f"package {fields['Package']} is installed and has no Version")
         name, version, arch = fields["Package"], fields["Version"], fields.get("Architecture", "all")
-        purl = f"pkg:deb/{distro}/{name}@{version}?arch={arch}&distro={distro}-{release.get('VERSION_ID', '')}"
-        components.append({"type": "library", "bom-ref": purl, "name": name, "version": version, "purl": purl})
+        ref = purl("deb", distro, name, version=version, arch=arch, distro=f"{distro}-{release.get('VERSION_ID', '')}")
+        components.append({"type": "library", "bom-ref": ref, "name": name, "version": version, "purl": ref})
     return sorted(components, key=lambda c: c["bom-ref"])
 
 
@@ -180,12 +197,17 @@ def download_components(downloads: Path) -> list[dict]:
     for record in sorted(downloads.glob("*.json")):
         taken = read_json(record, dict, {"file": str, "sha256": str, "pinned": bool})
         _digest(record, taken)
-        purl = f"pkg:generic/{taken['file']}?checksum=sha256:{taken['sha256']}"
+        name = taken["file"]
+        if not name.strip() or "/" in name or name in (".", "..") or fetch.CONTROL.search(name):
+            raise unreadable(
+                record, f"file {name!r} is no file's name (fetch.py writes OUT's: no /, no control character)"
+            )
+        ref = purl("generic", name, checksum=f"sha256:{taken['sha256']}")
         component = {
             "type": "file",
-            "bom-ref": purl,
-            "name": taken["file"],
-            "purl": purl,
+            "bom-ref": ref,
+            "name": name,
+            "purl": ref,
             "hashes": _hash(taken["sha256"]),
         }
         component["properties"] = [{"name": "slime-image:pinned", "value": str(taken["pinned"]).lower()}]
@@ -199,23 +221,23 @@ def source_components(versions: dict) -> list[dict]:
     for name, (commit_name, repo_name) in GIT_SOURCES.items():
         commit = versions.get(commit_name)
         if commit:
-            purl = f"pkg:generic/{name}@{commit}?vcs_url=git%2B{versions.get(repo_name, '')}"
+            ref = purl("generic", name, version=commit, vcs_url=f"git+{versions.get(repo_name, '')}")
             components.append(
                 {
                     "type": "application",
-                    "bom-ref": purl,
+                    "bom-ref": ref,
                     "name": name,
                     "version": commit,
-                    "purl": purl,
+                    "purl": ref,
                     "hashes": [{"alg": "SHA-1", "content": commit}],
                 }
             )
     base = versions.get("BASE_IMAGE", "")
     reference, _, digest = base.partition("@sha256:")
     repository, _, tag = reference.rpartition(":") if ":" in reference.rsplit("/", 1)[-1] else (reference, "", "")
-    purl = f"pkg:oci/{repository.rsplit('/', 1)[-1]}" + (f"@sha256%3A{digest}" if digest else "")
-    purl += f"?repository_url={repository}" + (f"&tag={tag}" if tag else "")
-    component = {"type": "container", "bom-ref": purl, "name": repository, "version": tag or digest, "purl": purl}
+    where = {"repository_url": repository, **({"tag": tag} if tag else {})}
+    ref = purl("oci", repository.rsplit("/", 1)[-1], version=f"sha256:{digest}" if digest else "", **where)
+    component = {"type": "container", "bom-ref": ref, "name": repository, "version": tag or digest, "purl": ref}
     if digest:
         component["hashes"] = _hash(digest)
     else:
@@ -246,6 +268,8 @@ def read_versions(path: Path) -> dict:
         raise unreadable(path, "its versions are not names with text values", "run slime-record again")
     if not isinstance(recorded.get("tag"), (str, type(None))):
         raise unreadable(path, f"its tag {recorded['tag']!r} is not text", "run slime-record again")
+    if (tag := recorded.get("tag")) is not None and not TAG.fullmatch(tag):
+        raise unreadable(path, f"its tag {tag!r} is no image tag (letters, digits and _ . -)", "run slime-record again")
     for name, value in given.items():
         _held(path, name, value)
     return {**given, "tag": recorded.get("tag")}
@@ -261,6 +285,12 @@ def _held(path: Path, name: str, value: str) -> None:
         )
     if name.endswith("_COMMIT") and not COMMIT.fullmatch(value):
         raise unreadable(path, f"{name} {value!r} is no commit (40 lower-case hex digits)", "run slime-record again")
+    if name.endswith("_REPO_URL") and not REPO_URL.fullmatch(value):
+        raise unreadable(
+            path,
+            f"{name} {value!r} is no repository's URL (SCHEME://HOST/PATH, no space, # or ?)",
+            "run slime-record again",
+        )
     _, at, digest = value.partition("@")
     if name == "BASE_IMAGE" and at and not (digest.startswith("sha256:") and fetch.HEX.fullmatch(digest[7:])):
         raise unreadable(

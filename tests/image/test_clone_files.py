@@ -25,7 +25,7 @@ def recipe(root: Path, git: bool = True) -> Path:
     if git:
         subprocess.run(["git", "init", "-q", str(root)], check=True)
         subprocess.run(["git", "-C", str(root), "add", "Makefile", "slime.Dockerfile", "image"], check=True)
-    clone_files.tracked.cache_clear()
+    clone_files.listing.cache_clear()
     return root
 
 
@@ -63,14 +63,39 @@ def test_a_tracked_file_is_refused_and_a_file_of_its_own_taken(tmp_path):
     clone_files.check({"--out": root / "report.json"}, {"--work": root / "scratch"}, root=root)
 
 
-@pytest.mark.parametrize("how", ["no git on the PATH", "no .git"])
+# Each reason git cannot list the clone: git's own words the cause carries, and the fix for that reason (sweep 6 U16:
+# "dubious ownership" was told as "run it where git runs", which it was).
+CANNOT_LIST = {
+    "no git on the PATH": ("git cannot be run (No such file or directory)", "put git on the PATH, or give --out"),
+    "no .git": (
+        "git says: not a git repository",
+        "run it from a git clone of the recipe (a copy without .git/ lists nothing), or give",
+    ),
+    "another owner": (
+        "git says: detected dubious ownership in repository at '{root}'",
+        "let git read the clone though another user owns it: git config --global --add safe.directory {root}, or",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", CANNOT_LIST)
 def test_where_git_cannot_list_the_clone_its_files_are_refused_and_its_folders_kept(tmp_path, monkeypatch, how):
     """Sweep 5 D4: with no git, nothing tracked was known and `--out README.md` replaced it, unsaid."""
-    root = recipe(tmp_path, git=how == "no git on the PATH")
+    root = recipe(tmp_path / "clone", git=how != "no .git")
+    monkeypatch.setenv("HOME", str(tmp_path))  # no safe.directory of the caller's own
     if how == "no git on the PATH":
         monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
-    cause = refused({"--out": root / "Makefile"}, root=root)
-    assert cause.endswith("is a file in the clone, and git cannot list the clone's files here: it may be one")
+    if how == "another owner":
+        if os.getuid() != 0:
+            pytest.skip("giving the clone to another user takes root")
+        os.chown(root, 65534, 65534)
+    words, fix = (text.format(root=root) for text in CANNOT_LIST[how])
+    with pytest.raises(UserError) as caught:
+        clone_files.check({"--out": root / "Makefile"}, {}, root=root)
+    said = caught.value
+    assert said.cause.startswith(f"--out {root / 'Makefile'} is a file in the clone, and git cannot list the clone's")
+    assert words in said.cause and said.cause.endswith("): it may be one"), said.cause
+    assert said.fix.startswith(fix), said.fix
     (root / "scratch" / "w").mkdir(parents=True)
     (root / "scratch" / "w" / "old").write_text("")
     assert "git cannot list" in refused({}, {"--work": root / "scratch" / "w"}, root=root)
@@ -107,5 +132,5 @@ def test_git_s_variables_in_the_caller_s_environment_do_not_turn_the_guard_off(t
     elsewhere = tmp_path / "other"
     subprocess.run(["git", "init", "-q", str(elsewhere)], check=True)
     monkeypatch.setenv(variable, str(elsewhere / ".git" / ("index" if variable == "GIT_INDEX_FILE" else "")))
-    clone_files.tracked.cache_clear()
+    clone_files.listing.cache_clear()
     assert "a file git tracks in the clone" in refused({"--out": root / "Makefile"}, root=root)

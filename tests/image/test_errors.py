@@ -119,7 +119,7 @@ SECOND_WHILE_REPORTING = (
 FIRST = {
     "imports": (
         "start = errors.handle_start\n"
-        "errors.handle_start = lambda fix: (start(fix), os.kill(os.getpid(), signal.SIGINT))\n"
+        "errors.handle_start = lambda *given: (start(*given), os.kill(os.getpid(), signal.SIGINT))\n"
     ),
     "body": "",
 }

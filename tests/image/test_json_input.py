@@ -30,7 +30,7 @@ DEEP = "[" * 200_000 + "]" * 200_000
 NOT_HANDED = {
     (
         "image/slime_image/json_input.py",
-        "return json.loads(text, object_pairs_hook=_unique if unique else None)",
+        "document = json.loads(text, object_pairs_hook=_unique if unique else None, parse_constant=_no_constant)",
     ): "the one parse",
     ("image/slime_image/probes/import_server.py", "answers.write("): "its parent's request, one line",
     ("image/slime_image/probes/colocate_producer.py", "return json.loads(lines[-1])"): "a probe's own output",
@@ -164,3 +164,24 @@ def test_a_name_given_twice_is_refused_where_asked():
     assert json_input.loads('{"a": 1, "a": 2}') == {"a": 2}
     with pytest.raises(ValueError, match="'a' is given twice in one object"):
         json_input.loads('{"a": 1, "a": 2}', unique=True)
+
+
+# Sweep 6 U13: what json takes and JSON is not, taken by every reader: NaN was kept and written out as no JSON, a lone
+# surrogate went into the SBOM, a name with a line break split the lines naming it. Each, and words of its refusal.
+NOT_JSON = {
+    "NaN": ('{"a": NaN}', "NaN is no JSON value"),
+    "Infinity": ("[Infinity]", "Infinity is no JSON value"),
+    "-Infinity": ('{"a": [-Infinity]}', "-Infinity is no JSON value"),
+    "a lone surrogate in a value": ('{"a": "x\\ud800"}', "holds a lone surrogate"),
+    "a lone surrogate in a list": ('[["\\udfff"]]', "holds a lone surrogate"),
+    "a lone surrogate in a name": ('{"\\ud800": 1}', "holds a lone surrogate"),
+    "a control character in a name": ('{"a\\nb": 1}', "holds the control character"),
+}
+
+
+@pytest.mark.parametrize("case", NOT_JSON)
+def test_what_json_takes_and_json_is_not_is_refused(case):
+    text, words = NOT_JSON[case]
+    with pytest.raises(ValueError, match=re.escape(words)):
+        json_input.loads(text)
+    assert json_input.loads('{"a": "x\\ud83d\\ude00\\n"}') == {"a": "x\U0001f600\n"}, "a pair and a value's line break"

@@ -5,7 +5,7 @@ import re
 
 import pytest
 from bad_locks import BAD
-from conftest import LOCKS
+from conftest import LOCKS, ROOT
 from slime_image.lock_file import (
     HASH_OPTION,
     ONCE,
@@ -132,6 +132,94 @@ def test_every_refusal_naming_make_lock_names_the_lock_s_pairing(tmp_path, path,
         assert BAD[case].whole, case
         return
     pairing = path.name.removesuffix(".lock").removesuffix(".stack")
-    assert set(re.findall(r"make lock PAIRING=([^\s,]+)", fix)) <= {pairing}, fix
+    assert set(re.findall(r"make lock PAIRING=([^\s,)]+)", fix)) <= {pairing}, fix
     if case not in BAD:
         assert f"make lock PAIRING={pairing}" in fix, fix
+
+
+# Sweep 6 U3: where a lock the reader refuses lies, and what its fix line may offer there: `git checkout -- PATH` only
+# for a lock git tracks (it was offered for any path inside the repository), and `make lock` as the fix that writes it
+# only for a lock in locks/ (make lock writes locks/<pairing>.lock, not a copy elsewhere).
+PLACES = {
+    "outside the repository": (lambda tmp: tmp, False, False),
+    "in the repository, untracked": (lambda tmp: ROOT / ".cache" / f"u3-{tmp.name}", False, False),
+    "in locks/, untracked": (lambda tmp: ROOT / "locks", False, True),
+}
+
+
+@pytest.mark.parametrize("place", PLACES)
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+def test_a_fix_line_offers_git_checkout_for_a_tracked_lock_alone_and_make_lock_for_locks_alone(tmp_path, path, place):
+    where, tracked, written = PLACES[place]
+    folder = where(tmp_path)
+    broken = folder / (f"u3-{tmp_path.name}-{path.name}" if written else path.name)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        broken.write_text(_own_pins_not_its_pins(path.read_text()), encoding="utf-8")
+        with pytest.raises(LockError) as caught:
+            read_lock(broken)
+    finally:
+        broken.unlink()
+        if folder.parent == ROOT / ".cache":
+            folder.rmdir()
+    fix = caught.value.fix
+    assert ("git checkout" in fix) == tracked, fix
+    assert ("write it again: make lock" in fix) == written, fix
+    if not written:
+        assert "and copy it here, or name that one" in fix, fix
+
+
+@pytest.mark.parametrize("path", LOCKS, ids=[p.name for p in LOCKS])
+def test_a_committed_lock_is_one_git_restores(path):
+    fix = LockError(path, 1, "a cause", "a fix").fix
+    assert fix == f"a fix, or restore the committed lock: git checkout -- {path.relative_to(ROOT)}", fix
+
+
+STACK_LOCKS = [p for p in LOCKS if p.name.endswith(".stack.lock")]
+WHOLE_LOCKS = [p for p in LOCKS if not p.name.endswith(".stack.lock")]
+
+
+@pytest.mark.parametrize("path", STACK_LOCKS, ids=[p.name for p in STACK_LOCKS])
+@pytest.mark.parametrize("line", [*sorted({c for p in WHOLE_LOCKS for c in read_lock(p).comments}), "# hello"])
+def test_a_stack_lock_holding_any_other_comment_is_refused_by_the_reader(tmp_path, path, line):
+    """Sweep 5 U5: a stack lock holding a lock's header line (a cutoff, an input, a source, a record) or any other was
+    read, and lock_hashes moved the line into its header. Every comment line of every committed lock, and a stray one,
+    after a committed stack lock's header: the one reader refuses it, naming the line."""
+    lines = path.read_text().split("\n")
+    at = next(n for n, text in enumerate(lines) if not text.startswith("#"))
+    broken = tmp_path / path.name
+    broken.write_text("\n".join([*lines[:at], line, *lines[at:]]))
+    with pytest.raises(LockError) as caught:
+        read_lock(broken)
+    assert caught.value.cause == f"{broken}:{at + 1}: holds {line[:90]!r}, which make lock writes in no stack lock"
+    pairing = path.name.removesuffix(".stack.lock")
+    assert caught.value.fix == (
+        f"remove that line, or write the lock of its pairing in locks/ (make lock PAIRING={pairing}) and copy it here, "
+        "or name that one"
+    )
+
+
+# Sweep 5 U12: as_typed resolved a path's own name, so that a link was named as what it points at. Each kind of link
+# a message may name, how it is given, and how as_typed names it (from the folder it is given in).
+LINKS = {
+    "a link beside its target": ("v9.toml", "v9.toml"),
+    "a link into another folder": ("sub/v9.toml", "sub/v9.toml"),
+    "a link loop": ("loop", "loop"),
+    "a link's folder itself a link": ("via/v9.toml", "sub/v9.toml"),
+}
+
+
+@pytest.mark.parametrize("case", LINKS)
+def test_a_link_is_named_as_itself(tmp_path, monkeypatch, case):
+    from slime_image.lock_file import as_typed
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "target.toml").write_text("")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "v9.toml").symlink_to("real/target.toml")
+    (tmp_path / "sub" / "v9.toml").symlink_to("../real/target.toml")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "via").symlink_to("sub")
+    monkeypatch.chdir(tmp_path)
+    given, named = LINKS[case]
+    assert str(as_typed(tmp_path / given)) == named

@@ -172,6 +172,30 @@ MALFORMED = {
     ),
     "versions name with a line break": ("versions.json", '{"versions": {"x\\ny": "1"}, "tag": "t"}'),
     "versions value with a tab": ("versions.json", '{"versions": {"x": "1\\t2"}, "tag": "t"}'),
+    # Sweep 6 U13: what went into the SBOM as it should not (a purl unescaped, a lone surrogate, no JSON), or was
+    # refused only here though pip_reports kept it.
+    "versions tag a lone surrogate": ("versions.json", '{"versions": {}, "tag": "\\ud800"}'),
+    "versions tag with a space": ("versions.json", '{"versions": {}, "tag": "a b"}'),
+    "versions repository URL no URL": ("versions.json", '{"versions": {"MEGATRON_REPO_URL": "a b#c?d"}, "tag": "t"}'),
+    "versions repository URL with #": (
+        "versions.json",
+        '{"versions": {"SLIME_REPO_URL": "https://h/s#x"}, "tag": "t"}',
+    ),
+    "versions NaN": ("versions.json", '{"versions": {}, "tag": NaN}'),
+    "pip report version NaN": ("pip-reports/00-a.json", '[{"name": "a", "version": NaN}]'),
+    "pip report version with a line break": ("pip-reports/00-a.json", json.dumps([{"name": "a", "version": "3\n4"}])),
+    "pip report name a lone surrogate": ("pip-reports/00-a.json", '[{"name": "a\\ud800", "version": "1.0"}]'),
+    "pip report record text": ("pip-reports/00-a.json", '["a"]'),
+    "pip report from no URL": ("pip-reports/00-a.json", json.dumps([{"name": "a", "version": "1.0", "from": "a b"}])),
+    "download record file empty": ("downloads/x.json", json.dumps({"file": "", "sha256": "d" * 64, "pinned": True})),
+    "download record file a path": (
+        "downloads/x.json",
+        json.dumps({"file": "a/b", "sha256": "d" * 64, "pinned": True}),
+    ),
+    "download record file with a line break": (
+        "downloads/x.json",
+        json.dumps({"file": "a\nb", "sha256": "d" * 64, "pinned": True}),
+    ),
 }
 
 
@@ -334,3 +358,29 @@ def test_out_replaces_an_sbom_it_wrote_and_no_other_file(tmp_path, capsys):
         lines = capsys.readouterr().err.splitlines()
         assert lines[0] == f"slime-sbom: --out {out}: it exists and is no SBOM this command wrote: it would be replaced"
         assert len(lines) == 2 and out.read_text() == text
+
+
+def test_every_purl_is_written_percent_encoded(tmp_path, capsys):
+    """Sweep 6 U13: a file's name with a space, `?` or `#` went into its purl as written, ending the name or starting
+    the qualifiers (`pkg:generic/a b?x#y?checksum=...`); sbom.purl is the one place a purl is made."""
+    given = inputs(tmp_path)
+    (tmp_path / "downloads" / "x.json").write_text(json.dumps({"file": "a b?x#y%", "sha256": "d" * 64, "pinned": True}))
+    (tmp_path / "versions.json").write_text(
+        json.dumps(
+            {
+                "versions": {"SLIME_COMMIT": "a" * 40, "SLIME_REPO_URL": "https://h/s.git", "BASE_IMAGE": "cuda:13"},
+                "tag": "t",
+            }
+        )
+    )
+    out = tmp_path / "sbom.cdx.json"
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+    purls = {c["name"]: c["purl"] for c in json.loads(out.read_text())["components"]}
+    assert purls["a b?x#y%"] == f"pkg:generic/a%20b%3Fx%23y%25?checksum=sha256:{'d' * 64}"
+    assert purls["slime"] == f"pkg:generic/slime@{'a' * 40}?vcs_url=git%2Bhttps://h/s.git"
+    assert purls["cuda"] == "pkg:oci/cuda?repository_url=cuda&tag=13"
+    assert sbom.purl("deb", "ubuntu", "libstdc++6", version="1:2+b", arch="amd64") == (
+        "pkg:deb/ubuntu/libstdc++6@1:2+b?arch=amd64"
+    )
+    assert sbom_check.invalid(out.read_text()) is None

@@ -34,6 +34,12 @@ REFUSALS = {
     ),
     "no such pairing": (None, lambda f: pairings.load("v9.9.9", f), "no pairing 'v9.9.9' (pairings/v9.9.9.toml does"),
     "nothing to carry from": (None, lambda f: pairings.last_before("v0.3.0", f), "no pairing to carry values from in"),
+    # Sweep 5 U12: a pairing that is a link was named by what it points at (`pairings/v0.3.0.toml is a link to ...`).
+    "a pairing that is a link": (
+        None,
+        lambda f: pairings.every(f),
+        f"pairings/v9.9.9.toml is a link to {FILE}: a pairing is a file of its own",
+    ),
 }
 
 
@@ -47,6 +53,8 @@ def test_every_pairing_refusal_names_the_file_as_typed(case, tmp_path, monkeypat
         path.write_text(spoil(path.read_text()))
     elif case == "not UTF-8":
         path.write_bytes(path.read_bytes() + b"\xff\n")
+    elif case == "a pairing that is a link":
+        (folder / "v9.9.9.toml").symlink_to(FILE)
     elif case == "nothing to carry from":
         for other in set(folder.glob("*.toml")) - {path}:
             other.unlink()

@@ -31,6 +31,7 @@ from slime_image.options import Parser, add_output
 from tools.inputs.lock import (
     held_cutoff,
     held_pins,
+    named_inputs,
     own_stack_locks,
     records_anew,
     recover,
@@ -43,6 +44,7 @@ from tools.inputs.recipe import Recipe
 from tools.planner import index_http
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
 from tools.planner.plan_replay import index_url
+from tools.planner.plan_steps import current_inputs
 
 PYTHON = (3, 12)
 GLIBC = (2, 39)  # Ubuntu 24.04's, the base's
@@ -182,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         name = args.lock.name.removesuffix(".lock")
         # Its stack locks are the ones slime.Dockerfile COPYs for the pairing the lock is named after (a stack lock
         # named here is refused, naming its lock).
-        stacks = stack_locks(args.lock, Recipe.load(build_args={ARG: name}))
+        recipe = Recipe.load(build_args={ARG: name})
+        stacks = stack_locks(args.lock, recipe)
         if not args.lock.exists():
             raise UserError(
                 f"{as_typed(args.lock)} is missing: lock_hashes re-hashes a lock that make lock wrote",
@@ -192,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         held_cutoff(lock)
         # Its record of its own pins too: written anew over a lock without one, it would bless a pin deleted with it.
         held_pins(lock)
+        named_inputs(lock, current_inputs(recipe))  # a line naming no input would be carried along
         regular_files(stacks)
         missing = [str(path) for path in stacks if not path.is_file()]
         if missing:

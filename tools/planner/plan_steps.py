@@ -15,7 +15,7 @@ from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import pairings, steps_digest
-from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources
+from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources, named_inputs
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
 from tools.planner import base_manifest
@@ -183,11 +183,8 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from the digest
     alone (an input, or the lock's line edited): the cause names the line and what the inputs give now, and of the pip
     steps' digest, which takes the pairing's values in too, which of the two moved where git tells (steps_digest)."""
-    try:
-        manifest = base_manifest.manifest_for(recipe.base_image)
-    except UserError:  # a base of no image reference: the rules and the build name it themselves
-        manifest = None
-    current = input_digests(recipe, manifest if manifest and manifest.is_file() else None)
+    current = current_inputs(recipe)
+    named_inputs(lock, current)
     recorded = lock_inputs(lock)
     changed = [name for name in current if recorded.get(name) != current[name]]
     stale = f"{as_typed(lock.path)} is stale for pairing {pairing}: "
@@ -216,6 +213,16 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
         said = "; ".join(_source_line_wrong(name, written.get(name), built.get(name)) for name in wrong)
         return f"{stale}{said}: the lock's line was edited since make lock wrote it"
     return None
+
+
+def current_inputs(recipe: Recipe) -> dict[str, str]:
+    """input_digests of `recipe` as make lock records them: with the base manifest the plan starts from (manifest_for),
+    where there is one."""
+    try:
+        manifest = base_manifest.manifest_for(recipe.base_image)
+    except UserError:  # a base of no image reference: the rules and the build name it themselves
+        manifest = None
+    return input_digests(recipe, manifest if manifest and manifest.is_file() else None)
 
 
 def _source_line_wrong(name: str, written: str | None, built: str | None) -> str:
