@@ -91,6 +91,22 @@ def test_a_sound_run_passes_every_phase_and_invariant_in_order():
     assert rows[ids.index("iteration-1/logprob-gap")].result.summary == "gap 0.0079 (bound 0.1)"
 
 
+def test_events_ray_printed_onto_one_line_are_each_read():
+    """Ray's thread printed an actor's reward and the driver printed its next event before Ray's newline: seen in a
+    --learn run on an H100 (docs/h200/start/record.md section 7), where iteration 11's train step read as not
+    reached though it ran."""
+    lines = run_log()
+    at = next(n for n, line in enumerate(lines) if line.startswith('CANARY {"event": "start", "phase": "train-step"'))
+    ray = "\x1b[36m(RolloutManager pid=2594)\x1b[0m "
+    merged = [*lines[: at - 1], ray + lines[at - 1] + lines[at], "", *lines[at + 1 :]]
+    rows = phases.rows(merged, 2, 0, 600)
+    assert all(r.result.status == "pass" for r in rows), [
+        (r.check.id, r.result.summary) for r in rows if r.result.status != "pass"
+    ]
+    both = [json.loads(line.removeprefix("CANARY ")) for line in lines[at - 1 : at + 1]]
+    assert invariants.events([ray + lines[at - 1] + lines[at]], "start", "end", "reward") == both
+
+
 @pytest.mark.guard_fails("canary:logprob-gap")
 def test_a_gap_above_slimes_bound_fails_naming_w48():
     rows = by_id(run_log(gaps=(0.0079, 0.53)))

@@ -25,7 +25,9 @@ FIRST_STEP_KL_MAX = 1e-8
 
 # slime's log of each train step: "step N: {...}" after its asserts, or the dict in the message of the one that failed.
 STEP_LOG = re.compile(r"(?:\bstep \d+: |log_dict=)(\{'train/.*\})")
-MARKER = re.compile(r"CANARY (\{.*\})\s*$")
+# Ray forwards each actor's lines from a thread of the driver, which prints its own: one line may hold two events.
+MARKER = re.compile(r"CANARY (?=\{)")
+DECODER = json.JSONDecoder()
 
 WHAT = {
     "weight-check": "SGLang's weights equal Megatron's after the first update (--check-weight-update-equal)",
@@ -55,16 +57,15 @@ def row(check_id: str, name: str, status: str, summary: str, detail: str = "") -
 
 
 def events(lines: list[str], *kinds: str) -> list[dict]:
-    """The job's `CANARY {json}` events of these kinds, in the order it wrote them."""
+    """The job's `CANARY {json}` events of these kinds, in the order it wrote them, wherever they stand in a line."""
     found = []
     for line in lines:
-        match = MARKER.search(line)
-        if match:
+        for match in MARKER.finditer(line):
             try:
-                event = json.loads(match[1])
+                event, _ = DECODER.raw_decode(line, match.end())
             except ValueError:
                 continue
-            if event.get("event") in kinds:
+            if isinstance(event, dict) and event.get("event") in kinds:
                 found.append(event)
     return found
 

@@ -29,6 +29,7 @@ numbers (--learn): the share of the response's tokens that are numbers (ids belo
 tokens). A random model samples about one in four; it is a preference a model can learn from scratch.
 """
 import json
+import sys
 import time
 
 NUMBER_TOKENS = frozenset({numbers})
@@ -36,7 +37,8 @@ NUMBER_TOKENS = frozenset({numbers})
 
 def scored(start, sample, value):
     line = {{"event": "reward", "t0": start, "t1": time.time(), "reward": value, "versions": sample.weight_versions}}
-    print("CANARY " + json.dumps(line), flush=True)
+    sys.stdout.write(f"CANARY {{json.dumps(line)}}\n")  # one write, as canary_train's
+    sys.stdout.flush()
     return value
 
 

@@ -32,7 +32,8 @@ def patch(module, fault: str) -> None:
         changed = broken(fault, named_tensors, kwargs["weight_version"])
         if any(name == PARAMETER for name, _ in named_tensors) and changed is not named_tensors:
             line = {"event": "fault", "fault": fault, "parameter": PARAMETER, "version": kwargs["weight_version"]}
-            print("CANARY " + json.dumps({**line, "t": time.time()}), flush=True)
+            sys.stdout.write(f"CANARY {json.dumps({**line, 't': time.time()})}\n")  # one write, as canary_train's
+            sys.stdout.flush()
         return send(changed, **kwargs)
 
     module._send_to_colocated_engine = faulty

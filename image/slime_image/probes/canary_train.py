@@ -35,7 +35,9 @@ labels = {}  # id of what a call returned -> (phase, iteration, the object itsel
 
 def mark(event: str, phase: str, iteration=None, **extra) -> None:
     line = {"event": event, "phase": phase, "iteration": iteration, "t": time.time(), **extra}
-    print("CANARY " + json.dumps(line), flush=True)
+    # One write: print's newline is a second one, and Ray's thread printing an actor's line can come between them.
+    sys.stdout.write(f"CANARY {json.dumps(line)}\n")
+    sys.stdout.flush()
 
 
 def timed(phase: str, func):
