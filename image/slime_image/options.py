@@ -98,6 +98,19 @@ class Parser(argparse.ArgumentParser):
             raise _takes_no(*unread)
         raise UserError(message, f"give what {self.prog} takes (--help lists it)", code=2)
 
+    def _refuse_unknown_before_subcommand(self) -> None:
+        """Refuse an option this parser does not know, given before the name of its subcommand, whatever else fails
+        (sweep 6 U2: `pairings --bogus x check` blamed `x` as no subcommand and said nothing of --bogus; `pairings
+        --bogus check` named it as check's, and `pairings --bogus draft` said draft's --slime-tree was missing)."""
+        names = {n for a in self._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices}
+        for word in self.words if names else ():
+            if word in names or word == "--":
+                return
+            option = word.partition("=")[0]
+            known = any(flag.startswith(option) for flag in self._option_string_actions)  # an abbreviation too
+            if _is_option(self, word) and not known:
+                raise _takes_no(self, [word])
+
     def _unread(self) -> tuple[Parser, list[str]] | None:
         """The parser that would leave words of the command line unread, and those words, with nothing required; None
         where none would be, or where the line fails even so (that failure is the one to say)."""
@@ -130,6 +143,7 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
+            self._refuse_unknown_before_subcommand()
             raise _takes_no(self._chosen(parsed), extra)
         return parsed
 
@@ -161,7 +175,11 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         self.given, self.seen = {}, set()
         self.words = list(sys.argv[1:] if args is None else args)  # for _unread, should argparse refuse them
-        parsed, extra = super().parse_known_args(args, namespace)
+        try:
+            parsed, extra = super().parse_known_args(args, namespace)
+        except UserError:  # argparse's refusal (Parser.error), or a subcommand's
+            self._refuse_unknown_before_subcommand()
+            raise
         outputs, inputs, filled = {}, {}, {}
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
