@@ -36,6 +36,7 @@ from pathlib import Path
 from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 
 STDOUT = "-"
 DAY = 86400.0  # the longest any timeout may be: beyond it a typo, and past 2**31 ms a wait overflows
@@ -391,6 +392,22 @@ def add_output(parser, *flags: str, stdout: bool = True, own=None, **kwargs):
     """parser.add_argument for an option naming a file the command writes (`parser`: a parser or a group); `own`: see
     Output."""
     return parser.add_argument(*flags, type=Output(_flag(flags), stdout, own), **kwargs)
+
+
+REPORT_OPTIONS = ("--report-json", "--report-junit")  # the smoke suite's report shape, as JSON and as JUnit XML
+
+
+def add_report_options(parser, what: str) -> None:
+    """The report options of a command that reports in the smoke suite's shape (slime_image.smoke.report): `what` the
+    rows are (its guards' results, its patches' outcomes). Each replaces only a report of its kind (own_output)."""
+    add_output(
+        parser,
+        REPORT_OPTIONS[0],
+        own=REPORT_JSON,
+        metavar="FILE",
+        help=f"write {what} in the smoke suite's report shape, as JSON (- for stdout)",
+    )
+    add_output(parser, REPORT_OPTIONS[1], own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
 
 
 def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high, **kwargs):

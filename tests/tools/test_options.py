@@ -569,3 +569,27 @@ def test_a_file_each_writer_wrote_is_its_own():
     assert own_output.report_json(report.as_json([], "rules", "rules")) and not own_output.report_junit("{}")
     assert own_output.report_junit(report.as_junit([], "rules", "rules"))
     assert not own_output.report_json(report.as_junit([], "rules", "rules"))
+
+
+def test_every_report_option_is_declared_through_one_helper():
+    """Review D3: --report-json and --report-junit were declared twice, alike by copy (slime-patch, guard_report):
+    every command taking them declares both through add_report_options, as it declares them."""
+    from slime_image.options import REPORT_OPTIONS, add_report_options
+
+    made = Parser(prog="made")
+    add_report_options(made, "what it found")
+    shape = {flag: (a.type.own, a.metavar, a.help.replace("what it found", "{}")) for flag, a in valued(made)}
+    found = []
+    for module in command_modules():
+        for parser, words in commands(module):
+            declared = {flag: action for flag, action in valued(parser) if flag in REPORT_OPTIONS}
+            if declared:
+                found.append(module)
+                assert set(declared) == set(REPORT_OPTIONS), (module, words)
+                what = re.fullmatch(r"write (.+) in the smoke suite's report shape, as JSON \(- for stdout\)",
+                                    declared[REPORT_OPTIONS[0]].help or "")  # fmt: skip
+                assert what, (module, declared[REPORT_OPTIONS[0]].help)
+                assert {
+                    f: (a.type.own, a.metavar, a.help.replace(what[1], "{}")) for f, a in declared.items()
+                } == shape, module
+    assert "slime_image.patches.cli" in found and "tools.inputs.rules" in found, found

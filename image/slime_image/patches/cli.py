@@ -23,8 +23,7 @@ from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
 from slime_image.errors import UserError, run_command
-from slime_image.options import InputPath, Parser, add_output, add_path
-from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
+from slime_image.options import REPORT_OPTIONS, InputPath, Parser, add_path, add_report_options
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -221,14 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
-    add_output(
-        parser,
-        "--report-json",
-        own=REPORT_JSON,
-        metavar="FILE",
-        help="write the outcomes in the smoke suite's report shape",
-    )
-    add_output(parser, "--report-junit", own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
+    add_report_options(parser, "the outcomes")
     parser.add_argument(
         "--series",
         help="the series the pairing declares (its SLIME_PATCHES): the chosen folder must hold exactly these files",
@@ -284,7 +276,7 @@ def run(args, selected: list[str]) -> int:
             "slime-patch",
             args.report_json,
             args.report_junit,
-            ("--report-json", "--report-junit"),
+            REPORT_OPTIONS,
         )
     upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
