@@ -195,9 +195,7 @@ class Parser(argparse.ArgumentParser):
         check_outputs(outputs, inputs)
         if self.guards_clone:
             clone_files.check(outputs, filled)
-        for action in self._actions:
-            if isinstance(action.type, Output):
-                action.type.check_own(getattr(parsed, action.dest, None))
+            check_owned(outputs)  # a tools/ command's own guard runs it, after the clone's (Recipe.check_outputs)
         self._check_needs()
         return parsed, extra
 
@@ -205,7 +203,8 @@ class Parser(argparse.ArgumentParser):
 class Output:
     """argparse type of an option naming a file the command writes; `stdout`: whether `-` may send it there; `own`:
     (what it is, a recogniser of its text: slime_image.own_output), where an existing file is replaced only when the
-    command wrote it (sweep 5 U11: a user's file given by mistake was replaced unsaid)."""
+    command wrote it (sweep 5 U11: a user's file given by mistake was replaced unsaid). Such a value is an `Owned`,
+    checked by check_owned where the command's guards of its outputs end."""
 
     empty = ("it names no file", "a file name")  # what an empty value is, and what to give (_refuse_empty)
 
@@ -218,17 +217,12 @@ class Output:
                 raise UserError(f"{self.option} -: it writes a file, not stdout", f"pass {self.option} a file name")
             return value
         check_writable(self.option, value)
-        return value
+        return Owned(value, self) if self.own is not None else value
 
     def check_own(self, value: str | None) -> None:
-        """Refuse an existing file at `value` that is not what the command writes (`own`), once the outputs are known
-        to be apart from what it reads (that is said first)."""
+        """Refuse an existing file at `value` that is not what the command writes (`own`)."""
         if self.own is None or value is None or value == STDOUT or not os.path.isfile(value):
             return
-        try:
-            clone_files.check({self.option: value})
-        except UserError:
-            return  # the clone's own file: the command's guards refuse it, naming what it reads or keeps
         what, recognise = self.own
         with open(value, encoding="utf-8", errors="replace") as file:
             text = file.read()
@@ -237,6 +231,26 @@ class Output:
                 f"{self.option} {value}: it exists and is no {what} this command wrote: it would be replaced",
                 f"pass {self.option} a new file (or a {what} it wrote before), or move that file away first",
             )
+
+
+class Owned(str):
+    """The value of an output option that replaces only a file its command wrote: the path as given, with its type."""
+
+    output: Output
+
+    def __new__(cls, value: str, output: Output):
+        made = super().__new__(cls, value)
+        made.output = output
+        return made
+
+
+def check_owned(outputs: dict) -> None:
+    """Refuse each output (option -> value) that would replace a file its command did not write, last of the checks
+    of a command's outputs: once they are known to be apart from what it reads and from the clone's own files, whose
+    guards say so naming what they keep."""
+    for value in outputs.values():
+        if isinstance(value, Owned):
+            value.output.check_own(value)
 
 
 class Number:

@@ -593,3 +593,13 @@ def test_every_report_option_is_declared_through_one_helper():
                     f: (a.type.own, a.metavar, a.help.replace(what[1], "{}")) for f, a in declared.items()
                 } == shape, module
     assert "slime_image.patches.cli" in found and "tools.inputs.rules" in found, found
+
+
+def test_an_output_refuses_a_file_its_command_did_not_write_wherever_it_lies():
+    """Review: the recogniser let every file of the clone through (a special case: the clone's guards ran after it, at
+    the command's depth, and named what they keep); it runs after them now (check_owned), with no exception."""
+    from slime_image.own_output import REPORT_JSON
+
+    for path in (ROOT / "README.md", ROOT / "pairings" / "v0.3.0.toml"):
+        with pytest.raises(UserError, match="it exists and is no JSON report this command wrote"):
+            Output("--report-json", own=REPORT_JSON).check_own(str(path))
