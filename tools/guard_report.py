@@ -9,8 +9,7 @@ import argparse
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.options import add_output
-from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
+from slime_image.options import REPORT_OPTIONS, add_report_options
 from slime_image.smoke import report
 from slime_image.smoke.core import FAIL, PASS, SKIP, Result
 from slime_image.smoke.report import Guard, Row
@@ -92,27 +91,19 @@ def reporting(
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
-    add_output(
-        parser,
-        "--report-json",
-        own=REPORT_JSON,
-        metavar="FILE",
-        help="write the guards' results as JSON (- for stdout)",
-    )
-    add_output(parser, "--report-junit", own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
+    add_report_options(parser, "the guards' results")
 
 
 def report_outputs(args: argparse.Namespace) -> dict[str, str | None]:
     """The reports a command was asked for (option -> file, - for stdout), for check_outputs with its own outputs."""
-    return {"--report-json": args.report_json, "--report-junit": args.report_junit}
+    return dict(zip(REPORT_OPTIONS, (args.report_json, args.report_junit), strict=True))
 
 
 def write_reports(
     args: argparse.Namespace, made: list[Row], tool: str, stage: str, files: dict[Path, str] | None = None
 ) -> None:
     """The reports asked for, and `files` (the command's other files) with them in one write, all or none."""
-    options = ("--report-json", "--report-junit")
-    report.write_reports(made, stage, tool, args.report_json, args.report_junit, options, files=files)
+    report.write_reports(made, stage, tool, args.report_json, args.report_junit, REPORT_OPTIONS, files=files)
 
 
 if __name__ == "__main__":

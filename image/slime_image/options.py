@@ -36,6 +36,7 @@ from pathlib import Path
 from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
+from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 
 STDOUT = "-"
 DAY = 86400.0  # the longest any timeout may be: beyond it a typo, and past 2**31 ms a wait overflows
@@ -98,6 +99,19 @@ class Parser(argparse.ArgumentParser):
             raise _takes_no(*unread)
         raise UserError(message, f"give what {self.prog} takes (--help lists it)", code=2)
 
+    def _refuse_unknown_before_subcommand(self) -> None:
+        """Refuse an option this parser does not know, given before the name of its subcommand, whatever else fails
+        (sweep 6 U2: `pairings --bogus x check` blamed `x` as no subcommand and said nothing of --bogus; `pairings
+        --bogus check` named it as check's, and `pairings --bogus draft` said draft's --slime-tree was missing)."""
+        names = {n for a in self._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices}
+        for word in self.words if names else ():
+            if word in names or word == "--":
+                return
+            option = word.partition("=")[0]
+            known = any(flag.startswith(option) for flag in self._option_string_actions)  # an abbreviation too
+            if _is_option(self, word) and not known:
+                raise _takes_no(self, [word])
+
     def _unread(self) -> tuple[Parser, list[str]] | None:
         """The parser that would leave words of the command line unread, and those words, with nothing required; None
         where none would be, or where the line fails even so (that failure is the one to say)."""
@@ -130,6 +144,7 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
+            self._refuse_unknown_before_subcommand()
             raise _takes_no(self._chosen(parsed), extra)
         return parsed
 
@@ -161,7 +176,11 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args=None, namespace=None):
         self.given, self.seen = {}, set()
         self.words = list(sys.argv[1:] if args is None else args)  # for _unread, should argparse refuse them
-        parsed, extra = super().parse_known_args(args, namespace)
+        try:
+            parsed, extra = super().parse_known_args(args, namespace)
+        except UserError:  # argparse's refusal (Parser.error), or a subcommand's
+            self._refuse_unknown_before_subcommand()
+            raise
         outputs, inputs, filled = {}, {}, {}
         for action in self._actions:
             value = getattr(parsed, action.dest, None)
@@ -176,9 +195,7 @@ class Parser(argparse.ArgumentParser):
         check_outputs(outputs, inputs)
         if self.guards_clone:
             clone_files.check(outputs, filled)
-        for action in self._actions:
-            if isinstance(action.type, Output):
-                action.type.check_own(getattr(parsed, action.dest, None))
+            check_owned(outputs)  # a tools/ command's own guard runs it, after the clone's (Recipe.check_outputs)
         self._check_needs()
         return parsed, extra
 
@@ -186,7 +203,8 @@ class Parser(argparse.ArgumentParser):
 class Output:
     """argparse type of an option naming a file the command writes; `stdout`: whether `-` may send it there; `own`:
     (what it is, a recogniser of its text: slime_image.own_output), where an existing file is replaced only when the
-    command wrote it (sweep 5 U11: a user's file given by mistake was replaced unsaid)."""
+    command wrote it (sweep 5 U11: a user's file given by mistake was replaced unsaid). Such a value is an `Owned`,
+    checked by check_owned where the command's guards of its outputs end."""
 
     empty = ("it names no file", "a file name")  # what an empty value is, and what to give (_refuse_empty)
 
@@ -199,17 +217,12 @@ class Output:
                 raise UserError(f"{self.option} -: it writes a file, not stdout", f"pass {self.option} a file name")
             return value
         check_writable(self.option, value)
-        return value
+        return Owned(value, self) if self.own is not None else value
 
     def check_own(self, value: str | None) -> None:
-        """Refuse an existing file at `value` that is not what the command writes (`own`), once the outputs are known
-        to be apart from what it reads (that is said first)."""
+        """Refuse an existing file at `value` that is not what the command writes (`own`)."""
         if self.own is None or value is None or value == STDOUT or not os.path.isfile(value):
             return
-        try:
-            clone_files.check({self.option: value})
-        except UserError:
-            return  # the clone's own file: the command's guards refuse it, naming what it reads or keeps
         what, recognise = self.own
         with open(value, encoding="utf-8", errors="replace") as file:
             text = file.read()
@@ -218,6 +231,26 @@ class Output:
                 f"{self.option} {value}: it exists and is no {what} this command wrote: it would be replaced",
                 f"pass {self.option} a new file (or a {what} it wrote before), or move that file away first",
             )
+
+
+class Owned(str):
+    """The value of an output option that replaces only a file its command wrote: the path as given, with its type."""
+
+    output: Output
+
+    def __new__(cls, value: str, output: Output):
+        made = super().__new__(cls, value)
+        made.output = output
+        return made
+
+
+def check_owned(outputs: dict) -> None:
+    """Refuse each output (option -> value) that would replace a file its command did not write, last of the checks
+    of a command's outputs: once they are known to be apart from what it reads and from the clone's own files, whose
+    guards say so naming what they keep."""
+    for value in outputs.values():
+        if isinstance(value, Owned):
+            value.output.check_own(value)
 
 
 class Number:
@@ -373,6 +406,22 @@ def add_output(parser, *flags: str, stdout: bool = True, own=None, **kwargs):
     """parser.add_argument for an option naming a file the command writes (`parser`: a parser or a group); `own`: see
     Output."""
     return parser.add_argument(*flags, type=Output(_flag(flags), stdout, own), **kwargs)
+
+
+REPORT_OPTIONS = ("--report-json", "--report-junit")  # the smoke suite's report shape, as JSON and as JUnit XML
+
+
+def add_report_options(parser, what: str) -> None:
+    """The report options of a command that reports in the smoke suite's shape (slime_image.smoke.report): `what` the
+    rows are (its guards' results, its patches' outcomes). Each replaces only a report of its kind (own_output)."""
+    add_output(
+        parser,
+        REPORT_OPTIONS[0],
+        own=REPORT_JSON,
+        metavar="FILE",
+        help=f"write {what} in the smoke suite's report shape, as JSON (- for stdout)",
+    )
+    add_output(parser, REPORT_OPTIONS[1], own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
 
 
 def add_number(parser, *flags: str, kind: type = float, low=None, above=None, high, **kwargs):

@@ -283,3 +283,23 @@ def test_every_patch_that_reads_one_file_names_one_it_cannot_parse(tmp_path):
                 path.write_bytes(content)
             outcome = patch.plan(root)
             assert (outcome.status, outcome.message, outcome.edits) == (ERROR, message.format(path=path), {}), case
+
+
+@pytest.mark.parametrize(
+    "source, first",
+    [
+        ('def f():\n    """Doc."""\n    x = 1\n    y = 2\n', "x = 1"),
+        ("def f():\n    x = 1\n", "x = 1"),
+        ('def f():\n    """Doc alone."""\n', "'Doc alone.'"),
+        ('async def f():\n    """Doc."""\n    await g()\n', "await g()"),
+        ("def f():\n    1\n    x = 1\n", "1"),  # a number first is a statement, not a docstring
+    ],
+)
+def test_the_first_statement_of_a_function_is_the_one_after_its_docstring(source, first):
+    """Where slime-lazy-sglang and rollout-args-detached add a line at the top of a body (review: each walked for it
+    by hand)."""
+    import ast
+
+    from slime_image.patches.base import first_statement
+
+    assert ast.unparse(first_statement(ast.parse(source).body[0])) == first

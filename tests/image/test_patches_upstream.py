@@ -6,6 +6,7 @@ import difflib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -354,3 +355,161 @@ def test_the_order_of_a_series_is_slime_s_dockerfile_s(trees):
     from slime_image.patches import upstream
 
     assert upstream.slime_order(slime) == ("megatron.patch", "sglang.patch", "sglang-deterministic.patch")
+
+
+def run_patcher(*args, cwd=None):
+    """slime-patch's exit code and its stdout and stderr lines."""
+    proc = subprocess.run([sys.executable, str(PATCHER), *args], capture_output=True, text=True, cwd=cwd)
+    return proc.returncode, proc.stdout.splitlines(), proc.stderr.strip().splitlines()
+
+
+def root_options() -> list[str]:
+    """slime-patch's options naming a tree it reads or patches, from its parser."""
+    from unittest import mock
+
+    from slime_image.options import InputPath, Parser
+    from slime_image.patches import cli
+
+    class Built(BaseException):
+        pass
+
+    def capture(self, args=None, namespace=None):
+        raise Built(self)
+
+    with mock.patch.object(Parser, "parse_args", capture), pytest.raises(Built) as built:
+        cli.main([])
+    return [a.option_strings[0] for a in built.value.args[0]._actions if isinstance(a.type, InputPath)]
+
+
+def test_every_root_may_be_given_relative_to_the_callers_folder(trees, tmp_path):
+    """Sweep 6 U8: git apply runs in the Megatron-LM or SGLang tree, and a patch path relative to the caller's folder
+    named nothing there (`can't open patch`, the patch blamed)."""
+    slime, megatron, site = trees
+    given = {"--slime-root": slime, "--megatron-root": megatron, "--sglang-root": site}
+    assert sorted(root_options()) == sorted(given)
+    relative = [word for option, path in given.items() for word in (option, os.path.relpath(path, tmp_path))]
+    before = snapshot(megatron, site)
+    code, out, err = run_patcher(*relative, "--only", UPSTREAM, "--check", cwd=tmp_path)
+    assert code == 1 and err == ["fix: run without --check to apply"], (out, err)
+    assert snapshot(megatron, site) == before
+    code, out, err = run_patcher(*relative, "--only", UPSTREAM, cwd=tmp_path)
+    assert code == 0 and [line.split()[1] for line in out[1:]] == ["applied", "applied"], (out, err)
+
+
+def roots(slime, megatron, site):
+    return ["--slime-root", str(slime), "--megatron-root", str(megatron), "--sglang-root", str(site)]
+
+
+# Each way a declared series differs from the chosen folder, as the declaration is edited.
+MISMATCHES = {
+    "a file's digest": lambda s: re.sub(r"megatron\.patch@\w+", "megatron.patch@" + "0" * 16, s),
+    "another folder": lambda s: s.replace("v0.5.12.post1:", "v0.5.15.post1:"),
+    "a file left out": lambda s: s.rsplit(" ", 1)[0],
+    "another order": lambda s: "v0.5.12.post1: " + " ".join(reversed(s.split(": ", 1)[1].split())),
+}
+# The words of each mismatch's cause.
+SAID = {
+    "a file's digest": "megatron.patch is sha256 ",
+    "another folder": "but the pairing declares v0.5.15.post1/",
+    "a file left out": "sglang.patch is in v0.5.12.post1/ but not declared",
+    "another order": "declared in another order than slime applies them",
+}
+
+
+@pytest.mark.parametrize("check", [["--check"], []], ids=["--check", "applying"])
+@pytest.mark.parametrize("mismatch", list(MISMATCHES))
+def test_a_series_mismatch_names_the_pairings_value_that_mends_it(trees, mismatch, check, tmp_path):
+    """Sweep 6 U9: every mismatch said `fix: run without --check to apply`, which refuses the same: the fix is the
+    pairing's SLIME_PATCHES (what the folder holds, written out) or the slime tree; the report's row says it too."""
+    slime, megatron, site = trees
+    holds = declared(slime, "megatron.patch", "sglang.patch")
+    series = MISMATCHES[mismatch](holds)
+    assert series != holds
+    report = tmp_path / "r.json"
+    before = snapshot(megatron, site)
+    code, out, err = run_patcher(
+        *roots(*trees), "--only", UPSTREAM, "--series", series, "--report-json", str(report), *check
+    )
+    assert code == 1 and len(err) == 1 and snapshot(megatron, site) == before, err
+    assert any(SAID[mismatch] in line for line in out), out
+    fix = f"set the pairing's SLIME_PATCHES to what it holds, {holds!r}"
+    assert err[0].startswith(f"fix: if {slime} is the slime commit the pairing names") and fix in err[0], err
+    assert {row["fix"] for row in json.loads(report.read_text())["checks"]} == {err[0].removeprefix("fix: ")}
+
+
+def test_a_patch_declared_twice_is_named_so(trees):
+    """Sweep 6 U9: `megatron.patch@X megatron.patch@X` was `declared in another order than slime applies them`."""
+    twice = declared(trees[0], "megatron.patch", "megatron.patch", "sglang.patch")
+    code, out, err = run_patcher(*roots(*trees), "--only", UPSTREAM, "--series", twice, "--check")
+    assert code == 2 and not out and len(err) == 2, err
+    assert "declares megatron.patch twice: a series names each patch file once" in err[0], err
+    assert (
+        err[1] == "fix: pass --series the pairing's SLIME_PATCHES value (FOLDER: FILE@SHA256PREFIX ..., each file once)"
+    )
+
+
+def _link_patch_out(slime, outside):
+    patch = slime / "docker/patch/v0.5.12.post1/megatron.patch"
+    patch.unlink()
+    patch.symlink_to("/etc/passwd")
+    return patch, f"is a link to /etc/passwd, outside the slime tree {slime}: no part of the release"
+
+
+def _link_patch_to_a_copy(slime, outside):
+    patch = slime / "docker/patch/v0.5.12.post1/megatron.patch"
+    (outside / "megatron.patch").write_bytes(patch.read_bytes())
+    patch.unlink()
+    patch.symlink_to(outside / "megatron.patch")
+    return patch, f"is a link to {outside / 'megatron.patch'}, outside the slime tree {slime}: no part of the release"
+
+
+def _loop_patch(slime, outside):
+    patch = slime / "docker/patch/v0.5.12.post1/megatron.patch"
+    patch.unlink()
+    patch.symlink_to("zz-loop.patch")
+    (patch.parent / "zz-loop.patch").symlink_to("megatron.patch")
+    return (
+        patch,
+        f"is a link loop (its links lead back to each other), in the slime tree {slime}: no file of the release",
+    )
+
+
+def _link_folder_out(slime, outside):
+    folder = slime / "docker/patch/v0.5.12.post1"
+    shutil.move(folder, outside / "v0.5.12.post1")
+    folder.symlink_to(outside / "v0.5.12.post1")
+    return folder, f"is a link to {outside / 'v0.5.12.post1'}, outside the slime tree {slime}: no part of the release"
+
+
+def _link_dockerfile_out(slime, outside):
+    recipe = slime / "docker/Dockerfile"
+    shutil.move(recipe, outside / "Dockerfile")
+    recipe.symlink_to(outside / "Dockerfile")
+    return recipe, f"is a link to {outside / 'Dockerfile'}, outside the slime tree {slime}: no part of the release"
+
+
+# What slime-patch reads of the slime tree (its Dockerfile's order, the chosen folder, each patch there), as a link.
+LINKS = {
+    "a patch to /etc/passwd": _link_patch_out,
+    "a patch to a copy outside": _link_patch_to_a_copy,
+    "a patch in a link loop": _loop_patch,
+    "the patch folder": _link_folder_out,
+    "slime's Dockerfile": _link_dockerfile_out,
+}
+
+
+@pytest.mark.parametrize("check", [["--check"], []], ids=["--check", "applying"])
+@pytest.mark.parametrize("link", list(LINKS))
+def test_a_file_of_the_slime_tree_that_links_out_of_it_is_refused(trees, link, check, tmp_path):
+    """Sweep 6 U10: a patch linked to /etc/passwd was taken (the series matched its hash) and applied, as pairings
+    draft and series refuse it (one check, upstream.refuse_link_out); a link loop is named as one."""
+    slime, megatron, site = trees
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path, said = LINKS[link](slime, outside)
+    before = snapshot(megatron, site)
+    code, out, err = run_patcher(*roots(*trees), "--only", UPSTREAM, *check)
+    assert code == 2 and not out and len(err) == 2, (out, err)
+    assert err[0] == f"slime-patch: {path} {said}", err
+    assert err[1].startswith("fix: pass a checkout of the release whose files are its own"), err
+    assert snapshot(megatron, site) == before

@@ -167,6 +167,36 @@ def test_an_option_a_command_does_not_take_is_named_whatever_follows_it(module, 
     assert not list(tmp_path.iterdir())
 
 
+def with_subcommands() -> list[tuple[str, list[str], str, str]]:
+    """Every (sub)command that takes a subcommand, each subcommand's name, and the parser's prog."""
+    return [
+        (module, words, name, parser.prog)
+        for module in command_modules()
+        for parser, words in commands(module)
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    ]
+
+
+@pytest.mark.parametrize(
+    "module, words, name, prog", with_subcommands(), ids=lambda x: x if isinstance(x, str) else " ".join(x)
+)
+@pytest.mark.parametrize("given", [["its-value"], []], ids=["with a value", "alone"])
+def test_an_option_given_before_a_subcommand_is_named_by_the_command_that_does_not_take_it(
+    module, words, name, prog, given, tmp_path, capsys
+):
+    """Sweep 6 U2: `pairings --bogus x check` said `invalid choice: 'x'` (the value taken for the subcommand), and
+    `pairings --bogus check` named --bogus as check's: the option is the command's before the subcommand's name."""
+    argv = [*words, "--no-such-option", *given, name]
+    code = importlib.import_module(module).main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 2, (argv, lines)
+    assert f"{prog} takes no option --no-such-option: it would be ignored" in lines[0], lines
+    assert lines[1].startswith("fix: leave --no-such-option out"), lines
+    assert not list(tmp_path.iterdir())
+
+
 def positionals() -> list[tuple[str, list[str], str]]:
     """Every positional of every (sub)command but a command's words passed on (those take `--NAME=...` as a word)."""
     return [

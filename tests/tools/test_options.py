@@ -604,3 +604,37 @@ def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
         assert recognise(text), what
         others = [w for (w, r), t in written.items() if w != what and recognise(t)]
         assert not others, f"the {what} recogniser takes the {others}"
+
+
+def test_every_report_option_is_declared_through_one_helper():
+    """Review D3: --report-json and --report-junit were declared twice, alike by copy (slime-patch, guard_report):
+    every command taking them declares both through add_report_options, as it declares them."""
+    from slime_image.options import REPORT_OPTIONS, add_report_options
+
+    made = Parser(prog="made")
+    add_report_options(made, "what it found")
+    shape = {flag: (a.type.own, a.metavar, a.help.replace("what it found", "{}")) for flag, a in valued(made)}
+    found = []
+    for module in command_modules():
+        for parser, words in commands(module):
+            declared = {flag: action for flag, action in valued(parser) if flag in REPORT_OPTIONS}
+            if declared:
+                found.append(module)
+                assert set(declared) == set(REPORT_OPTIONS), (module, words)
+                what = re.fullmatch(r"write (.+) in the smoke suite's report shape, as JSON \(- for stdout\)",
+                                    declared[REPORT_OPTIONS[0]].help or "")  # fmt: skip
+                assert what, (module, declared[REPORT_OPTIONS[0]].help)
+                assert {
+                    f: (a.type.own, a.metavar, a.help.replace(what[1], "{}")) for f, a in declared.items()
+                } == shape, module
+    assert "slime_image.patches.cli" in found and "tools.inputs.rules" in found, found
+
+
+def test_an_output_refuses_a_file_its_command_did_not_write_wherever_it_lies():
+    """Review: the recogniser let every file of the clone through (a special case: the clone's guards ran after it, at
+    the command's depth, and named what they keep); it runs after them now (check_owned), with no exception."""
+    from slime_image.own_output import REPORT_JSON
+
+    for path in (ROOT / "README.md", ROOT / "pairings" / "v0.3.0.toml"):
+        with pytest.raises(UserError, match="it exists and is no JSON report this command wrote"):
+            Output("--report-json", own=REPORT_JSON).check_own(str(path))

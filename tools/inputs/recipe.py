@@ -20,6 +20,7 @@ from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, read_as
 from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
+from slime_image.options import check_owned
 from slime_image.record import VERSION_SUFFIXES
 
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
@@ -358,7 +359,8 @@ class Recipe:
         `also`: what else the command reads (what -> path). `folders`: the options naming a folder the command fills
         (option -> path; build-check's --work and --out), which besides may hold none of it (`--work .` would), nor one
         another (`--work X --out X` would mix the work's files into the record). Then neither may be over the clone
-        itself (clone_files: a tracked file, its own folders), but in `fills`."""
+        itself (clone_files: a tracked file, its own folders), but in `fills`. Last, none may replace a file the command
+        did not write (options.check_owned: a report over a user's notes)."""
         reads = {what: path for what, path in self.reads.items() if fills is None or path != Path(fills)}
         if fills is not None and not replaces and Path(fills).is_dir():
             held = sorted(path for path in Path(fills).iterdir() if path.is_file())
@@ -376,6 +378,7 @@ class Recipe:
                     f"{one} {shown[0]} and {other} {shown[1]} {how}: what each holds would go among the other's",
                     f"give {one} and {other} folders apart (the defaults are)",
                 )
+        check_owned(outputs)
 
     @cached_property
     def _scan(self) -> tuple[tuple[PipStep, ...], tuple[Unsimulated, ...]]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
-from slime_image.patches.upstream import declaration_of, slime_order
+from slime_image.patches.upstream import declaration_of, refuse_link_out, slime_order
 
 from tools.inputs.recipe import Recipe, substitute
 
@@ -93,20 +93,6 @@ def requirements(path: Path) -> list[str]:
     return [line.split("#", 1)[0].strip() for line in text(path).splitlines() if line.split("#", 1)[0].strip()]
 
 
-def _no_link_out(tree: Path, *paths: Path) -> None:
-    """Refuse a file the draft reads that is a link out of the tree (sweep 5 U10: a patch linked to /etc/passwd was
-    hashed into the series): what it points at is no part of the release."""
-    inside = tree.resolve()
-    for path in paths:
-        if (path.is_symlink() or path.exists()) and not path.resolve().is_relative_to(inside):
-            raise UserError(
-                f"{path} is a link to {path.resolve()}, outside the slime tree {tree}: no part of the release",
-                f"pass a checkout of the release whose files are its own (git -C {tree} checkout -- "
-                f"{path.relative_to(tree)}, or a fresh git clone --branch TAG)",
-                code=2,
-            )
-
-
 def read(tree: Path) -> Release:
     """Read upstream's image of the slime checkout at `tree`; its HEAD must carry a tag."""
     dockerfile = tree / "docker" / "Dockerfile"
@@ -138,7 +124,7 @@ def read(tree: Path) -> Release:
             f"{', ...' if len(changed) > 1 else ''}), which the draft would record as {commit[:12]}'s",
             f"draft from a clean checkout of the tag (git -C {tree} stash, or a fresh git clone --branch {ref})",
         )
-    _no_link_out(tree, dockerfile)
+    refuse_link_out(tree, dockerfile)
     text(dockerfile)  # named as every text file of the tree is, before the parser (which drops a UTF-8 BOM) reads it
     recipe = Recipe.load(dockerfile)
     runs = "\n".join(substitute(" ".join(i.value), recipe.defaults) for i in recipe.of("RUN"))
@@ -147,7 +133,7 @@ def read(tree: Path) -> Release:
     version = sglang["version"] if sglang else None
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
-    _no_link_out(tree, tree / "requirements.txt", *([folder, *folder.glob("*.patch")] if has_folder else []))
+    refuse_link_out(tree, tree / "requirements.txt", *([folder, *folder.glob("*.patch")] if has_folder else []))
     return Release(
         ref=ref,
         commit=commit,

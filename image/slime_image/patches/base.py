@@ -44,6 +44,16 @@ def parsed(path: Path) -> tuple[str, ast.Module] | Outcome:
         return Outcome(ERROR, f"{path}:{exc.lineno}: does not parse: {exc.msg}")
 
 
+def first_statement(func: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.stmt:
+    """The first statement of `func` after its docstring (the docstring itself where it is all the body): where a
+    line added at the top of the body goes."""
+    first = func.body[0]
+    docstring = (
+        isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+    )
+    return func.body[1] if docstring and len(func.body) > 1 else first
+
+
 def char_offset(lines: list[str], lineno: int, col: int) -> int:
     """ast gives 1-based lines and UTF-8 byte columns; return an index into the joined text."""
     before = sum(len(line) for line in lines[: lineno - 1])

@@ -22,9 +22,8 @@ import sys
 from pathlib import Path
 
 from slime_image.atomic_write import check_outputs, write_atomically
-from slime_image.errors import run_command
-from slime_image.options import Parser, add_output, add_path
-from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
+from slime_image.errors import UserError, run_command
+from slime_image.options import REPORT_OPTIONS, InputPath, Parser, add_path, add_report_options
 from slime_image.patches import PATCHES, upstream
 from slime_image.patches.base import (
     APPLIED,
@@ -41,6 +40,7 @@ from slime_image.smoke.core import FAIL, PASS, WARN, Result
 from slime_image.smoke.report import Guard, Row, write_reports
 
 CHECK_FIX = "run without --check to apply"  # what a patch still due under --check asks for
+UPDATE_FIX = "update the patch for this source shape"  # what a patch that does not apply asks for
 
 
 class Transaction:
@@ -105,12 +105,17 @@ def patch_all(
     a chosen folder that differs from it stops every patch before anything is written."""
     version = upstream.sglang_version(roots["sglang_root"]) if roots["sglang_root"] else None
     choice = upstream.choose(roots["slime_root"], version)
+    if choice.folder is not None:  # what slime-patch reads of the tree, before it is hashed or applied
+        slime_root = roots["slime_root"]
+        patches = sorted(choice.folder.glob("*.patch"))
+        upstream.refuse_link_out(slime_root, slime_root / upstream.ORDER_SOURCE, choice.folder, *patches)
     differences = upstream.series_differences(choice, series) if series and choice.folder else []
     if differences:
         why = f"{choice.why}, which is not the series the pairing declares: {'; '.join(differences)}; nothing written"
-        return [{"id": p.ID, "status": ERROR, "message": why} for p in upstream.UPSTREAM if p.ID in selected], (
-            choice.why
-        )
+        fix = series_fix(roots["slime_root"], choice)
+        return [
+            {"id": p.ID, "status": ERROR, "message": why, "fix": fix} for p in upstream.UPSTREAM if p.ID in selected
+        ], choice.why
     results: list[dict] = []
     planned = []
     for patch in upstream.UPSTREAM:
@@ -167,6 +172,27 @@ def patch_all(
     return results, choice.why
 
 
+def series_fix(slime_root: Path, choice: upstream.Choice) -> str:
+    """What mends a declared series the chosen folder does not hold (sweep 6 U9: `run without --check to apply`, which
+    refuses the same): the pairing's SLIME_PATCHES, where this is the slime tree it pairs; else that tree."""
+    holds = upstream.declaration_of(choice.folder, choice.order)
+    return (
+        f"if {slime_root} is the slime commit the pairing names (its SLIME_COMMIT), set the pairing's SLIME_PATCHES "
+        f"to what it holds, {holds!r} (python -m tools.inputs.pairings series --slime-tree TREE prints it); else pass "
+        "--slime-root the tree of that commit"
+    )
+
+
+def failure_fix(results: list[dict]) -> str:
+    """The fix of a run that failed: a result's own, else running without --check where every failure is a patch
+    still due, else the patch's update."""
+    failed = [r for r in results if r["status"] not in GOOD]
+    own = [r["fix"] for r in failed if "fix" in r]
+    if own:
+        return own[0]
+    return CHECK_FIX if all(r["status"] == WOULD_APPLY for r in failed) else UPDATE_FIX
+
+
 def rows(results: list[dict]) -> list[Row]:
     """Each patch's outcome as a row of the smoke suite's report, under its id and walls: a good state passes, but
     slime's own patch with no folder for this SGLang warns (as the lines say loudly); would-apply and errors fail."""
@@ -177,7 +203,7 @@ def rows(results: list[dict]) -> list[Row]:
         patch = patches[r["id"]]
         upstream_absent = r["status"] == NOT_NEEDED and r["id"] not in own
         status = WARN if upstream_absent else PASS if r["status"] in GOOD else FAIL
-        fix = CHECK_FIX if r["status"] == WOULD_APPLY else "update the patch for this source shape"
+        fix = r.get("fix") or (CHECK_FIX if r["status"] == WOULD_APPLY else UPDATE_FIX)
         made.append(
             Row(Guard(r["id"], patch.WALLS, patch.CHANGES, fix), Result(status, f"{r['status']}: {r['message']}"), 0.0)
         )
@@ -194,14 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")
-    add_output(
-        parser,
-        "--report-json",
-        own=REPORT_JSON,
-        metavar="FILE",
-        help="write the outcomes in the smoke suite's report shape",
-    )
-    add_output(parser, "--report-junit", own=REPORT_JUNIT, metavar="FILE", help="write them as JUnit XML")
+    add_report_options(parser, "the outcomes")
     parser.add_argument(
         "--series",
         help="the series the pairing declares (its SLIME_PATCHES): the chosen folder must hold exactly these files",
@@ -212,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
 def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[argparse.Namespace, list[str]]:
     """The options, and the patches they select."""
     args = parser.parse_args(argv)
+    # Each root once, absolute: git apply runs in the Megatron-LM or SGLang tree, where a patch path relative to the
+    # caller's folder names nothing (sweep 6 U8: a relative --slime-root blamed the patch, `can't open patch`).
+    for action in parser._actions:
+        if isinstance(action.type, InputPath) and getattr(args, action.dest) is not None:
+            setattr(args, action.dest, Path(os.path.abspath(getattr(args, action.dest))))
     known = [p.ID for p in upstream.UPSTREAM] + [p.ID for p in PATCHES]
     selected = args.only.split(",") if args.only is not None else known
     unknown = [i for i in selected if i not in known]
@@ -221,7 +245,11 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[arg
         try:
             upstream.parse_series(args.series)
         except ValueError as exc:
-            parser.error(f"--series: {exc}")
+            raise UserError(
+                f"--series: {exc}",
+                "pass --series the pairing's SLIME_PATCHES value (FOLDER: FILE@SHA256PREFIX ..., each file once)",
+                code=2,
+            ) from None
     return args, selected
 
 
@@ -248,7 +276,7 @@ def run(args, selected: list[str]) -> int:
             "slime-patch",
             args.report_json,
             args.report_junit,
-            ("--report-json", "--report-junit"),
+            REPORT_OPTIONS,
         )
     upstream_selected = any(p.ID in selected for p in upstream.UPSTREAM)
     if args.json:
@@ -264,12 +292,5 @@ def run(args, selected: list[str]) -> int:
             if r["status"] == NOT_NEEDED and r["id"] in {p.ID for p in upstream.UPSTREAM}:
                 print(f"WARNING: {r['id']}: {r['message']}", file=sys.stderr)
         if not ok:
-            hint = (
-                CHECK_FIX
-                if args.check
-                else "declare the folder's series in the pairing (python -m tools.inputs.pairings series <slime tree>)"
-                if args.series and any("not the series the pairing declares" in r["message"] for r in results)
-                else "the patch needs updating for this source shape"
-            )
-            print(f"fix: {hint}", file=sys.stderr)
+            print(f"fix: {failure_fix(results)}", file=sys.stderr)
     return 0 if ok else 1

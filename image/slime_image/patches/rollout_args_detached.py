@@ -13,7 +13,15 @@ import ast
 from pathlib import Path
 
 from slime_image import detached_args
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, WOULD_APPLY, Outcome, parsed, replace_node_span
+from slime_image.patches.base import (
+    ALREADY_APPLIED,
+    ERROR,
+    WOULD_APPLY,
+    Outcome,
+    first_statement,
+    parsed,
+    replace_node_span,
+)
 
 ID = "rollout-args-detached"
 WALLS = ("W57",)
@@ -66,9 +74,7 @@ def plan(root: Path) -> Outcome:
         if (root / MODULE).exists() and (root / MODULE).read_text() == MODULE_SOURCE:
             return Outcome(ALREADY_APPLIED, f"{path}:{call.lineno}: the rollout manager gets detached_args(args)")
         return Outcome(WOULD_APPLY, f"refresh {root / MODULE}", {root / MODULE: MODULE_SOURCE})
-    first = func.body[0]
-    docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-    anchor = func.body[1] if docstring else first
+    anchor = first_statement(func)
     indent = " " * anchor.col_offset
     # From the end, so that the earlier position stays right.
     patched = replace_node_span(text, call.args[0], call.args[0], OURS, whole_lines=False)

@@ -18,7 +18,16 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome, char_offset, parsed
+from slime_image.patches.base import (
+    ALREADY_APPLIED,
+    ERROR,
+    NOT_NEEDED,
+    WOULD_APPLY,
+    Outcome,
+    char_offset,
+    first_statement,
+    parsed,
+)
 
 ID = "slime-lazy-sglang"
 WALLS = ("W57",)
@@ -142,9 +151,7 @@ def _plan_file(path: Path) -> Outcome:
     for func in functions:
         used = _uses(func.body, bound)
         if used:
-            first = func.body[0]
-            docstring = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
-            anchor = func.body[1] if docstring and len(func.body) > 1 else first
+            anchor = first_statement(func)
             indent = " " * anchor.col_offset
             call = f"{indent}{LOADER}()  # {MARKER[2:]}\n"
             edits.append((line_start(anchor.lineno), line_start(anchor.lineno), call))

@@ -16,8 +16,10 @@ is already applied.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.metadata
+import os
 import re
 import shutil
 import subprocess
@@ -25,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from slime_image.errors import UserError
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome
 
 PATCH_ROOT = Path("docker/patch")
@@ -47,6 +50,42 @@ def slime_order(slime_root: Path) -> tuple[str, ...]:
     if not recipe.is_file():
         return ()
     return tuple(dict.fromkeys(PATCH_FILE.findall(recipe.read_text(errors="replace"))))
+
+
+def refuse_link_out(tree: Path, *paths: Path) -> None:
+    """Refuse a file of the slime tree that is a link out of it, or a link loop: what it points at is no part of the
+    release (sweep 5 U10: a patch linked to /etc/passwd was hashed into a drafted series; sweep 6 U10: slime-patch took
+    it, the series matching /etc/passwd's hash, and applied it). Every reader of slime's patches asks here: pairings
+    draft and series on the host, slime-patch in the image."""
+    inside = Path(os.path.realpath(tree))
+    for path in paths:
+        try:
+            target = Path(os.path.realpath(path, strict=True))
+        except FileNotFoundError:
+            target = Path(os.path.realpath(path))  # nothing there (or a dangling link): its reader says so
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise UserError(
+                f"{path} is a link loop (its links lead back to each other), in the slime tree {tree}: no file of the "
+                "release",
+                _own_files(tree, path),
+                code=2,
+            ) from None
+        if not target.is_relative_to(inside):
+            raise UserError(
+                f"{path} is a link to {target}, outside the slime tree {tree}: no part of the release",
+                _own_files(tree, path),
+                code=2,
+            )
+
+
+def _own_files(tree: Path, path: Path) -> str:
+    relative = os.path.relpath(path, tree)
+    return (
+        f"pass a checkout of the release whose files are its own (git -C {tree} checkout -- {relative}, or a fresh "
+        "git clone --branch TAG)"
+    )
 
 
 def sglang_version(sglang_root: Path) -> str | None:
@@ -196,6 +235,10 @@ def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
         or any(not (f and at and len(d) == DIGEST_PREFIX) for f, at, d in entries)
     ):
         raise ValueError(f"{text!r} is not a series: FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} hex digits each)")
+    files = [f for f, _, _ in entries]
+    twice = sorted({f for f in files if files.count(f) > 1})
+    if twice:  # sweep 6 U9: read as "declared in another order than slime applies them"
+        raise ValueError(f"{text!r} declares {', '.join(twice)} twice: a series names each patch file once")
     return folder.strip(), [(f, d) for f, _, d in entries]
 
 
