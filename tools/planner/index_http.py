@@ -229,6 +229,21 @@ def _once(url: str, headers: dict[str, str]) -> Answer:
     return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, body)
 
 
+def _redirected(url: str, location: str) -> str:
+    """Where a redirect from `url` leads: an http(s) URL with a host and a port, else Unreachable naming it (a
+    Location urlsplit refuses ended in a traceback; file: or ftp: in a name lookup blamed on the network, sweep 7
+    T3)."""
+    try:
+        target = urllib.parse.urljoin(url, location)
+        parts = urllib.parse.urlsplit(target)
+        served = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # port: a ValueError
+    except ValueError as exc:
+        raise Unreachable(f"{url}: redirected to {location[:200]!r}, which is no URL ({exc})") from None
+    if not served:
+        raise Unreachable(f"{url}: redirected to {target[:200]!r}, which is no http(s) URL of a host")
+    return target
+
+
 def get(url: str, headers: dict[str, str] | None = None) -> Answer:
     """The server's answer, whatever its status, after redirects; Unreachable when no answer came in ATTEMPTS tries."""
     headers = headers or {}
@@ -245,7 +260,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
                     raise Unreachable(f"{url}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
         if answer.status in (301, 302, 303, 307, 308) and "location" in answer.headers:
-            url = urllib.parse.urljoin(url, answer.headers["location"])
+            url = _redirected(url, answer.headers["location"])
             continue
         return answer
     raise Unreachable(f"{url}: more than {REDIRECTS} redirects")
