@@ -33,7 +33,6 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-import zipfile
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from slime_image.errors import UserError
 
 from tools.planner import index_http
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
+from tools.planner.wheel_zip import Wheel
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar")
@@ -177,14 +177,14 @@ def wheel_files(url: str) -> tuple[bytes, list[str]]:
         source: io.IOBase = io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
     except WholeFile as whole:
         source = io.BytesIO(whole.data)
-    with zipfile.ZipFile(source) as archive:
+    with Wheel(source) as archive:
         name = parse_wheel_filename(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])[0]
-        found = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        found = [n for n in archive.names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
         ours = [n for n in found if canonicalize_name(n.split("-", 1)[0]) == name] or found
         if not ours:
             raise ValueError(f"{url}: no .dist-info/METADATA in the wheel")
         wheel = ours[0].rsplit("/", 1)[0] + "/WHEEL"
-        tags = tags_in(archive.read(wheel).decode()) if wheel in archive.namelist() else []
+        tags = tags_in(archive.read(wheel).decode(errors="replace")) if wheel in archive.names else []
         return archive.read(ours[0]), tags
 
 
@@ -396,7 +396,7 @@ class PlanIndex:
                         except (OSError, TimeoutError) as exc:
                             index.errors.append(f"metadata of {index.files[token][0]}: {exc}")
                             self.answer(502, str(exc).encode(), "text/plain")
-                        except (ValueError, zipfile.BadZipFile) as exc:
+                        except ValueError as exc:  # wheel_zip.Unreadable among them
                             self.answer(502, str(exc).encode(), "text/plain")
                     else:
                         self.answer(307, b"", "text/plain", location=index.files[token][0])
