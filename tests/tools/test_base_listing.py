@@ -39,7 +39,8 @@ def inspect_report(tmp_path, entries) -> str:
 def test_base_manifest_refuses_what_no_environment_holds_naming_it(bad, tmp_path, capsys):
     entry, said = BAD[bad]
     out = tmp_path / "manifest.json"
-    code = base_manifest.main(["--image", IMAGE, "--inspect", inspect_report(tmp_path, [*GOOD, entry]), "--out", str(out)])
+    report = inspect_report(tmp_path, [*GOOD, entry])
+    code = base_manifest.main(["--image", IMAGE, "--inspect", report, "--out", str(out)])
     err = capsys.readouterr().err
     assert code != 0 and said in err and len(err.strip().splitlines()) == 2 and "Traceback" not in err, err
     assert not out.exists()

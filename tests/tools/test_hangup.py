@@ -71,7 +71,7 @@ def test_lock_hashes_stopped_while_an_index_trickles_ends_at_once(stop, route):
     a byte each 50 ms, each within the per-read timeout; and a second signal is ignored by design, so only SIGKILL
     ended it. The reads under way are cut now (index_http.pool), by every route a request takes: the members are
     ROUTES. Stand-ins: servers on 127.0.0.1 for an index or proxy that hangs."""
-    with (mute() if route == "tls" else trickling()) as url:
+    with mute() if route == "tls" else trickling() as url:
         env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         proc = subprocess.Popen(
             [sys.executable, "-m", "tools.planner.lock_hashes", "locks/v0.3.1.lock"],

@@ -34,7 +34,8 @@ def wheel(flags: int = 0, method: int | None = None, cut: bool = False) -> bytes
     for signature, flag_at, method_at in ((b"PK\x03\x04", 6, 8), (b"PK\x01\x02", 8, 10)):
         at = data.find(signature)
         while at != -1:
-            data[at + flag_at : at + flag_at + 2] = (int.from_bytes(data[at + flag_at : at + flag_at + 2], "little") | flags).to_bytes(2, "little")  # fmt: skip
+            was = int.from_bytes(data[at + flag_at : at + flag_at + 2], "little")
+            data[at + flag_at : at + flag_at + 2] = (was | flags).to_bytes(2, "little")
             if method is not None:
                 data[at + method_at : at + method_at + 2] = method.to_bytes(2, "little")
             at = data.find(signature, at + 4)
