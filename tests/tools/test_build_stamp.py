@@ -36,6 +36,28 @@ def build_words(proc: subprocess.CompletedProcess) -> dict[str, str]:
     return dict(words[i + 1].split("=", 1) for i, word in enumerate(words) if word == "--build-arg")
 
 
+DOWNLOAD_PINS = sorted(name for name in Recipe.load().declared if name.endswith("_SHA256"))
+
+
+@pytest.mark.parametrize("value", ["a" * 64, ""], ids=["a digest", "empty"])
+@pytest.mark.parametrize("name", DOWNLOAD_PINS)
+def test_a_download_pin_given_is_refused_pointing_at_what_writes_it(name, value):
+    """Sweep 7 U8: SGL_ROUTER_SHA256 in BUILD_ARGS was sent to make a new pairing, EFA_INSTALLER_SHA256 to edit the
+    Dockerfile by hand without its note. The members: every *_SHA256 ARG slime.Dockerfile declares, set and emptied;
+    those pin_downloads writes point at it."""
+    from slime_image.errors import UserError
+
+    from tools.release import build, pin_downloads
+
+    assert {"EFA_INSTALLER_SHA256", "SGL_ROUTER_SHA256", "PIP_SHA256"} <= set(DOWNLOAD_PINS)
+    with pytest.raises(UserError) as refused:
+        build.overrides(pairings.default(), [f"{name}={value}"])
+    assert f"{name}={value} overrides the download pin of pairing" in refused.value.cause
+    assert "make a pairing" not in refused.value.fix and refused.value.fix.startswith("leave it out")
+    if name in pin_downloads.SERVED_BY:
+        assert "python -m tools.release.pin_downloads --pairing" in refused.value.fix
+
+
 @pytest.mark.parametrize("arg", ["SGLANG_VERSION=0.5.99", "SLIME_REF=v9.9.9", "SLIME_PATCHES=none"])
 def test_a_value_the_pairing_declares_is_refused_as_a_pairing(arg):
     name = arg.split("=")[0]

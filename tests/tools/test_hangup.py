@@ -12,7 +12,7 @@ import time
 
 import pytest
 from conftest import ROOT, default_sigint
-from silent_servers import trickling
+from silent_servers import mute, trickling
 
 import tools
 
@@ -54,15 +54,28 @@ def test_pin_downloads_hung_up_mid_download_leaves_nothing(tmp_path):
     assert list(scratch.iterdir()) == []
 
 
+ROUTES = {
+    # a server that sends a byte each 50 ms, asked directly
+    "direct": lambda url: {"PIP_INDEX_URL": f"{url}/simple"},
+    # the same as an HTTP proxy (it answers a proxy's request as any other): urllib's reads were not cut (sweep 7 U2)
+    "proxy": lambda url: {"PIP_INDEX_URL": "http://example.invalid/simple", "http_proxy": url, "no_proxy": ""},
+    # an https index that takes the connection and never speaks: the TLS handshake was not cut (sweep 7 U3)
+    "tls": lambda url: {"PIP_INDEX_URL": f"{url.replace('http:', 'https:')}/simple"},
+}
+
+
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
-def test_lock_hashes_stopped_while_an_index_trickles_ends_at_once(stop):
+def test_lock_hashes_stopped_while_an_index_trickles_ends_at_once(stop, route):
     """Sweep 6 U1: the stop was reported at once, then the process lived on (over 200 s) while its pool's reads took
     a byte each 50 ms, each within the per-read timeout; and a second signal is ignored by design, so only SIGKILL
-    ended it. The reads under way are cut now (index_http.pool)."""
-    with trickling() as url:
+    ended it. The reads under way are cut now (index_http.pool), by every route a request takes: the members are
+    ROUTES. Stand-ins: servers on 127.0.0.1 for an index or proxy that hangs."""
+    with mute() if route == "tls" else trickling() as url:
+        env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}
         proc = subprocess.Popen(
             [sys.executable, "-m", "tools.planner.lock_hashes", "locks/v0.3.1.lock"],
-            cwd=ROOT, env={**os.environ, "PIP_INDEX_URL": f"{url}/simple"}, stderr=subprocess.PIPE, text=True,
+            cwd=ROOT, env={**env, **ROUTES[route](url)}, stderr=subprocess.PIPE, text=True,
             preexec_fn=default_sigint,
         )  # fmt: skip
         try:
@@ -72,13 +85,16 @@ def test_lock_hashes_stopped_while_an_index_trickles_ends_at_once(stop):
                 time.sleep(0.05)
             time.sleep(0.5)
             proc.send_signal(stop)
+            sent = time.monotonic()
             err = proc.communicate(timeout=15)[1]
+            took = time.monotonic() - sent
         finally:
             proc.kill()
             proc.wait()
     how = "interrupted" if stop == signal.SIGINT else f"stopped by {stop.name}"
     assert err.strip().splitlines() == [f"lock_hashes: {how}: nothing it was writing was kept", "fix: run it again"]
     assert proc.returncode == (130 if stop == signal.SIGINT else 128 + stop)
+    assert took < 5, took
 
 
 def test_every_thread_pool_of_the_tools_is_index_http_s():

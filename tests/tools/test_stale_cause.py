@@ -18,7 +18,7 @@ from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and
 from test_lock_sources import JUDGE
 from test_pairing_files import tree  # noqa: F401
 
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import Recipe
 from tools.planner import plan_steps
 
@@ -60,11 +60,32 @@ def test_each_arg_edited_is_named_as_the_pairing_s(name, monkeypatch):
     assert {"MEGATRON_COMMIT", "SLIME_COMMIT", "SLIME_REF", "SGL_ROUTER_SHA256"} <= set(pairing.args)
     wrong = []
     for key, value in pairing.args.items():
+        if key.endswith(download_pins.SUFFIX):  # no input of the digest: test_a_download_pin_stales_no_lock
+            continue
         recipe = Recipe.load(build_args={**pairing.build_arg_values, key: _other(value)})
         said = _cause(plan_steps.stale_lock(recipe, read_lock(pairing.lock), name))
         if said != f"pairings/{name}.toml's {key} (was {json.dumps(value)}){WROTE}":
             wrong.append(f"{key}: {said}")
     assert wrong == []
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_download_pin_stales_no_lock(name, monkeypatch):
+    """Sweep 7 U1: pin_downloads wrote EFA_INSTALLER_SHA256 and SGL_ROUTER_SHA256 and left both locks stale, "slime.
+    Dockerfile pip steps changed", none having changed: the digest took every ARG in. A download pin checks bytes its
+    URL and version name, and no pip step reads one. The members: every `*_SHA256` ARG the Dockerfile declares, moved
+    alone, for every pairing; its URL and version, which do name other bytes, still stale it."""
+    monkeypatch.chdir(ROOT)
+    pairing = pairings.load(name)
+    recipe = Recipe.load(build_args=pairing.build_arg_values)
+    pins = [key for key in recipe.args if key.endswith(download_pins.SUFFIX)]
+    assert {"EFA_INSTALLER_SHA256", "SGL_ROUTER_SHA256", "PIP_SHA256"} <= set(pins)
+    for key in pins:
+        moved = Recipe.load(build_args={**pairing.build_arg_values, key: _other(recipe.args[key])})
+        assert plan_steps.stale_lock(moved, read_lock(pairing.lock), name) is None, key
+    for key in ("EFA_INSTALLER_VERSION", "SGL_ROUTER_VERSION", "PIP_VERSION"):
+        moved = Recipe.load(build_args={**pairing.build_arg_values, key: "9.9.9"})
+        assert plan_steps.stale_lock(moved, read_lock(pairing.lock), name), key
 
 
 @pytest.mark.parametrize("edit", DOCKERFILE_EDITS)

@@ -15,15 +15,19 @@ from pathlib import Path
 
 from slime_image.lock_file import Lock, as_typed
 
-from tools.inputs import pairings
+from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import Recipe
 
 NAME = "slime.Dockerfile pip steps"  # the input's name on its lock line
 
 
 def text(recipe: Recipe) -> str:
-    """What the digest is taken of: every pip step's words (ARGs substituted) and every ARG's value."""
-    return json.dumps([[s.words for s in recipe.steps], recipe.args])
+    """What the digest is taken of: every pip step's words (ARGs substituted) and the value of every ARG that reaches
+    them (each is in the environment of every RUN after it), but a download's pin: a `*_SHA256` checks the bytes its
+    URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads wrote
+    it, each then called stale with no pip step changed (sweep 7 U1)."""
+    reaching = {name: value for name, value in recipe.args.items() if not name.endswith(download_pins.SUFFIX)}
+    return json.dumps([[s.words for s in recipe.steps], reaching])
 
 
 def short(text: str) -> str:

@@ -29,7 +29,7 @@ from slime_image.own_output import json_shaped
 from tools.inputs import download_pins
 from tools.inputs.recipe import Recipe
 from tools.planner import platforms
-from tools.planner.plan_env import is_distribution, load_manifest
+from tools.planner.plan_env import is_distribution, listing_problems, load_manifest
 
 FOLDER = Path(__file__).resolve().parents[2] / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
@@ -87,6 +87,9 @@ def read_inspect(path: Path) -> dict:
         or not isinstance(environment, dict)
     ):
         raise UserError(f"{path} is not a pip inspect report (installed[].metadata.name/version)", INSPECT_FIX)
+    problems = listing_problems([i["metadata"] for i in installed])
+    if problems:
+        raise UserError(f"{path} lists what no environment holds: {'; '.join(problems)}", INSPECT_FIX)
     return data
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.client
+import os
 import socket
 import ssl
 import threading
@@ -59,7 +60,9 @@ class Stop:
     """The requests of a pool's threads, cut together: TIMEOUT bounds each read, not a whole answer, so an index that
     trickles a byte at a time kept a thread reading, and the process (which joins a pool's threads as it exits) alive
     long after Ctrl-C was reported (sweep 6 U1). `join` is the pool's initializer; after `cut`, a request under way
-    ends at once, with Unreachable, and none starts. Requests through a proxy (urllib's) are not cut."""
+    ends at once, with Unreachable, and none starts. Every connection this module opens, direct or to a proxy, is
+    taken the moment its socket connects (_opened), before a proxy's CONNECT or a TLS handshake, which a cut of the
+    answer's socket alone missed (sweep 7 U2, U3)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -81,22 +84,29 @@ class Stop:
 
     @contextlib.contextmanager
     def reading(self, url: str):
-        """Yields what takes the socket of the request under way, which `cut` then shuts (a connection drops its own
-        once it hands it to an answer it will close: the answer reads on)."""
-        taken = []
+        """While the block runs, the sockets of this thread's request (one kept from an earlier request, `take`n; one
+        connected now, by _opened) are those `cut` shuts. Each is held as a duplicate of its descriptor: a TLS socket
+        takes over its plain one's, and a connection closes its own when done, while a shutdown of any descriptor of
+        a socket ends every read of it."""
+        taken: list[socket.socket] = []
 
         def take(sock: socket.socket) -> None:
             with self._lock:
                 self.check(url)
-                self._open.add(sock)
-                taken.append(sock)
+                held = socket.socket(sock.family, sock.type, sock.proto, fileno=os.dup(sock.fileno()))
+                self._open.add(held)
+                taken.append(held)
 
+        _local.take = take
         try:
             yield take
             self.check(url)  # a body a cut ended short
         finally:
+            _local.take = None
             with self._lock:
                 self._open.difference_update(taken)
+            for held in taken:
+                held.close()
 
 
 @contextlib.contextmanager
@@ -130,6 +140,46 @@ class _Never:
         yield lambda sock: None
 
 
+def _opened(address: tuple[str, int], timeout: object = None, source_address: object = None) -> socket.socket:
+    """socket.create_connection for every connection of this module (each made with TIMEOUT): the socket, taken by
+    the request under way."""
+    sock = socket.create_connection(address, timeout=TIMEOUT, source_address=source_address)
+    try:
+        (getattr(_local, "take", None) or (lambda sock: None))(sock)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+class _HTTP(http.client.HTTPConnection):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._create_connection = _opened
+
+
+class _HTTPS(http.client.HTTPSConnection):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._create_connection = _opened
+
+
+class _ProxiedHTTP(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_HTTP, req)
+
+
+class _ProxiedHTTPS(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_HTTPS, req, context=_context())
+
+
+@functools.cache
+def _via_proxy() -> urllib.request.OpenerDirector:
+    """urllib's opener (the environment's proxies, no_proxy, a proxy's password, CONNECT for https) over _opened."""
+    return urllib.request.build_opener(_ProxiedHTTP, _ProxiedHTTPS)
+
+
 _NEVER = _Never()
 _PROXIES = urllib.request.getproxies()  # read once: it walks the whole environment
 
@@ -138,9 +188,9 @@ def _connection(scheme: str, netloc: str) -> http.client.HTTPConnection:
     kept = _local.__dict__.setdefault("connections", {})
     if (scheme, netloc) not in kept:
         if scheme == "https":
-            kept[scheme, netloc] = http.client.HTTPSConnection(netloc, context=_context(), timeout=TIMEOUT)
+            kept[scheme, netloc] = _HTTPS(netloc, context=_context(), timeout=TIMEOUT)
         else:
-            kept[scheme, netloc] = http.client.HTTPConnection(netloc, timeout=TIMEOUT)
+            kept[scheme, netloc] = _HTTP(netloc, timeout=TIMEOUT)
     return kept[scheme, netloc]
 
 
@@ -152,20 +202,23 @@ def _drop(scheme: str, netloc: str) -> None:
 
 def _once(url: str, headers: dict[str, str]) -> Answer:
     parts = urllib.parse.urlsplit(url)
+    stop = getattr(_local, "stop", _NEVER)
     if _PROXIES.get(parts.scheme):
         request = urllib.request.Request(url, headers=headers)
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
-                found = {k.lower(): v for k, v in response.headers.items()}
-                return Answer(response.status, found, response.read())
-        except urllib.error.HTTPError as exc:
-            return Answer(exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read())
+        with stop.reading(url):
+            try:
+                with _via_proxy().open(request, timeout=TIMEOUT) as response:
+                    found = {k.lower(): v for k, v in response.headers.items()}
+                    return Answer(response.status, found, response.read())
+            except urllib.error.HTTPError as exc:
+                return Answer(exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read())
     connection = _connection(parts.scheme, parts.netloc)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     try:
-        with getattr(_local, "stop", _NEVER).reading(url) as take:
+        with stop.reading(url) as take:
+            if connection.sock is not None:  # kept from an earlier request; a new one is taken as it connects
+                take(connection.sock)
             connection.request("GET", path, headers=headers)
-            take(connection.sock)
             response = connection.getresponse()
             body = response.read()
     except (http.client.HTTPException, OSError):
@@ -174,6 +227,21 @@ def _once(url: str, headers: dict[str, str]) -> Answer:
     if response.will_close:
         _drop(parts.scheme, parts.netloc)
     return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, body)
+
+
+def _redirected(url: str, location: str) -> str:
+    """Where a redirect from `url` leads: an http(s) URL with a host and a port, else Unreachable naming it (a
+    Location urlsplit refuses ended in a traceback; file: or ftp: in a name lookup blamed on the network, sweep 7
+    T3)."""
+    try:
+        target = urllib.parse.urljoin(url, location)
+        parts = urllib.parse.urlsplit(target)
+        served = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # port: a ValueError
+    except ValueError as exc:
+        raise Unreachable(f"{url}: redirected to {location[:200]!r}, which is no URL ({exc})") from None
+    if not served:
+        raise Unreachable(f"{url}: redirected to {target[:200]!r}, which is no http(s) URL of a host")
+    return target
 
 
 def get(url: str, headers: dict[str, str] | None = None) -> Answer:
@@ -192,7 +260,7 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
                     raise Unreachable(f"{url}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
         if answer.status in (301, 302, 303, 307, 308) and "location" in answer.headers:
-            url = urllib.parse.urljoin(url, answer.headers["location"])
+            url = _redirected(url, answer.headers["location"])
             continue
         return answer
     raise Unreachable(f"{url}: more than {REDIRECTS} redirects")

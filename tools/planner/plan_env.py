@@ -15,6 +15,7 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 from slime_image import json_input, pip_conflicts
 from slime_image.atomic_write import write_atomically
 from slime_image.children import Children
@@ -411,17 +413,21 @@ class FakeEnv:
         self.remove(dist.name)
         info = self.site / f"{canonicalize_name(dist.name).replace('-', '_')}-{dist.version}.dist-info"
         staged = Path(tempfile.mkdtemp(prefix=f".{info.name}.", suffix=PARTIAL, dir=self.site))
-        staged.chmod(0o755)
-        (staged / "METADATA").write_text(dist.metadata())
-        (staged / "INSTALLER").write_text("slime-image-planner\n")
-        files: tuple[str, ...] = ("METADATA", "INSTALLER", "RECORD")
-        if dist.wheel_tags:  # pip check compares these with the interpreter's tags (W29)
-            tags = "".join(f"Tag: {tag}\n" for tag in dist.wheel_tags)
-            (staged / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n{tags}")
-            files = ("WHEEL", *files)
-        # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
-        (staged / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
-        staged.rename(info)
+        try:  # one it could not finish goes now, not at the next plan's create()
+            staged.chmod(0o755)
+            (staged / "METADATA").write_text(dist.metadata())
+            (staged / "INSTALLER").write_text("slime-image-planner\n")
+            files: tuple[str, ...] = ("METADATA", "INSTALLER", "RECORD")
+            if dist.wheel_tags:  # pip check compares these with the interpreter's tags (W29)
+                tags = "".join(f"Tag: {tag}\n" for tag in dist.wheel_tags)
+                (staged / "WHEEL").write_text(f"Wheel-Version: 1.0\nRoot-Is-Purelib: false\n{tags}")
+                files = ("WHEEL", *files)
+            # A RECORD naming the folder's own files lets a real pip uninstall it (the fidelity benchmark's replay).
+            (staged / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in files))
+            staged.rename(info)
+        except BaseException:
+            _discard(staged)
+            raise
         self._distributions()[canonicalize_name(dist.name)] = (info, dist.version)
 
     def pip(self, *args: str, timeout: float = 900) -> subprocess.CompletedProcess:
@@ -498,6 +504,30 @@ def is_distribution(entry: object, requires: str) -> bool:
     )
 
 
+_NAME = re.compile(r"[A-Z0-9](?:[A-Z0-9._-]*[A-Z0-9])?", re.IGNORECASE | re.ASCII)  # a project name (PEP 508)
+
+
+def listing_problems(entries: list[dict]) -> list[str]:
+    """What keeps a list of distributions (is_distribution's entries) from being one an environment holds, each named:
+    a name that is no project name, a version that is no PEP 440 version, a name twice as PEP 503 normalizes it. pip
+    inspect writes none of them; taken in, a name's `../` and blanks reached the planner's path of its dist-info
+    folder (sweep 7 W4)."""
+    problems, seen = [], {}
+    for entry in entries:
+        name, version = entry["name"], entry["version"]
+        if not _NAME.fullmatch(name):
+            problems.append(f"{name[:80]!r} is no distribution name")
+            continue
+        try:
+            Version(version)
+        except InvalidVersion:
+            problems.append(f"{name} {version[:80]!r} is no PEP 440 version")
+        if canonicalize_name(name) in seen:
+            problems.append(f"{name} is listed twice (as {seen[canonicalize_name(name)]!r} too)")
+        seen.setdefault(canonicalize_name(name), name)
+    return problems
+
+
 def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     """A base-image manifest (`make base-manifest`): the image's Python distributions with their requirements."""
     fix = "pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)"
@@ -510,6 +540,9 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     entries = data.get("distributions") if isinstance(data, dict) else None
     if not isinstance(entries, list) or not all(is_distribution(d, "requires") for d in entries):
         raise UserError(f"the base manifest {path} has no `distributions` list of name/version entries", fix)
+    problems = listing_problems(entries)
+    if problems:
+        raise UserError(f"the base manifest {path} lists what no environment holds: {'; '.join(problems)}", fix)
     return data, [Dist(d["name"], d["version"], list(d.get("requires", []))) for d in entries]
 
 

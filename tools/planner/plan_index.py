@@ -33,22 +33,60 @@ import sys
 import threading
 import urllib.parse
 import urllib.request
-import zipfile
 from concurrent.futures import Future
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
+from slime_image import json_input
 from slime_image.errors import UserError
 
 from tools.planner import index_http
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
+from tools.planner.wheel_zip import Wheel
 
 JSON_PAGE = "application/vnd.pypi.simple.v1+json"
 SDIST_SUFFIXES = (".tar.gz", ".zip", ".tar.bz2", ".tar.xz", ".tgz", ".tar")
 WORKERS = 16
 _LEAD = re.compile(r"\s*v?(?:(\d+)!)?(\d+)", re.IGNORECASE)  # PEP 440's epoch and first release number
+
+
+NO_PAGE_FIX = "set PIP_INDEX_URL to an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+# A file entry's keys the tools read, and the type each must be (PEP 691); others pass as they are.
+_ENTRY = {"filename": str, "url": str, "hashes": dict, "upload-time": str}
+
+
+class NotAPage(ValueError):
+    """Why an index's answer is no PEP 691 page of the shape the tools read."""
+
+
+def page_of(answer: index_http.Answer) -> dict:
+    """The PEP 691 page of a project an index answered with, through json_input's one parse, every file entry's keys
+    that the tools read held to their types and a sha256 to 64 lower-case hex digits (the form a lock writes: an
+    index's other form was refused as the lock's line, sweep 7 U9). Every reader of an index page takes it from
+    here: project_files, and the planner's index in front of pip."""
+    if answer.status != 200 or not answer.content_type.startswith(JSON_PAGE):
+        raise NotAPage(f"HTTP {answer.status}, {answer.content_type or 'no type'}")
+    try:
+        page = json_input.loads(answer.body)
+    except ValueError as exc:  # UnicodeDecodeError too
+        raise NotAPage(f"not JSON: {exc}") from None
+    if not isinstance(page, dict) or not isinstance(page.get("files", []), list):
+        raise NotAPage("not an object with a list of files")
+    for entry in page.get("files", []):
+        if not isinstance(entry, dict):
+            raise NotAPage(f"a file entry {str(entry)[:80]!r} is no object")
+        named = entry.get("filename")
+        for key, kind in _ENTRY.items():
+            if (key in ("filename", "url") or key in entry) and not isinstance(entry.get(key), kind):
+                raise NotAPage(f"the file entry of {str(named)[:80]!r} has no {key} of the type {kind.__name__}")
+        for algorithm, digest in entry.get("hashes", {}).items():
+            if not isinstance(digest, str) or (algorithm == "sha256" and not _SHA256.fullmatch(digest)):
+                form = "64 lower-case hex digits" if algorithm == "sha256" else "a string"
+                raise NotAPage(f"{named[:80]!r} has {algorithm[:20]} {str(digest)[:80]!r}, not {form}")
+    return page
 
 
 def project_files(index: str, name: str, why: str, code: int | None = None) -> list[dict]:
@@ -60,7 +98,9 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
         answer = index_http.get(url, {"Accept": JSON_PAGE})
     except index_http.Unreachable as exc:
         raise UserError(
-            f"the package index did not answer for {name} ({why}): {exc}", "check the network and PIP_INDEX_URL", code
+            f"the package index {index} did not answer for {name} ({why}): {exc}",
+            "check the network and PIP_INDEX_URL",
+            code,
         ) from None
     if answer.status in (404, 410):
         raise UserError(
@@ -69,16 +109,11 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
             code,
         )
     try:
-        page = json.loads(answer.body) if answer.content_type.startswith(JSON_PAGE) else None
-    except ValueError:
-        page = None
-    if answer.status != 200 or not isinstance(page, dict) or not isinstance(page.get("files", []), list):
+        return page_of(answer).get("files", [])
+    except NotAPage as exc:
         raise UserError(
-            f"{url} gave no PEP 691 JSON page (HTTP {answer.status}, {answer.content_type or 'no type'}) for {why}",
-            "set PIP_INDEX_URL to an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)",
-            code,
-        )
-    return page.get("files", [])
+            f"the package index {index} gave no PEP 691 JSON page at {url} ({exc}) for {why}", NO_PAGE_FIX, code
+        ) from None
 
 
 def file_version(filename: str) -> str | None:
@@ -142,14 +177,14 @@ def wheel_files(url: str) -> tuple[bytes, list[str]]:
         source: io.IOBase = io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
     except WholeFile as whole:
         source = io.BytesIO(whole.data)
-    with zipfile.ZipFile(source) as archive:
+    with Wheel(source) as archive:
         name = parse_wheel_filename(urllib.parse.urlsplit(url).path.rsplit("/", 1)[-1])[0]
-        found = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
+        found = [n for n in archive.names if re.fullmatch(r"[^/]+\.dist-info/METADATA", n)]
         ours = [n for n in found if canonicalize_name(n.split("-", 1)[0]) == name] or found
         if not ours:
             raise ValueError(f"{url}: no .dist-info/METADATA in the wheel")
         wheel = ours[0].rsplit("/", 1)[0] + "/WHEEL"
-        tags = tags_in(archive.read(wheel).decode()) if wheel in archive.namelist() else []
+        tags = tags_in(archive.read(wheel).decode(errors="replace")) if wheel in archive.names else []
         return archive.read(ours[0]), tags
 
 
@@ -203,6 +238,7 @@ class PlanIndex:
         self.metadata: dict[int, Future] = {}
         self.tags: dict[str, list[str]] = {}  # real URL -> the WHEEL tags, where the metadata came from the wheel
         self.errors: list[str] = []  # what could not reach the real index
+        self.refused: list[str] = []  # the real index's pages that are no PEP 691 pages (page_of), and why
         self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
@@ -268,7 +304,11 @@ class PlanIndex:
             return answer.status, b"", "text/plain"
         if not answer.content_type.startswith(JSON_PAGE):
             return 307, real.encode(), "text/plain"
-        data = json.loads(answer.body)
+        try:
+            data = page_of(answer)
+        except NotAPage as exc:
+            self.refused.append(f"{real} ({exc})")
+            return 502, str(exc).encode(), "text/plain"
         for version, wanted in self.checked.get(name, {}).items():
             self.listed[name, version] = {
                 e["hashes"]["sha256"]
@@ -356,7 +396,7 @@ class PlanIndex:
                         except (OSError, TimeoutError) as exc:
                             index.errors.append(f"metadata of {index.files[token][0]}: {exc}")
                             self.answer(502, str(exc).encode(), "text/plain")
-                        except (ValueError, zipfile.BadZipFile) as exc:
+                        except ValueError as exc:  # wheel_zip.Unreadable among them
                             self.answer(502, str(exc).encode(), "text/plain")
                     else:
                         self.answer(307, b"", "text/plain", location=index.files[token][0])

@@ -41,7 +41,7 @@ from tools.planner.plan_env import (
     unreachable,
 )
 from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
-from tools.planner.plan_index import PlanIndex
+from tools.planner.plan_index import NO_PAGE_FIX, PlanIndex
 from tools.planner.plan_report import StepResult, describe, shorten
 from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files, shown
 from tools.planner.progress import ticking
@@ -319,6 +319,13 @@ class Replay:
                 text = "\n".join(tail[-3:])
                 if any(marker in error for marker in FULL_DISK for error in [proc.stderr, *self._index_errors()]):
                     raise full_disk(self.cache)
+                if self._index and self._index.refused:
+                    raise UserError(
+                        f"the package index {index_url()} gave no PEP 691 JSON page at {self._index.refused[0]} "
+                        f"while simulating line {step.line}",
+                        NO_PAGE_FIX,
+                        code=2,
+                    )
                 network = any(marker in proc.stderr for marker in NETWORK_ERRORS)
                 if network or (self._index and self._index.errors) or not index_reachable():
                     raise unreachable(f"while simulating line {step.line}")

@@ -15,13 +15,14 @@ import json
 import re
 import urllib.parse
 import urllib.request
-import zipfile
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
+from slime_image.errors import UserError
 
 from tools.planner import index_http
 from tools.planner.plan_env import cached_json
+from tools.planner.wheel_zip import Unreadable, Wheel
 
 BLOCK = 64 * 1024
 
@@ -44,7 +45,7 @@ class RangeFile(io.RawIOBase):
     def _request(self, first: int, last: int) -> tuple[bytes, str]:
         answer = index_http.get(self.url, {"Range": f"bytes={first}-{last}"})
         if answer.status not in (200, 206):
-            raise OSError(f"{self.url}: the index answered HTTP {answer.status}")
+            raise index_http.Unreachable(f"{self.url}: the index answered HTTP {answer.status}")
         return answer.body, answer.headers.get("content-range", "")
 
     def _size(self) -> int:
@@ -100,9 +101,16 @@ def read_tags(url: str) -> list[str]:
             source = io.BufferedReader(RangeFile(url), buffer_size=BLOCK)
         except WholeFile as whole:  # an index that serves no ranges (http.server, some mirrors) sent the wheel
             source = io.BytesIO(whole.data)
-    with zipfile.ZipFile(source) as archive:
-        names = [n for n in archive.namelist() if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)]
-        return tags_in(archive.read(names[0]).decode()) if names else []
+    try:
+        with Wheel(source) as archive:
+            names = [n for n in archive.names if re.fullmatch(r"[^/]+\.dist-info/WHEEL", n)]
+            return tags_in(archive.read(names[0]).decode(errors="replace")) if names else []
+    except Unreadable as exc:
+        raise UserError(
+            f"{url}: the wheel cannot be read as a zip ({exc}), so its WHEEL tags are unknown",
+            "set PIP_INDEX_URL to an index that serves PyPI's files unchanged",
+            code=2,
+        ) from None
 
 
 def wheel_tags(urls: list[str], cache: Path, known: dict[str, list[str]] | None = None) -> dict[str, list[str]]:

@@ -28,7 +28,7 @@ from slime_image.record import image_tag
 from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_steps, platforms
-from tools.release import image_ref
+from tools.release import image_ref, pin_downloads
 
 ENGINES = ("docker", "podman", "buildah")
 # What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
@@ -59,6 +59,18 @@ def overridable(name: str) -> bool:
     return name.endswith("_URL") or name in ("PIP_TRUSTED_HOST", "IMAGE_SOURCE", "BASE_IMAGE")
 
 
+def pin_fix(name: str, pairing: str) -> str:
+    """How a download pin moves (sweep 7 U8: a pin given as a build argument was sent to make a new pairing): the pins
+    pin_downloads writes, by it, from the file itself; another (pip's own wheel), in the Dockerfile with its note."""
+    if name in pin_downloads.SERVED_BY:
+        return (
+            f"leave it out: python -m tools.release.pin_downloads --pairing {pairing} writes {name} from the file its "
+            f"URL serves (--update to move one it no longer matches; --build-arg {pin_downloads.SERVED_BY[name]}=<a "
+            "mirror>)"
+        )
+    return f"leave it out: change ARG {name} in slime.Dockerfile, with the note above it saying where it came from"
+
+
 def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     """NAME -> value of the extra build arguments, each refused with its cause and fix unless `overridable`."""
     declared = Recipe.load().declared
@@ -74,6 +86,12 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
             raise UserError(
                 f"build argument {name}: the pairing is chosen with its whole set of values, not one",
                 "make build PAIRING=<name> (make pairings lists them)",
+            )
+        if download_pins.is_pin(name) and name != download_pins.BASE:
+            raise UserError(
+                f"build argument {name}={value} overrides the download pin of pairing {pairing.name}: the image "
+                f"would carry {pairing.name}'s tag and fingerprint without being its build",
+                pin_fix(name, pairing.name),
             )
         if name in pairing.build_arg_values:
             raise UserError(

@@ -23,7 +23,6 @@ import http.client
 import sys
 import tarfile
 import tempfile
-import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from slime_image.options import Parser
 
 from tools.inputs import build_arguments, download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, Recipe
+from tools.planner.wheel_zip import Unreadable, Wheel
 
 ARCH = "x86_64"  # the image's platform, linux/amd64
 EFA = "EFA_INSTALLER_SHA256"
@@ -72,18 +72,16 @@ def installer_unlike(path: Path) -> str | None:
 def wheel_unlike(name: str, version: str, path: Path) -> str | None:
     """Why `path` is not a wheel of `name` at `version`: a zip whose one dist-info folder, and its METADATA, say so."""
     try:
-        with zipfile.ZipFile(path) as wheel:
-            folders = {n.split("/")[0] for n in wheel.namelist() if n.split("/")[0].endswith(".dist-info")}
+        with Wheel(str(path)) as wheel:
+            folders = {n.split("/")[0] for n in wheel.names if n.split("/")[0].endswith(".dist-info")}
             if len(folders) != 1:
                 return f"it holds {len(folders)} .dist-info folders, where a wheel holds one"
             folder = folders.pop()
+            if f"{folder}/METADATA" not in wheel.names:
+                return f"its {folder} holds no METADATA"
             metadata = BytesParser().parsebytes(wheel.read(f"{folder}/METADATA"), headersonly=True)
-    except (zipfile.BadZipFile, OSError):
-        return "it is no zip archive, which a wheel is"
-    except zlib.error as exc:  # a member's compressed bytes are damaged
-        return f"its compressed data is damaged ({exc})"
-    except KeyError:
-        return f"its {folder} holds no METADATA"
+    except Unreadable as exc:
+        return f"it is no zip archive zipfile can read, as a wheel is (damaged, or in a form wheels never take: {exc})"
     named, _, numbered = folder.removesuffix(".dist-info").rpartition("-")
     says = f"{metadata['Name']} {metadata['Version']} (its {folder})"
     try:

@@ -1,0 +1,109 @@
+"""Every answer an index may give ends in two lines naming the index and the URL, never a traceback, and never blamed
+on a lock (sweep 7 T3, T4, U9): a redirect to a URL urlsplit refuses ended in `ValueError: Invalid IPv6 URL`; a PEP
+691 page of the JSON type but not the shape in AttributeError, KeyError or RecursionError; a sha256 not in a lock's
+form was refused as a line of the lock, which held none. Every reader of a page takes it through plan_index.page_of
+(project_files: lock_hashes, plan_symbols; PlanIndex, the plan's index in front of pip); every request through
+index_http.get. Stand-in: a server on 127.0.0.1 giving one answer to every request, for an index that misbehaves."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+
+import pytest
+from slime_image.errors import UserError
+from test_host_bad_input import assert_refused, tool
+
+from tools.planner import index_http
+from tools.planner.plan_index import JSON_PAGE, PlanIndex, project_files
+
+SHA = "a" * 64
+WHEEL = "six-1.16.0-py2.py3-none-any.whl"
+
+
+def entry(**given) -> dict:
+    return {"filename": WHEEL, "url": WHEEL, "hashes": {"sha256": SHA}, **given}
+
+
+def page(*files) -> bytes:
+    return json.dumps({"meta": {"api-version": "1.0"}, "name": "six", "files": list(files)}).encode()
+
+
+# Each bad answer: (status, headers, body) and what the refusal says of it.
+REDIRECTS = {
+    "not a URL": "http://[bad/x",
+    "a file: URL": "file:///etc/passwd",
+    "an ftp: URL": "ftp://x/y",
+    "a port out of range": "http://127.0.0.1:99999/x",
+    "no host": "https:///x",
+}
+PAGES = {
+    "nested too deep": b"[" * 200000 + b"]" * 200000,
+    "not UTF-8": b'{"files": ["\xff"]}',
+    "not JSON": b"{",
+    "a list": b"[]",
+    "files no list": json.dumps({"files": 5}).encode(),
+    "an entry no object": page(5),
+    "hashes no object": page(entry(hashes=5)),
+    "no filename": page({"hashes": {"sha256": SHA}, "url": WHEEL}),
+    "filename no string": page(entry(filename=5)),
+    "no url": page({"filename": WHEEL, "hashes": {"sha256": SHA}}),
+    "upload-time no string": page(entry(**{"upload-time": 5})),
+    "sha256 upper-case": page(entry(hashes={"sha256": SHA.upper()})),
+    "sha256 short": page(entry(hashes={"sha256": "abc"})),
+    "sha256 with a newline": page(entry(hashes={"sha256": SHA[:63] + "\n"})),
+    "sha256 a number": page(entry(hashes={"sha256": 5})),
+}
+ANSWERS = {
+    **{f"redirect to {k}": (302, {"Location": v}, b"") for k, v in REDIRECTS.items()},
+    **{f"page {k}": (200, {"Content-Type": JSON_PAGE}, v) for k, v in PAGES.items()},
+}
+
+
+@contextlib.contextmanager
+def answering(status: int, headers: dict[str, str], body: bytes):
+    class One(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(status)
+            for name, value in {**headers, "Content-Length": str(len(body))}.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), One)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("answer", ANSWERS)
+def test_project_files_refuses_every_bad_answer_naming_the_index_and_url(answer):
+    with answering(*ANSWERS[answer]) as index, pytest.raises(UserError) as refused:
+        project_files(index, "six", "its hashes")
+    assert f"{index}/six/" in refused.value.cause, refused.value.cause
+    assert "lock" not in refused.value.cause + refused.value.fix
+
+
+@pytest.mark.parametrize("answer", [a for a in ANSWERS if a.startswith("page")])
+def test_the_plans_index_refuses_every_bad_page_and_keeps_why(answer, tmp_path):
+    with answering(*ANSWERS[answer]) as index, PlanIndex(index, tmp_path, "x86_64") as ours:
+        got = index_http.get(f"{ours.url}six/", {"Accept": JSON_PAGE})
+        assert got.status == 502 and len(ours.refused) == 1 and ours.refused[0].startswith(f"{index}/six/ (")
+
+
+@pytest.mark.parametrize("answer", ["redirect to not a URL", "page no filename", "sha256 upper-case"])
+def test_lock_hashes_says_two_lines_naming_the_index(answer):
+    key = answer if answer in ANSWERS else f"page {answer}"
+    with answering(*ANSWERS[key]) as index:
+        proc = tool("tools.planner.lock_hashes", "locks/v0.3.1.lock", env={"PIP_INDEX_URL": index})
+    assert_refused(proc, "lock_hashes", index)
+    assert len(proc.stderr.strip().splitlines()) == 2 and "locks/" not in proc.stderr, proc.stderr
