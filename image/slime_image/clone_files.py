@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from pathlib import Path
 
+from slime_image import git
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 
@@ -40,11 +40,10 @@ def is_clone(root: Path) -> bool:
 @functools.cache
 def tracked(root: Path) -> frozenset[str] | None:
     """The real path of every file git tracks under `root`; None where git cannot say (no git on the PATH, no .git)."""
-    # git's own variables out: GIT_DIR or GIT_INDEX_FILE in the caller's environment (a hook, a dotfiles set-up) made
-    # git list another repository's files, or none, and no file of the clone was kept (sweep 6 D1).
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    # through slime_image.git: GIT_DIR or GIT_INDEX_FILE in the caller's environment made git list another
+    # repository's files, or none, and no file of the clone was kept (sweep 6 D1).
     try:
-        run = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, text=True, env=env)
+        run = git.run("-C", str(root), "ls-files", "-z", capture_output=True, text=True)
     except OSError:
         return None
     if run.returncode != 0:
