@@ -33,7 +33,7 @@ import re
 import sys
 from pathlib import Path
 
-from slime_image import clone_files
+from slime_image import clone_files, own_output
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
 
@@ -211,9 +211,7 @@ class Output:
         except UserError:
             return  # the clone's own file: the command's guards refuse it, naming what it reads or keeps
         what, recognise = self.own
-        with open(value, encoding="utf-8", errors="replace") as file:
-            text = file.read()
-        if not recognise(text):
+        if not own_output.recognised(value, recognise):
             raise UserError(
                 f"{self.option} {value}: it exists and is no {what} this command wrote: it would be replaced",
                 f"pass {self.option} a new file (or a {what} it wrote before), or move that file away first",
