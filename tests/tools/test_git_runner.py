@@ -10,7 +10,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from slime_image import clone_files, git
 from slime_image.patches.upstream import git_apply
 
@@ -89,7 +88,8 @@ def repos(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def head(repo: Path) -> str:
-    run = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, env=git.environment())
+    env = git.environment()
+    run = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, env=env)
     return run.stdout.strip()
 
 

@@ -651,7 +651,8 @@ def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
     assert {"JSON report", "JUnit report", "SBOM"} <= {w for (w, _), t in written.items() if len(t) > own_output.HEAD}
     path = tmp_path / "existing"
     hostile = [b"", b"<?xml", b"<?xml\n", b"<?xml\r\n<testsuite", bytes(range(256)) * 64, b"[" * 200_000]
-    hostile += [b"{" * 200_000, b'{"tool": ' + b"[" * 200_000, b'{"a": 1,' * 20_000, b"\xff\xfe<\x00?\x00", b"---\n" * 9]
+    hostile += [b"{" * 200_000, b'{"tool": ' + b"[" * 200_000, b'{"a": 1,' * 20_000, b"\xff\xfe<\x00?\x00"]
+    hostile += [b"---\n" * 9]
     for (what, recognise), text in written.items():
         data = text.encode()
         cuts = [data[:n] for n in (1, 5, 40, len(data) // 2, len(data) - 1)]

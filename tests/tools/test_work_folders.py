@@ -189,22 +189,18 @@ def test_a_second_run_on_a_work_folder_in_use_is_refused(tmp_path, module):
     assert third.communicate("", timeout=60)[0] == "held\n"
 
 
-def link_outside(work: Path, lock: Path, outside: Path) -> None:
-    lock.symlink_to(outside)
-
-
-def link_to_a_file(work: Path, lock: Path, outside: Path) -> None:
+def link_to_a_file(lock, outside) -> None:
     outside.write_text("the user's\n")
     lock.symlink_to(outside)
 
 
 # What may lie where a claim's lock file goes (sweep 7 D1: a link there made the file it named, outside the folder).
 NOT_A_LOCK = {
-    "a dangling link": link_outside,
+    "a dangling link": lambda lock, outside: lock.symlink_to(outside),
     "a link to a file": link_to_a_file,
-    "a link loop": lambda work, lock, outside: lock.symlink_to(lock.name),
-    "a FIFO": lambda work, lock, outside: os.mkfifo(lock),
-    "a folder": lambda work, lock, outside: lock.mkdir(),
+    "a link loop": lambda lock, outside: lock.symlink_to(lock.name),
+    "a FIFO": lambda lock, outside: os.mkfifo(lock),
+    "a folder": lambda lock, outside: lock.mkdir(),
 }
 
 
@@ -216,7 +212,7 @@ def test_a_claim_whose_lock_file_is_no_file_is_refused_and_touches_nothing(tmp_p
     work.mkdir()
     (work / mark).write_text("made before\n")
     lock = work / f"{mark}.lock"
-    NOT_A_LOCK[shape](work, lock, outside)
+    NOT_A_LOCK[shape](lock, outside)
     before = outside.read_text() if outside.exists() else None
     claim = claimant(module, work)
     out, err = claim.communicate("", timeout=60)

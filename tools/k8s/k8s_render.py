@@ -257,7 +257,8 @@ def run(args, only: tuple[str, ...]) -> tuple[int, dict[Path, str]]:
 
 def rendered_here(text: str) -> bool:
     """Manifests this command rendered, what --out may replace: YAML documents, each an object labelled as every
-    template labels its own (app.kubernetes.io/name: slime); of a head cut short (own_output.Head), its whole documents."""
+    template labels its own (app.kubernetes.io/name: slime); of a head cut short (own_output.Head), its whole
+    documents."""
     if getattr(text, "cut", False):
         text = text.rpartition("\n---")[0]
     try:
