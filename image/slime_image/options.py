@@ -281,6 +281,12 @@ class InputPath:
         # A path of the wrong kind is refused before any work (`--work /dev/null` failed after the slow checks).
         if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
             raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")
+        if path.exists() and not (path.is_dir() or path.is_file()):  # sweep 7 U5: a FIFO waited for a writer forever
+            raise UserError(
+                f"{self.option} {value} is no regular file or folder (a FIFO, a device or a socket): it would be read "
+                "without end, or not at all",
+                f"pass {self.option} a file or folder",
+            )
         return path
 
 

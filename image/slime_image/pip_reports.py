@@ -31,6 +31,7 @@ from slime_image.fetch import (
     IMAGE,
     Refused,
     check_clone,
+    check_regular,
     check_target,
     image_folder,
     put_in_place,
@@ -110,6 +111,7 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
+    check_regular("REPORT", str(report), "pass the file `pip install --report FILE` wrote in the same step")
     try:
         records = installed(loads(Path(report).read_text()))
     except Refused as refused:
