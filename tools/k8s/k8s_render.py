@@ -162,8 +162,6 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
             f"PREFLIGHT_CANARY={user['PREFLIGHT_CANARY']!r} is neither 1 nor 0",
             "set PREFLIGHT_CANARY=1 to run slime-canary after the smoke suite, 0 to skip it",
         )
-    if re.search(r"\s|\"", user["IMAGE"]):
-        raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
     if user[cluster_shape.ALLOW_TAG] not in ("0", "1"):
         raise UserError(
             f"{cluster_shape.ALLOW_TAG}={user[cluster_shape.ALLOW_TAG]!r} is neither 1 nor 0",
