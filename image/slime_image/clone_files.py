@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 from pathlib import Path
 
+from slime_image import git
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed, own_path
 
@@ -46,11 +46,10 @@ def listing(root: Path) -> tuple[frozenset[str] | None, str]:
     """What tracked() says, and where git cannot say, why: git's own reason (the first line it writes), which the
     refusal carries, with the fix for that reason (sweep 6 U16: git refusing a clone of another owner, "dubious
     ownership", was told as "run it where git runs")."""
-    # git's own variables out: GIT_DIR or GIT_INDEX_FILE in the caller's environment (a hook, a dotfiles set-up) made
-    # git list another repository's files, or none, and no file of the clone was kept (sweep 6 D1).
-    env = {key: value for key, value in os.environ.items() if not key.startswith("GIT_")}
+    # through slime_image.git: GIT_DIR or GIT_INDEX_FILE in the caller's environment made git list another
+    # repository's files, or none, and no file of the clone was kept (sweep 6 D1).
     try:
-        run = subprocess.run(["git", "-C", str(root), "ls-files", "-z"], capture_output=True, text=True, env=env)
+        run = git.run("-C", str(root), "ls-files", "-z", capture_output=True, text=True)
     except OSError as exc:
         return None, f"git cannot be run ({exc.strerror or exc})"
     if run.returncode != 0:

@@ -149,7 +149,12 @@ def check_source(url: str) -> None:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme.lower() != "file":
         return
-    path = urllib.request.url2pathname(parts.path)
+    check_regular("the source", urllib.request.url2pathname(parts.path), "name the file to fetch itself")
+
+
+def check_regular(what: str, path: str, fix: str) -> None:
+    """Refuse a file to read that is no regular file (the one rule of every file input that is not an option: a named
+    pipe waited forever for a writer, sweep 7 U5); one that is not there is left to the read, which names it."""
     try:
         mode = os.stat(path).st_mode
     except OSError:
@@ -157,9 +162,7 @@ def check_source(url: str) -> None:
     if not stat.S_ISREG(mode):
         kind = "a folder" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a device or socket"
         raise Refused(
-            f"the source {path} is {kind}, not a regular file: it would be read without end, or not at all",
-            "name the file to fetch itself",
-            code=2,
+            f"{what} {path} is {kind}, not a regular file: it would be read without end, or not at all", fix, 2
         )
 
 

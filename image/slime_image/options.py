@@ -33,7 +33,7 @@ import re
 import sys
 from pathlib import Path
 
-from slime_image import clone_files
+from slime_image import clone_files, own_output
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
 from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
@@ -224,9 +224,7 @@ class Output:
         if self.own is None or value is None or value == STDOUT or not os.path.isfile(value):
             return
         what, recognise = self.own
-        with open(value, encoding="utf-8", errors="replace") as file:
-            text = file.read()
-        if not recognise(text):
+        if not own_output.recognised(value, recognise):
             raise UserError(
                 f"{self.option} {value}: it exists and is no {what} this command wrote: it would be replaced",
                 f"pass {self.option} a new file (or a {what} it wrote before), or move that file away first",
@@ -316,6 +314,12 @@ class InputPath:
         # A path of the wrong kind is refused before any work (`--work /dev/null` failed after the slow checks).
         if self.kind and path.exists() and not (path.is_dir() if self.kind == "folder" else path.is_file()):
             raise UserError(f"{self.option} {value} is no {self.kind}", f"pass {self.option} a {self.kind}")
+        if path.exists() and not (path.is_dir() or path.is_file()):  # sweep 7 U5: a FIFO waited for a writer forever
+            raise UserError(
+                f"{self.option} {value} is no regular file or folder (a FIFO, a device or a socket): it would be read "
+                "without end, or not at all",
+                f"pass {self.option} a file or folder",
+            )
         return path
 
 

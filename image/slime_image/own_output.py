@@ -1,18 +1,93 @@
 """What a command's report or SBOM looks like, so that its option may replace the file it wrote before and nothing else
 (sweep 5 U11: `slime-sbom --out F`, `rules --report-json F` and `make lint`'s reports replaced a user's file unsaid).
-Each recogniser takes the text of the file there and says whether a command of this project wrote it: the shape its
-writer gives it (slime_image.smoke.report's JSON and JUnit, slime-sbom's CycloneDX), not a mark that could be lost."""
+Each recogniser takes the head of the file there (`recognised`) and says whether a command of this project wrote it: the
+shape its writer gives it (slime_image.smoke.report's JSON and JUnit, slime-sbom's CycloneDX), not a mark that could be
+lost. The head alone: a file of a gigabyte was read whole to be refused (7 s, 2 GB of memory), and a one-line `<?xml`
+file ended in a traceback (sweep 7 U10, T2); a head cut short is read as far as it goes (`Head.cut`)."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 
 from slime_image.json_input import loads
 
 JUNIT_SUITE = '<testsuite name="slime-image '  # smoke.report.as_junit's suite, named for the tool that wrote it
+HEAD = 64 * 1024  # bytes: the start of every report, SBOM or record a writer gives its shape in
+
+
+class Head(str):
+    """The text of a file's first HEAD bytes; `cut`: the file goes on past them."""
+
+    cut = False
+
+
+def head(path: str) -> Head:
+    with open(path, "rb") as file:
+        data = file.read(HEAD + 1)
+    text = Head(data[:HEAD].decode("utf-8", errors="replace"))
+    text.cut = len(data) > HEAD
+    return text
+
+
+def recognised(path: str, recognise) -> bool:
+    """Whether `recognise` takes the file at `path` for its writer's, from its head."""
+    text = head(path)
+    try:
+        return bool(recognise(text))
+    except Exception:  # a recogniser's only answers are yes and no: any content it trips on is none of its writer's
+        return False
+
+
+_DECODER = json.JSONDecoder()
+_KINDS = {"{": dict, "[": list, '"': str}  # the value a member cut short would have been, by its first character
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in " \t\r\n":
+        at += 1
+    return at
+
+
+def _cut_object(text: str) -> dict | None:
+    """The members of a JSON object whose text is cut short, each whole one as it is and the one cut as an empty value
+    of its kind; None where the text is no object's start."""
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return None
+    found: dict = {}
+    at += 1
+    while (at := _skip(text, at)) < len(text) and text[at] != "}":
+        try:
+            key, at = _DECODER.raw_decode(text, at)
+        except ValueError:
+            return found  # cut inside the name
+        at = _skip(text, at)
+        if not isinstance(key, str) or (at < len(text) and text[at] != ":"):
+            return None
+        at = _skip(text, at + 1)
+        if at >= len(text):
+            return found
+        try:
+            found[key], at = _DECODER.raw_decode(text, at)
+        except ValueError:
+            if text[at] in _KINDS:
+                found[key] = _KINDS[text[at]]()
+            return found
+        at = _skip(text, at)
+        if at < len(text) and text[at] == ",":
+            at += 1
+        elif at < len(text) and text[at] != "}":
+            return None
+    return found
 
 
 def _json(text: str):
+    if getattr(text, "cut", False):
+        try:
+            return _cut_object(text)
+        except RecursionError:  # a member nested deeper than Python parses: no writer's
+            return None
     try:
         return loads(text)
     except ValueError:
@@ -21,13 +96,13 @@ def _json(text: str):
 
 def report_json(text: str) -> bool:
     """A JSON report of smoke.report.as_json: an object with its tool and its checks."""
-    found = _json(text)
-    return isinstance(found, dict) and isinstance(found.get("tool"), str) and isinstance(found.get("checks"), list)
+    return json_shaped(text, tool=str, checks=list)
 
 
 def report_junit(text: str) -> bool:
     """A JUnit report of smoke.report.as_junit: its one suite, named slime-image TOOL (STAGE)."""
-    return text.startswith("<?xml") and JUNIT_SUITE in text.split("\n", 2)[1][: len(JUNIT_SUITE)]
+    lines = text.split("\n", 2)
+    return len(lines) > 1 and lines[0].startswith("<?xml") and lines[1].startswith(JUNIT_SUITE)
 
 
 def sbom(text: str) -> bool:
@@ -41,35 +116,48 @@ def sbom(text: str) -> bool:
 
 
 def json_shaped(text: str, **kinds: type) -> bool:
-    """A JSON object holding each key of `kinds` with a value of its type: the shape of a writer's own JSON."""
+    """A JSON object holding each key of `kinds` with a value of its type: the shape of a writer's own JSON. `kinds` in
+    the order the writer writes them: of a head cut short, the first of them and those up to the cut."""
     found = _json(text)
-    return isinstance(found, dict) and all(isinstance(found.get(key), kind) for key, kind in kinds.items())
+    if not isinstance(found, dict):
+        return False
+    held = [key for key in kinds if key in found]
+    if getattr(text, "cut", False) and held and held == list(kinds)[: len(held)]:
+        kinds = {key: kinds[key] for key in held}
+    return all(isinstance(found.get(key), kind) for key, kind in kinds.items())
 
 
 def record(text: str) -> bool:
     """A record of slime-record: the versions the build used, and the tag (null where the record names none)."""
-    return json_shaped(text, versions=dict) and "tag" in _json(text)
+    return json_shaped(text, versions=dict) and "tag" in _json(text)  # a record is small: its head is all of it
 
 
 def pytest_junit(text: str) -> bool:
     """slime-upstream-tests' JUnit XML: a <testsuites> root whose every suite is pytest's own (named pytest), or one
     it wrote for a file whose pytest left no report (named for the file)."""
+    parser = ET.XMLPullParser(("start", "end"))
     try:
-        root = ET.fromstring(text)
+        parser.feed(text)
+        if not getattr(text, "cut", False):
+            parser.close()
     except ET.ParseError:
         return False
-    suites = list(root)
-    named = [suite.get("name", "") for suite in suites]
+    depth, tags, named = 0, [], []
+    for event, element in parser.read_events():
+        depth += 1 if event == "start" else -1
+        if event == "start" and depth <= 2:
+            tags.append(element.tag)
+            named += [element.get("name", "")] if depth == 2 else []
     return (
-        root.tag == "testsuites"
-        and all(s.tag == "testsuite" for s in suites)
+        tags[:1] == ["testsuites"]
+        and all(tag == "testsuite" for tag in tags[1:])
         and all(name == "pytest" or name.endswith(".py") for name in named)
     )
 
 
 def upstream_json(text: str) -> bool:
     """slime-upstream-tests' result: each file's counts, what was left out, the stack's failures."""
-    return json_shaped(text, files=dict, left_out=list, stack_failures=int)
+    return json_shaped(text, stack_failures=int, files=dict, left_out=list)
 
 
 # (what it is, its recogniser), for options.add_output's `own`.

@@ -31,6 +31,7 @@ from slime_image.fetch import (
     IMAGE,
     Refused,
     check_clone,
+    check_regular,
     check_target,
     image_folder,
     put_in_place,
@@ -174,8 +175,7 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
-    if not report.is_file():
-        raise Refused(f"REPORT {report} is no file: pip's install report is one", REPORT_FIX, 2)
+    check_regular("REPORT", str(report), "pass the file `pip install --report FILE` wrote in the same step")
     data = report.read_bytes()
     try:
         document = loads(data.decode("utf-8"), unique=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from slime_image.atomic_write import write_atomically
@@ -54,7 +55,24 @@ def claim(work: Path, mark: str, command: str) -> None:
     flocked = work / flock_file(mark)
     if os.path.realpath(flocked) in _held:
         return
-    fd = os.open(flocked, os.O_RDWR | os.O_CREAT, 0o644)  # not inherited: a child left behind holds no lock
+    # Never through a link, nor on what is no file (sweep 7 D1: a link there made the file it named outside the folder):
+    # not inherited, so a child left behind holds no lock.
+    try:
+        fd = os.open(flocked, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except OSError as exc:
+        fd = None
+        said = "a link" if os.path.islink(flocked) else exc.strerror or "no file"
+    else:
+        said = None if stat.S_ISREG(os.fstat(fd).st_mode) else "no regular file"
+    if said is not None:
+        if fd is not None:
+            os.close(fd)
+        raise UserError(
+            f"--work {work}: {flocked}, the file {command} locks the folder by, is {said.lower()}: the lock would make "
+            "or hold what it names instead",
+            f"remove {flocked} ({command} makes its own), or pass --work another folder",
+            code=2,
+        )
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -135,3 +135,31 @@ def test_the_shipped_recipe_uses_only_flags_slime_accepts():
     flags, where = launch_recipe.recorded_flags()
     assert flags and len(flags) > 1000, where  # slime's, SGLang's and Megatron's parsers, not one of them
     launch_recipe.check_flags(recipe, flags, where)
+
+
+ECR = "123456789012.dkr.ecr.us-west-2.amazonaws.com"
+
+
+# Each way a reference with a registry misses the grammar, with the words its cause says (sweep 7 U4: each was "names no
+# registry", the ECR host in it; a comment after the value was told a fix the next run refused).
+MISSES = {
+    f"{ECR}/slime@sha256:aaaaaaaaaa": "has the digest 'sha256:aaaaaaaaaa', which is no sha256:<64 lower-case hex",
+    f"{ECR}/slime@sha256:{'A' * 64}": "which is no sha256:<64 lower-case hex digits>",
+    f"{ECR}/slime@sha256:{'a' * 64}$(id)": "which is no sha256:<64 lower-case hex digits>",
+    f"{ECR}/Slime@sha256:{'a' * 64}": "names the repository 'Slime': a repository name is lower-case",
+    f"{ECR}/team/Slime-Image:v1": "names the repository 'team/Slime-Image'",
+    f"{ECR}/slime:-v1": "has the tag '-v1'",
+    f"{ECR}/slime@sha256:{'a' * 64} # pushed today": "holds a space, a quote, a # or a control character",
+    f"{ECR}/sl\x1bime": "holds a space, a quote, a # or a control character",
+    f"{ECR}/{'a' * 300}@sha256:{'a' * 64}": "is longer than the 255 characters of a name",
+    "": "is empty",
+}
+
+
+@pytest.mark.parametrize("image", MISSES)
+def test_an_image_reference_that_misses_the_grammar_is_refused_for_its_own_cause(image):
+    with pytest.raises(cluster_shape.UserError) as refused:
+        cluster_shape.check_image(image)
+    cause = refused.value.cause
+    assert cause.startswith(f"IMAGE={image!r} ") and MISSES[image] in cause, cause
+    assert "Docker Hub" not in refused.value.cause

@@ -550,7 +550,7 @@ def test_an_output_option_refuses_an_existing_file_its_command_did_not_write(
     for other_flag, other in valued(parser):
         if other_flag != flag and (other.required or (not other.option_strings and other.nargs in (None, "+"))):
             argv += ([other.option_strings[-1]] if other.option_strings else []) + [good_value(other, tmp_path)]
-    for text in ("precious\n", '{"precious": true}\n', '<?xml version="1.0"?>\n<notes/>\n', ""):
+    for text in ("precious\n", '{"precious": true}\n', '<?xml version="1.0"?>\n<notes/>\n', "", "<?xml"):
         mine.write_text(text)
         code = importlib.import_module(module).main([*argv, action.option_strings[-1], str(mine)])
         lines = capsys.readouterr().err.strip().splitlines()
@@ -568,9 +568,8 @@ def test_a_file_each_writer_wrote_is_its_own():
     assert not own_output.report_json(report.as_junit([], "rules", "rules"))
 
 
-def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
-    """Each recogniser given what its writer wrote (run here, or committed as the writer wrote it) and what another
-    writer wrote: the first is its own, none of the rest (sweep 6: these options replaced any file)."""
+def each_writers_output(tmp_path: Path) -> dict[tuple, str]:
+    """Each recogniser with what its writer wrote (run here, or committed as the writer wrote it)."""
     import xml.etree.ElementTree as ET
 
     from slime_image import own_output, record, upstream_tests
@@ -591,7 +590,7 @@ def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
     # the plan's JSON as plan --json writes it (Plan.as_json), of a plan that found nothing
     fields = {f.name: {} if f.type.startswith("dict") else [] for f in dataclasses.fields(plan_report.Plan)}
     the_plan = plan_report.Plan(**{**fields, "platform": "linux/amd64", "lock": None, "uploaded_prior_to": None})
-    written = {
+    return {
         own_output.RECORD: record_out.read_text(),
         own_output.PYTEST_JUNIT: ET.tostring(junit, encoding="unicode") + "\n",
         own_output.UPSTREAM_JSON: json.dumps(upstream_tests.summary(upstream_tests.per_file(junit, [str(test)]), [])),
@@ -600,6 +599,12 @@ def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
         plan.LOCK: (ROOT / "locks" / "v0.3.1.lock").read_text(),
         base_manifest.MANIFEST: next((ROOT / "base-manifests").glob("*.json")).read_text(),
     }
+
+
+def test_each_writer_s_own_output_is_recognised_and_another_s_is_not(tmp_path):
+    """Each recogniser given what its writer wrote and what another writer wrote: the first is its own, none of the
+    rest (sweep 6: these options replaced any file)."""
+    written = each_writers_output(tmp_path)
     for (what, recognise), text in written.items():
         assert recognise(text), what
         others = [w for (w, r), t in written.items() if w != what and recognise(t)]
@@ -638,3 +643,68 @@ def test_an_output_refuses_a_file_its_command_did_not_write_wherever_it_lies():
     for path in (ROOT / "README.md", ROOT / "pairings" / "v0.3.0.toml"):
         with pytest.raises(UserError, match="it exists and is no JSON report this command wrote"):
             Output("--report-json", own=REPORT_JSON).check_own(str(path))
+
+
+def every_recogniser(tmp_path: Path) -> dict[tuple, str]:
+    """Each `own` of every output option (sweep 7 T2, U10), with what its writer writes: a smoke report of many rows
+    and an SBOM of many components, each longer than the head a recogniser reads."""
+    from slime_image import own_output
+    from slime_image.smoke import report
+    from slime_image.smoke.core import Check, Result
+
+    check = [Check(f"check-{n}", (), "build", "x" * 100, "y" * 100, None) for n in range(1000)]
+    rows = [report.Row(each, Result("pass", "s" * 300), 0.0) for each in check]
+    components = [{"type": "library", "bom-ref": f"pkg:pypi/p{n}@1", "name": f"p{n}"} for n in range(2000)]
+    sbom = {
+        "bomFormat": "CycloneDX",
+        "specVersion": "1.6",
+        "version": 1,
+        "metadata": {"tools": {"components": [{"type": "application", "name": "slime-sbom"}]}},
+        "components": components,
+    }
+    written = {
+        **each_writers_output(tmp_path),
+        own_output.REPORT_JSON: report.as_json(rows, "rules", "rules"),
+        own_output.REPORT_JUNIT: report.as_junit(rows, "rules", "rules"),
+        own_output.SBOM: json.dumps(sbom, indent=2) + "\n",
+    }
+    declared = {case[3].type.own[1] for case in output_options() if case[3].type.own is not None}
+    assert declared == {recognise for _, recognise in written}, "give the test what each new recogniser's writer writes"
+    return written
+
+
+def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
+    """Each recogniser, through own_output.recognised, given an empty, a cut, a binary, a deeply nested and a huge
+    (sparse) file: a yes or no, never an exception, and never more than the head read; its writer's output cut at
+    several points is no one else's, and its own where the head holds it."""
+    import tracemalloc
+
+    from slime_image import own_output
+
+    written = every_recogniser(tmp_path)
+    assert {"JSON report", "JUnit report", "SBOM"} <= {w for (w, _), t in written.items() if len(t) > own_output.HEAD}
+    path = tmp_path / "existing"
+    hostile = [b"", b"<?xml", b"<?xml\n", b"<?xml\r\n<testsuite", bytes(range(256)) * 64, b"[" * 200_000]
+    hostile += [b"{" * 200_000, b'{"tool": ' + b"[" * 200_000, b'{"a": 1,' * 20_000, b"\xff\xfe<\x00?\x00"]
+    hostile += [b"---\n" * 9]
+    for (what, recognise), text in written.items():
+        data = text.encode()
+        cuts = [data[:n] for n in (1, 5, 40, len(data) // 2, len(data) - 1)]
+        for content in [*hostile, *cuts]:
+            path.write_bytes(content)
+            assert own_output.recognised(str(path), recognise) in (True, False), (what, content[:40])
+        path.write_bytes(data)
+        assert own_output.recognised(str(path), recognise), what
+        others = [w for (w, r) in written if w != what and own_output.recognised(str(path), r)]
+        assert not others, f"the {others} recogniser takes the {what}"
+        with open(path, "r+b") as file:  # a gigabyte after it, no disk taken: read whole, it took seconds and 2 GB
+            file.truncate(1 << 30)
+        tracemalloc.start()
+        own_output.recognised(str(path), recognise)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        assert peak < 16 * own_output.HEAD, (what, peak)
+    path.unlink()
+    with open(path, "wb") as file:
+        file.truncate(1 << 30)
+    assert not any(own_output.recognised(str(path), recognise) for _, recognise in written)

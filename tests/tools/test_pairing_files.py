@@ -315,3 +315,47 @@ def refused_with(folder, module, argv, tmp_path, monkeypatch, capsys, around=Non
     with around or contextlib.nullcontext():
         assert __import__(module, fromlist=["main"]).main(argv) != 0
     return capsys.readouterr().err.strip().splitlines()
+
+
+# An editor's files beside a pairing it has open (sweep 7 U7: Emacs's lock, a dangling link, stopped every reader).
+EDITORS_OWN = {
+    "Emacs's lock, a dangling link": lambda path: path.with_name(f".#{path.name}").symlink_to("root@host.1234:1700"),
+    "Emacs's lock as a file": lambda path: path.with_name(f".#{path.name}").write_text("root@host.1234:1700"),
+    "a backup": lambda path: path.with_name(f"{path.name}~").write_text("junk"),
+}
+# Readers of the sweep's row that write nothing; every command reads the folder through pairings.every (above).
+READ_ONLY = [("tools.inputs.pairings", ["check"]), ("tools.inputs.rules", []), ("tools.inputs.fingerprint", [])]
+READ_ONLY += [("tools.release.build", ["--dry-run", "--pairing", "v0.3.0"])]
+
+
+@pytest.mark.parametrize("editor", EDITORS_OWN)
+def test_an_editor_s_files_beside_a_pairing_are_no_pairing(tmp_path, editor):
+    folder = folder_with(tmp_path, "v0.3.0", V030)
+    before = pairings.every(folder)
+    EDITORS_OWN[editor](folder / "v0.3.0.toml")
+    assert pairings.every(folder) == before
+
+
+@pytest.mark.parametrize("module, argv", READ_ONLY)
+def test_an_editor_s_files_beside_a_pairing_stop_no_command_that_reads_pairings(
+    tmp_path, monkeypatch, capsys, module, argv
+):
+    monkeypatch.chdir(ROOT)
+    for name, value in USER.items():
+        monkeypatch.setenv(name, value)
+    main = __import__(module, fromlist=["main"]).main
+    alone = main(argv)
+    capsys.readouterr()
+    folder = folder_with(tmp_path, "v0.3.0", V030)
+    monkeypatch.setattr(pairings, "FOLDER", folder)
+    for make in EDITORS_OWN.values():
+        make(folder / "v0.3.0.toml")
+    assert main(argv) == alone, capsys.readouterr().err
+
+
+def test_a_pairing_that_is_a_dangling_link_is_named_itself(tmp_path):
+    folder = folder_with(tmp_path, "v0.3.0", V030)
+    (folder / "v0.3.2.toml").symlink_to("root@host.1234:1700")
+    with pytest.raises(UserError) as refused:
+        pairings.every(folder)
+    assert refused.value.cause.startswith(f"{folder / 'v0.3.2.toml'} is a link to root@host.1234:1700"), refused.value

@@ -274,3 +274,29 @@ def test_an_item_twice_in_any_list_of_a_pairing_is_refused(tmp_path, monkeypatch
 def test_the_committed_pairings_pass_check(monkeypatch):
     monkeypatch.chdir(ROOT)
     assert pairings.main(["check"]) == 0
+
+
+# git check-ref-format's rules (and no leading '-', which git and pip's VCS URLs read as an option): sweep 7 W3.
+NOT_GIT_REFS = ["-x", "rélease", "a..b", "a//b", "/a", "a/", "a.", "a.lock", "a/.b", ".a", "a@{1}", "@", "a~1"]
+NOT_GIT_REFS += ["a^", "a:b", "a?", "a*", "a[b", "a\\b", "a b", "a\x7f", ""]
+GIT_REF_FORMS = {
+    "[upstream] transformer_engine_git": pairing_schema.UPSTREAM["transformer_engine_git"][2],
+    **{f"[args] *{end}": pairing_schema.KINDS[end][2] for end in ("_REF", "_RELEASE")},
+}
+
+
+def test_every_git_ref_of_a_pairing_is_enumerated():
+    named = {k for k, (kind, *_) in pairing_schema.UPSTREAM.items() if "git ref" in kind}
+    assert {f"[upstream] {k}" for k in named} | {f"[args] *{e}" for e in ("_REF", "_RELEASE")} == set(GIT_REF_FORMS)
+
+
+@pytest.mark.parametrize("form", GIT_REF_FORMS)
+@pytest.mark.parametrize("value", NOT_GIT_REFS)
+def test_a_git_ref_git_would_refuse_or_read_as_an_option_is_refused(form, value):
+    assert not GIT_REF_FORMS[form](value)
+
+
+@pytest.mark.parametrize("form", GIT_REF_FORMS)
+def test_a_git_ref_of_the_pairings_forms_is_taken(form):
+    for value in ("v0.3.1", "release_v2.16", "v0.3.2-9daabcd", "v2.10+cu13"):
+        assert GIT_REF_FORMS[form](value), value

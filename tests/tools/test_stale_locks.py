@@ -122,3 +122,39 @@ def test_a_recipe_copied_whole_out_of_the_clone_is_current(tree):  # noqa: F811
         cwd=ROOT, capture_output=True, text=True,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
+
+
+def test_a_recipe_copied_whole_and_changed_is_named_and_mended_in_the_copy(tree):  # noqa: F811
+    """Sweep 7 U6: a whole copy with one input edited was blamed on a bare requirements.txt (the clone's, unchanged)
+    and told `make lock`, which writes the clone's locks. The members: each input the default lock records, and the
+    record itself; each cause names the copy's file, each fix locks the copy. The base manifest is the clone's for any
+    recipe (base_manifest.manifest_for), so the copy's is no input of it."""
+    from conftest import ROOT
+
+    cases = {name: edit for name, edit in edits(tree).items() if not name.startswith("base-manifests/")}
+    files = ("slime.Dockerfile", "requirements.txt", f"locks/{DEFAULT}.lock", *[n for n in cases if "/" in n])
+    saved = {name: (tree / name).read_bytes() for name in files}
+    wrong = []
+    try:
+        for name, edit in cases.items():
+            edit(tree)
+            proc = subprocess.run(
+                [sys.executable, "-m", "tools.inputs.rules", str(tree / "slime.Dockerfile")],
+                cwd=ROOT, capture_output=True, text=True,
+            )  # fmt: skip
+            lines = proc.stderr.splitlines()
+            cause = next((n for n, line in enumerate(lines) if f"locks/{DEFAULT}.lock is stale" in line), None)
+            named = name_of(name)
+            if (
+                cause is None
+                or (" " not in named and f": {tree / named} changed since make lock wrote it" not in lines[cause])
+                or lines[cause + 1]
+                != f"fix: make -C {tree} lock PAIRING={DEFAULT} writes the copy's locks from its current inputs"
+            ):
+                wrong.append(f"{name}: {proc.stderr[-600:]}")
+            for path, data in saved.items():
+                (tree / path).write_bytes(data)
+    finally:
+        for path, data in saved.items():
+            (tree / path).write_bytes(data)
+    assert wrong == []

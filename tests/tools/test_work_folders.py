@@ -187,3 +187,37 @@ def test_a_second_run_on_a_work_folder_in_use_is_refused(tmp_path, module):
         holder.communicate("", timeout=30)
     third = claimant(module, work)  # the first run ended: its lock went with it
     assert third.communicate("", timeout=60)[0] == "held\n"
+
+
+def link_to_a_file(lock, outside) -> None:
+    outside.write_text("the user's\n")
+    lock.symlink_to(outside)
+
+
+# What may lie where a claim's lock file goes (sweep 7 D1: a link there made the file it named, outside the folder).
+NOT_A_LOCK = {
+    "a dangling link": lambda lock, outside: lock.symlink_to(outside),
+    "a link to a file": link_to_a_file,
+    "a link loop": lambda lock, outside: lock.symlink_to(lock.name),
+    "a FIFO": lambda lock, outside: os.mkfifo(lock),
+    "a folder": lambda lock, outside: lock.mkdir(),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(NOT_A_LOCK))
+@pytest.mark.parametrize("module", sorted(CLAIMS))
+def test_a_claim_whose_lock_file_is_no_file_is_refused_and_touches_nothing(tmp_path, module, shape):
+    _, _, mark, _ = RUNS[module]
+    work, outside = tmp_path / "work", tmp_path / "outside"
+    work.mkdir()
+    (work / mark).write_text("made before\n")
+    lock = work / f"{mark}.lock"
+    NOT_A_LOCK[shape](lock, outside)
+    before = outside.read_text() if outside.exists() else None
+    claim = claimant(module, work)
+    out, err = claim.communicate("", timeout=60)
+    lines = err.splitlines()
+    assert claim.returncode == 2 and len(lines) == 2 and out == "", (out, err)
+    assert lines[0].startswith(f"--work {work}: {lock}, the file ") and lines[1].startswith(f"remove {lock} "), lines
+    assert (outside.read_text() if outside.exists() else None) == before
+    assert not (work / "a run's file").exists()

@@ -52,6 +52,16 @@ TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:
 # unpinned, passed check and promote and failed at the build or not at all). Download pins are download_pins' (their
 # own form and note). A *_URL is first a URL at all (url_form, as every place a URL value enters holds it).
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+# What git check-ref-format refuses in a ref name, and a leading '-' (read as an option by git and pip's VCS URLs):
+# sweep 7 W3 (`transformer_engine_git = "-x"`, `"rélease..//x"` passed).
+_NOT_IN_A_REF = re.compile(r"[^!-~]|[~^:?*\[\\]|\.\.|@\{|//|^[-/]|[/.]$|(^|/)\.|\.lock(/|$)|^@$")
+
+
+def is_git_ref(value: str) -> bool:
+    """A name git takes for a tag or branch (its check-ref-format rules, ASCII alone), not one an option could be."""
+    return bool(value) and _NOT_IN_A_REF.search(value) is None
+
+
 KINDS = {
     "_COMMIT": (
         "a commit",
@@ -76,8 +86,16 @@ KINDS = {
         lambda v: _parses(Requirement, v) and Requirement(v).url is None,
     ),
     # a tag or release name, a segment of a URL or a git ref (sweep 5 W2: `../../x` went into the router's URL)
-    "_RELEASE": ("a release name", "a tag such as v0.3.2-9daabcd (letters, digits, . _ + -)", _TAG.fullmatch),
-    "_REF": ("a tag", "a tag such as v0.3.1 (letters, digits, . _ + -)", _TAG.fullmatch),
+    "_RELEASE": (
+        "a release name",
+        "a tag such as v0.3.2-9daabcd (letters, digits, . _ + -, as git names a tag)",
+        lambda v: bool(_TAG.fullmatch(v)) and is_git_ref(v),
+    ),
+    "_REF": (
+        "a tag",
+        "a tag such as v0.3.1 (letters, digits, . _ + -, as git names a tag)",
+        lambda v: bool(_TAG.fullmatch(v)) and is_git_ref(v),
+    ),
 }
 # Each [upstream] value by the form pairings draft reads it in from upstream's Dockerfile (upstream_release): a value
 # of another form went unchecked into the docs and into what a reviewer compares (sweep 6 U14: `mbridge_git = "zz"`,
@@ -89,8 +107,8 @@ UPSTREAM = {
     "transformer_engine_wheel": ("a version", "one PEP 440 version, such as 2.16.1", lambda v: _is_version(v)),
     "transformer_engine_git": (
         "a git ref",
-        "a tag or branch such as release_v2.16",
-        re.compile(r"[\w.+/-]+").fullmatch,
+        "a tag or branch such as release_v2.16, as git check-ref-format takes one",
+        is_git_ref,
     ),
     "mbridge_git": ("a commit", "7 to 40 lower-case hex digits", re.compile(r"[0-9a-f]{7,40}").fullmatch),
     "slime_requires": (

@@ -108,8 +108,13 @@ def names(folder: Path | None = None) -> list[str]:
     return list(every(folder))
 
 
+# An editor's own file beside a pairing it has open, no pairing: Emacs's lock, a dangling link `.#v0.3.1.toml`, stopped
+# every reader of pairings/ while the pairing was edited (sweep 7 U7). Backups (`~`) and swap files end in no .toml.
+EDITORS_OWN = (".#",)
+
+
 def _stems(folder: Path) -> list[str]:
-    return sorted(p.stem for p in folder.glob("*.toml"))
+    return sorted(p.stem for p in folder.glob("*.toml") if not p.name.startswith(EDITORS_OWN))
 
 
 def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str, Pairing]:
@@ -123,15 +128,16 @@ def every(folder: Path | None = None, recipe: Recipe | None = None) -> dict[str,
     found = {}
     for name in _stems(folder):
         path = folder / f"{name}.toml"
-        check_name(name, f"{as_typed(path)}: the pairing")
+        shown = as_typed(folder) / path.name  # the file itself, never what a link of that name points at
+        check_name(name, f"{shown}: the pairing")
         if path.is_symlink():  # sweep 5 U12: a link was a second pairing of its target's release, named as the target
             raise UserError(
-                f"{as_typed(path)} is a link to {os.readlink(path)}: a pairing is a file of its own",
+                f"{shown} is a link to {os.readlink(path)}: a pairing is a file of its own",
                 "remove the link: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
             )
         if not path.is_file():  # sweep 6 U11: a FIFO blocked every reader of the folder forever, opening it
             raise UserError(
-                f"{as_typed(path)} is no regular file (a folder, a FIFO or a device): a pairing is a file of its own",
+                f"{shown} is no regular file (a folder, a FIFO or a device): a pairing is a file of its own",
                 "remove it: each release's pairing is one file, pairings/<its SLIME_REF>.toml",
             )
         data = pairing_schema.checked(path, pairing_schema.read(path), declared, ARG)

@@ -17,14 +17,14 @@ from typing import NamedTuple
 
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image.errors import Finding, report_findings, run_command
-from slime_image.lock_file import LockError, read_lock
+from slime_image.lock_file import LockError, as_typed, read_lock
 from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
 from tools.inputs import download_pins, pairings, pip_cli, run_shell, url_form
 from tools.inputs.lock import existing_locks, held_cutoff, held_pins, missing_locks, own_stack_locks
-from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, Recipe, requirement_lines, substitute
+from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
 
 SMOKE_GATE = re.compile(r"\bslime-smoke\b.*--stage build")
@@ -282,14 +282,19 @@ def pairing_locks_current(recipe: Recipe) -> list[str]:
     """Each pairing's locks are there, made from the inputs its build reads now (the lock's `# input` digests,
     plan_steps.stale_lock): a requirements.txt or a pip step changed after make lock was built with the old pins."""
     problems = []
+    # A recipe copied out of the clone has locks of its own, which make lock run there writes (sweep 7 U6: the fix
+    # wrote the clone's locks, and the copy stayed stale).
+    copy = None if recipe.context.resolve() == ROOT.resolve() else as_typed(recipe.context)
     for pairing in pairings.every(recipe=recipe).values():
         if pairing.draft:
             continue
         build = replace(recipe, build_args=tuple(sorted(pairing.build_arg_values.items())))
         missing = [path for _, path in build.constraint_files if not path.is_file()]
+        fix = f"make -C {copy} lock PAIRING={pairing.name} writes the copy's locks from its current inputs"
         if missing:
             shown = ", ".join(str(path.relative_to(recipe.context)) for path in missing)
-            problems.append(f"{shown}: pairing {pairing.name}'s lock is missing")
+            cause = f"{shown}: pairing {pairing.name}'s lock is missing"
+            problems.append(Finding(cause, fix) if copy else cause)
             continue
         try:
             lock = read_lock(build.constraint_file())
@@ -300,7 +305,7 @@ def pairing_locks_current(recipe: Recipe) -> list[str]:
             # would plan with it: the lock is judged once the pins are in form, as make build judges it.
             continue
         stale = plan_steps.stale_lock(build, lock, pairing.name)
-        problems += [stale] if stale else []
+        problems += [Finding(stale, fix) if copy else stale] if stale else []
     return problems
 
 

@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import replace
 from pathlib import Path
 
+from slime_image import git
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import download_pins, pairings
@@ -80,7 +81,7 @@ def _committed_args(pairing: Path, lock: Path) -> list[dict[str, str]]:
 def _git(folder: Path, *args: str) -> str:
     """git's output in `folder`, or "" where git cannot answer (no repository, no such file at that commit)."""
     try:
-        run = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True, timeout=60)
+        run = git.run("-C", str(folder), *args, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError):
         return ""
     return run.stdout if run.returncode == 0 else ""

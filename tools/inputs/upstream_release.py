@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import codecs
 import re
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slime_image import git
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import declaration_of, refuse_link_out, slime_order
@@ -61,7 +61,7 @@ class Release:
 
 
 def _git(tree: Path, *args: str) -> str:
-    proc = subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True)
+    proc = git.run("-C", str(tree), *args, capture_output=True, text=True)
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 

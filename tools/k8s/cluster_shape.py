@@ -5,18 +5,11 @@ no more GPUs per node than the overlay's instance type has. Host side."""
 from __future__ import annotations
 
 import math
-import re
 
 from slime_image.errors import UserError
 
 from tools.k8s.launch_recipe import refused
-
-# registry/path[:tag][@sha256:digest]; the registry has a dot or a port, or is localhost (as Docker decides it).
-REFERENCE = re.compile(
-    r"(?P<registry>[^/]+\.[^/]+|[^/]+:\d+|localhost)/(?P<path>[a-z0-9]+(?:[._/-][a-z0-9]+)*)"
-    r"(?::(?P<tag>\w[\w.-]{0,127}))?(?:@(?P<digest>sha256:[0-9a-f]{64}))?"
-)
-
+from tools.release import image_ref
 
 ALLOW_TAG = "ALLOW_IMAGE_TAG"  # the setting that lets IMAGE name a tag without its digest
 MOST_NODES = 1000  # NUM_NODES above it is a typo: no cluster of this recipe is near it
@@ -26,14 +19,16 @@ def check_image(image: str, allow_tag: bool = False) -> None:
     """A reference every node pulls the same image by: a registry (else Docker Hub) and the digest `make push` printed
     (a tag can be moved to another image under a running cluster, and nodes that pull later get that one); a tag
     alone only with `allow_tag` (ALLOW_IMAGE_TAG=1)."""
-    found = REFERENCE.fullmatch(image)
+    found = image_ref.parse(image)  # the one reading of a reference: a miss is named for its part at fault
     fix = "set IMAGE to the reference `make push` printed: REGISTRY/REPOSITORY@sha256:DIGEST"
-    if not found:
+    if found is None or not (found.digest or "sha256:").startswith("sha256:"):
+        raise UserError(f"IMAGE={image!r} {image_ref.problem(image) or 'has a digest that is no sha256'}", fix)
+    if found.domain is None:
         raise UserError(f"IMAGE={image!r} names no registry: nodes would look for it on Docker Hub", fix)
-    if not found["digest"]:
-        if found["tag"] and allow_tag:
+    if not found.digest:
+        if found.tag and allow_tag:
             return
-        moved = "a tag can be moved to another image" if found["tag"] else "nodes would pull :latest"
+        moved = "a tag can be moved to another image" if found.tag else "nodes would pull :latest"
         raise UserError(
             f"IMAGE={image!r} has no digest: {moved}, and nodes that pull later would run another image than the first",
             f"{fix}; or {ALLOW_TAG}=1 to run on a tag anyway",

@@ -162,8 +162,6 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
             f"PREFLIGHT_CANARY={user['PREFLIGHT_CANARY']!r} is neither 1 nor 0",
             "set PREFLIGHT_CANARY=1 to run slime-canary after the smoke suite, 0 to skip it",
         )
-    if re.search(r"\s|\"", user["IMAGE"]):
-        raise UserError(f"IMAGE={user['IMAGE']!r} contains spaces or quotes", "set IMAGE=registry/repository:tag")
     if user[cluster_shape.ALLOW_TAG] not in ("0", "1"):
         raise UserError(
             f"{cluster_shape.ALLOW_TAG}={user[cluster_shape.ALLOW_TAG]!r} is neither 1 nor 0",
@@ -257,7 +255,10 @@ def run(args, only: tuple[str, ...]) -> tuple[int, dict[Path, str]]:
 
 def rendered_here(text: str) -> bool:
     """Manifests this command rendered, what --out may replace: YAML documents, each an object labelled as every
-    template labels its own (app.kubernetes.io/name: slime)."""
+    template labels its own (app.kubernetes.io/name: slime); of a head cut short (own_output.Head), its whole
+    documents."""
+    if getattr(text, "cut", False):
+        text = text.rpartition("\n---")[0]
     try:
         documents = list(yaml.safe_load_all(text))
     except yaml.YAMLError:

@@ -164,15 +164,19 @@ def router_wheel_lines(recipe: Recipe) -> list[int]:
 def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
     digests = {steps_digest.NAME: steps_digest.text(recipe)}
+    for path, name in input_files(recipe, manifest):
+        # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
+        digests[name] = path.read_text() if path.is_file() else ""
+    return {name: steps_digest.short(text) for name, text in digests.items()}
+
+
+def input_files(recipe: Recipe, manifest: Path | None) -> list[tuple[Path, str]]:
+    """Each file a lock was made from, with the name its `# input` line gives it."""
     # A file another stage brings is no input the plan reads (Blind names its step).
     files = {recipe.copies[r] for s in recipe.installs for r in s.requirements if r in recipe.copies}
     # A file the build COPYs is named within its build context, as the lock beside it is found: a recipe copied whole
     # out of the clone reads its own, under the names its locks recorded (sweep 6 U7: taken absolute, called stale).
-    named = [(path, shown(path, recipe.context)) for path in sorted(files)] + [(m, shown(m)) for m in [manifest] if m]
-    for path, name in named:
-        # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
-        digests[name] = path.read_text() if path.is_file() else ""
-    return {name: steps_digest.short(text) for name, text in digests.items()}
+    return [(path, shown(path, recipe.context)) for path in sorted(files)] + [(m, shown(m)) for m in [manifest] if m]
 
 
 def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
@@ -183,8 +187,12 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from the digest
     alone (an input, or the lock's line edited): the cause names the line and what the inputs give now, and of the pip
     steps' digest, which takes the pairing's values in too, which of the two moved where git tells (steps_digest)."""
-    current = current_inputs(recipe)
+    manifest = plan_manifest(recipe)
+    current = input_digests(recipe, manifest)
     named_inputs(lock, current)
+    # A file named as the user reaches it: a recipe copied out of the clone has its own (sweep 7 U6: the copy's
+    # requirements.txt read as the clone's, which had not changed).
+    where = {name: str(as_typed(path)) for path, name in input_files(recipe, manifest)}
     recorded = lock_inputs(lock)
     changed = [name for name in current if recorded.get(name) != current[name]]
     stale = f"{as_typed(lock.path)} is stale for pairing {pairing}: "
@@ -199,7 +207,7 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
         causes = [
             steps_digest.cause(recipe, lock, pairing, recorded[name])
             if name == steps_digest.NAME and name in recorded
-            else (name, False)
+            else (where.get(name, name), False)
             for name in changed
         ]
         edited = "" if all(sure for _, sure in causes) else ", or the lock's line was edited"
@@ -215,14 +223,18 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     return None
 
 
-def current_inputs(recipe: Recipe) -> dict[str, str]:
-    """input_digests of `recipe` as make lock records them: with the base manifest the plan starts from (manifest_for),
-    where there is one."""
+def plan_manifest(recipe: Recipe) -> Path | None:
+    """The base manifest the plan starts from (manifest_for), where there is one."""
     try:
         manifest = base_manifest.manifest_for(recipe.base_image)
     except UserError:  # a base of no image reference: the rules and the build name it themselves
-        manifest = None
-    return input_digests(recipe, manifest if manifest and manifest.is_file() else None)
+        return None
+    return manifest if manifest and manifest.is_file() else None
+
+
+def current_inputs(recipe: Recipe) -> dict[str, str]:
+    """input_digests of `recipe` as make lock records them: with the base manifest the plan starts from."""
+    return input_digests(recipe, plan_manifest(recipe))
 
 
 def _source_line_wrong(name: str, written: str | None, built: str | None) -> str:

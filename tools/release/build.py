@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 
+from slime_image import git
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 from slime_image.record import image_tag
@@ -39,7 +40,7 @@ TAG = re.compile(r"\w[\w.-]{0,127}")
 
 
 def git_head() -> str:
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    head = git.run("-C", str(ROOT), "rev-parse", "HEAD", capture_output=True, text=True)
     return head.stdout.strip() or "unknown"
 
 

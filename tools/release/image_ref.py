@@ -52,6 +52,29 @@ def parse(text: str) -> Reference | None:
     return Reference(domain, path, found["tag"], digest)
 
 
+def problem(text: str) -> str | None:
+    """Why `text` is no reference (parse's None), in words that name the part at fault; None for a reference. Every
+    miss was "names no registry" for IMAGE, an ECR host in it (sweep 7 U4: a short digest, an upper-case name)."""
+    if parse(text) is not None:
+        return None
+    if not text:
+        return "is empty"
+    if re.search(r"[\s\"'#\x00-\x1f\x7f]", text):
+        return "holds a space, a quote, a # or a control character (a comment goes on a line of its own)"
+    name, _, digest = text.partition("@")
+    if digest and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+        return f"has the digest {digest!r}, which is no sha256:<64 lower-case hex digits>"
+    path = name.split("/", 1)[1] if "/" in name and re.search(r"[.:]|^localhost", name.split("/")[0]) else name
+    path, _, tag = path.partition(":")
+    if tag and not re.fullmatch(r"\w[\w.-]{0,127}", tag):
+        return f"has the tag {tag!r}: a tag is letters, digits, _ . and -, at most 128, not starting with . or -"
+    if path != path.lower():
+        return f"names the repository {path!r}: a repository name is lower-case"
+    if len(name) > 255:
+        return "is longer than the 255 characters of a name"
+    return "is no image reference (REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST], as docker and podman read one)"
+
+
 def check_base(base: str, default: str) -> None:
     """Refuse a BASE_IMAGE that is no reference, or not of `default`'s CUDA major and Ubuntu release (read from
     `default`'s tag), unless it is a stand-in named as one whose tag, if any, is of that CUDA major."""

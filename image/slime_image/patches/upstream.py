@@ -27,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from slime_image import git
 from slime_image.errors import UserError
 from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_APPLY, Outcome
 
@@ -131,13 +132,11 @@ def _in_order(ordered: list[Path], tree: Path, strip: int, flags: list[str]) -> 
     done: list[Path] = []
     proc = subprocess.CompletedProcess([], 0, "", "")
     for patch in ordered:
-        proc = subprocess.run(
-            ["git", "apply", f"-p{strip}", *flags, str(patch)], cwd=tree, capture_output=True, text=True, timeout=300
-        )
+        proc = git.run("apply", f"-p{strip}", *flags, str(patch), cwd=tree, capture_output=True, text=True, timeout=300)
         if proc.returncode != 0:
             undo = [f for f in flags if f != "--reverse"] + ([] if "--reverse" in flags else ["--reverse"])
             for earlier in reversed(done):
-                subprocess.run(["git", "apply", f"-p{strip}", *undo, str(earlier)], cwd=tree, capture_output=True)
+                git.run("apply", f"-p{strip}", *undo, str(earlier), cwd=tree, capture_output=True)
             return proc
         done.append(patch)
     return proc
