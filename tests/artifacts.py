@@ -73,6 +73,41 @@ def unpacked(spec: str) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def linked(spec: str, target: Path, part: str = ""):
+    """The wheel's unpacked files (those under `part`) at `target` as the test's own folders of hard links to the
+    cache's files: a copy of thousands of files costs a second of CPU a test, and a test changes a few. What the tests
+    run changes a file by replacing it (slime-patch's write_atomically, `git apply`: the link goes, the cache's file
+    stays). A write into a linked file would change the cache under every later test (and every clone whose .cache
+    links the same files): the cache's file is written back from the wheel and the test that wrote it fails, naming
+    it. Copied where no link can be made (another file system)."""
+    source = unpacked(spec) / part
+
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    def stamps() -> dict[str, tuple[int, int]]:
+        return {
+            str(p.relative_to(source)): (p.stat().st_mtime_ns, p.stat().st_size)
+            for p in source.rglob("*")
+            if p.is_file()
+        }
+
+    shutil.copytree(source, target, copy_function=link, dirs_exist_ok=True)
+    before = stamps()
+    yield target
+    written = sorted(name for name, stamp in stamps().items() if before.get(name) != stamp)
+    with zipfile.ZipFile(wheel(spec)) as archive:
+        for name in written:
+            with open(source / name, "r+b") as cached:  # in place: the inode is every link's
+                cached.write(archive.read(str(Path(part, name))))
+                cached.truncate()
+    assert not written, f"written into through a hard link to the cache (written back from the wheel): {written[:5]}"
+
+
 def venv(
     name: str,
     steps: list[list[str]],

@@ -234,12 +234,7 @@ def test_extension_built_for_another_torch_fails_and_declared_torch_alone_passes
     versions.write_text(json.dumps({"versions": {"TORCH_VERSION": "2.13.0+cpu"}}))
     _, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions))
     assert check["status"] == "pass", check
-    target = tmp_path / "torchvision-site"
-    subprocess.run(
-        [str(torch_cpu), "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), "torchvision==0.28.0"],
-        check=True,
-        capture_output=True,
-    )
+    target = artifacts.unpacked("torchvision==0.28.0")  # the wheel as pip --target lays it out; only read here
     _code, check = one(torch_cpu, "torch-provenance", "--versions-file", str(versions), env={"PYTHONPATH": str(target)})
     assert check["status"] == "fail"
     assert "import torchvision" in check["detail"] and "torchvision::nms does not exist" in check["detail"]

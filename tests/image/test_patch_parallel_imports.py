@@ -2,6 +2,7 @@
 releases of both pairings (from the slime mirror) and the real SGLang wheels they pair with, and the build gate's
 check of both halves (parallel-imports); edge shapes are the real files edited here."""
 
+import contextlib
 import json
 import os
 import shutil
@@ -33,12 +34,17 @@ def slime_release(tmp_path, tag):
     return root
 
 
-def site(tmp_path, spec, whole=True):
-    """The wheel's sglang package (or only the files the patch reads and the patcher's version) in a folder."""
+@pytest.fixture
+def whole_site(tmp_path):
+    """whole_site(spec): the wheel's sglang package in a folder, its files linked to the cache's (artifacts.linked)."""
     root = tmp_path / "site-packages"
-    if whole:
-        shutil.copytree(artifacts.unpacked(spec) / "sglang", root / "sglang")
-        return root
+    with contextlib.ExitStack() as stack:
+        yield lambda spec: stack.enter_context(artifacts.linked(spec, root / "sglang", "sglang")).parent
+
+
+def site(tmp_path, spec):
+    """Only the files of the wheel's sglang package that the patch reads and the patcher's version, in a folder."""
+    root = tmp_path / "site-packages"
     for relative in (SGLANG_HALF.ENGINE, "sglang/version.py"):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(artifacts.unpacked(spec) / relative, root / relative)
@@ -66,8 +72,8 @@ def gate(slime, sglang):
 
 @pytest.mark.guard_fails(f"patch:{SLIME_HALF.ID}", f"patch:{SGLANG_HALF.ID}", "check:parallel-imports")
 @pytest.mark.parametrize("tag", sorted(PAIRINGS))
-def test_both_pairings_get_both_halves_and_the_gate_passes_only_then(tmp_path, tag):
-    slime, sglang = slime_release(tmp_path, tag), site(tmp_path, PAIRINGS[tag])
+def test_both_pairings_get_both_halves_and_the_gate_passes_only_then(tmp_path, whole_site, tag):
+    slime, sglang = slime_release(tmp_path, tag), whole_site(PAIRINGS[tag])
     before = snapshot(slime, sglang)
     row = gate(slime, sglang)
     assert row["status"] == "fail" and "W56" in row["walls"] and SLIME_HALF.ID in row["summary"], row
@@ -111,7 +117,7 @@ def _relative(path, *roots):
 
 
 def test_sglang_0_5_23_has_the_same_shape_and_takes_the_sglang_half(tmp_path):
-    sglang = site(tmp_path, "sglang==0.5.23", whole=False)
+    sglang = site(tmp_path, "sglang==0.5.23")
     outcome = SGLANG_HALF.plan(sglang)
     assert outcome.status == "would-apply" and outcome.message.count("engine.py:") == CHILD_SITES["sglang==0.5.23"]
 
@@ -129,7 +135,7 @@ SLIME_EDITS = {
 
 @pytest.mark.parametrize("edit", [*sorted(SLIME_EDITS), "heavy-package"])
 def test_a_slime_of_another_shape_is_refused_and_nothing_is_written(tmp_path, edit):
-    slime, sglang = slime_release(tmp_path, "v0.3.1"), site(tmp_path, PAIRINGS["v0.3.1"], whole=False)
+    slime, sglang = slime_release(tmp_path, "v0.3.1"), site(tmp_path, PAIRINGS["v0.3.1"])
     if edit == "heavy-package":
         (slime / "slime/backends/sglang_utils/__init__.py").write_text("import torch\n")
     else:
@@ -152,7 +158,7 @@ SGLANG_EDITS = {
 
 @pytest.mark.parametrize("edit", sorted(SGLANG_EDITS))
 def test_an_sglang_of_another_shape_is_refused_and_nothing_is_written(tmp_path, edit):
-    slime, sglang = slime_release(tmp_path, "v0.3.1"), site(tmp_path, PAIRINGS["v0.3.1"], whole=False)
+    slime, sglang = slime_release(tmp_path, "v0.3.1"), site(tmp_path, PAIRINGS["v0.3.1"])
     old, new = SGLANG_EDITS[edit]
     text = (sglang / SGLANG_HALF.ENGINE).read_text()
     assert text.count(old) == 1

@@ -1,8 +1,8 @@
 """sglang-graph-cpu-backup (W52) on the real SGLang wheels of both pairings and the release that fixed it upstream,
 and the smoke gate's check of the installed capture site; edge shapes from tests/shapes.py."""
 
+import contextlib
 import json
-import shutil
 import subprocess
 import sys
 
@@ -21,11 +21,13 @@ DUE = {
 FIXED = "sglang==0.5.23"
 
 
-def site(tmp_path, spec):
-    """The wheel's sglang package in a folder of the test's own, as the image's site-packages holds it."""
+@pytest.fixture
+def site(tmp_path):
+    """site(spec): the wheel's sglang package in a folder of the test's own, as the image's site-packages holds it (its
+    files linked to the cache's: artifacts.linked)."""
     root = tmp_path / "site-packages"
-    shutil.copytree(artifacts.unpacked(spec) / "sglang", root / "sglang")
-    return root
+    with contextlib.ExitStack() as stack:
+        yield lambda spec: stack.enter_context(artifacts.linked(spec, root / "sglang", "sglang")).parent
 
 
 def patch(sglang_root, tmp_path, *extra):
@@ -51,8 +53,8 @@ def gate(sglang_root):
 
 @pytest.mark.guard_fails("patch:sglang-graph-cpu-backup", "check:sglang-graph-backup")
 @pytest.mark.parametrize("spec", sorted(DUE))
-def test_both_pairings_sglang_is_patched_at_its_capture_site_and_the_gate_passes_only_then(tmp_path, spec):
-    root = site(tmp_path, spec)
+def test_both_pairings_sglang_is_patched_at_its_capture_site_and_the_gate_passes_only_then(tmp_path, site, spec):
+    root = site(spec)
     before = snapshot(root)
     row = gate(root)
     assert row["status"] == "fail" and "without a CPU backup" in row["summary"], row
@@ -74,8 +76,8 @@ def test_both_pairings_sglang_is_patched_at_its_capture_site_and_the_gate_passes
     assert gate(root)["status"] == "pass"
 
 
-def test_the_release_that_captures_with_the_backup_retires_the_patch(tmp_path):
-    root = site(tmp_path, FIXED)
+def test_the_release_that_captures_with_the_backup_retires_the_patch(tmp_path, site):
+    root = site(FIXED)
     before = snapshot(root)
     code, result = patch(root, tmp_path)
     assert (code, result["status"]) == (0, "not-needed"), result

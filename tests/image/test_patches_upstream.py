@@ -45,17 +45,17 @@ MEGATRON_NEW = [
 
 @pytest.fixture
 def trees(tmp_path):
-    """A slime tree carrying docker/patch/v0.5.12.post1/, a Megatron-shaped tree, and the real sglang wheel."""
-    site = tmp_path / "site-packages"
-    shutil.copytree(artifacts.unpacked(SGLANG), site)
-    megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
-    slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
-    folder = slime / "docker" / "patch" / "v0.5.12.post1"
-    folder.mkdir(parents=True)
-    (folder / "sglang.patch").write_text(diff(site, HTTP_SERVER, "python/", SGLANG_OLD, SGLANG_NEW))
-    (folder / "megatron.patch").write_text(diff(megatron, ARGUMENTS, "", MEGATRON_OLD, MEGATRON_NEW))
-    write_order(slime, "megatron.patch", "sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch")
-    return slime, megatron, site
+    """A slime tree carrying docker/patch/v0.5.12.post1/, a Megatron-shaped tree, and the real sglang wheel (its files
+    linked to the cache's: artifacts.linked)."""
+    with artifacts.linked(SGLANG, tmp_path / "site-packages") as site:
+        megatron = shapes.megatron_tree(tmp_path / "megatron", "pinned")
+        slime = shapes.slime_tree(tmp_path / "slime", selection="v0.3.0")
+        folder = slime / "docker" / "patch" / "v0.5.12.post1"
+        folder.mkdir(parents=True)
+        (folder / "sglang.patch").write_text(diff(site, HTTP_SERVER, "python/", SGLANG_OLD, SGLANG_NEW))
+        (folder / "megatron.patch").write_text(diff(megatron, ARGUMENTS, "", MEGATRON_OLD, MEGATRON_NEW))
+        write_order(slime, "megatron.patch", "sglang.patch", "sglang-top_p.patch", "sglang-pull_weights.patch")
+        yield slime, megatron, site
 
 
 def write_order(slime, *files):
@@ -66,6 +66,13 @@ def write_order(slime, *files):
         "COPY docker/patch/${PATCH_VERSION}/sglang*.patch /work/\n"
         f"RUN for p in {' '.join(files)}; do [ -f $p ] && git apply $p; done\n"
     )
+
+
+def one_file(site, folder):
+    """A tree of the one file sglang.patch changes, for `git apply` to make the next patch of a series from."""
+    (folder / HTTP_SERVER).parent.mkdir(parents=True)
+    shutil.copy(site / HTTP_SERVER, folder / HTTP_SERVER)
+    return folder
 
 
 def patch(slime, megatron, site, *extra):
@@ -105,8 +112,7 @@ def test_a_series_applies_in_slime_s_order_each_patch_on_the_one_before_and_read
     changes a line the first one added, so it applies only after it, and the reverse only last patch first."""
     slime, _megatron, site = trees
     folder = slime / "docker" / "patch" / "v0.5.12.post1"
-    patched = site.parent / "series-step"
-    shutil.copytree(site / "sglang", patched / "sglang")
+    patched = one_file(site, site.parent / "series-step")
     subprocess.run(["git", "apply", "-p2", str(folder / "sglang.patch")], cwd=patched, check=True)
     later = diff(patched, HTTP_SERVER, "python/", SGLANG_NEW[0], ['@app.post("/post_process_weights")  # series\n'])
     (folder / "sglang-pull_weights.patch").write_text(later)
@@ -124,7 +130,9 @@ def test_a_series_applies_in_slime_s_order_each_patch_on_the_one_before_and_read
 def test_a_hunk_that_does_not_apply_is_an_error_and_no_tree_changes(trees):
     _slime, megatron, site = trees
     server = site / HTTP_SERVER
-    server.write_text(server.read_text().replace(SGLANG_OLD, '@app.post("/update_weights_from_tensors")\n'))
+    text = server.read_text()
+    server.unlink()  # the cache's file, linked: written anew, not into
+    server.write_text(text.replace(SGLANG_OLD, '@app.post("/update_weights_from_tensors")\n'))
     before = snapshot(megatron, site)
     code, report, statuses = patch(*trees)
     assert code == 1 and statuses["slime-sglang-patch"] == "error"
@@ -334,8 +342,7 @@ def test_the_order_of_a_series_is_slime_s_dockerfile_s(trees):
     stops the series, since where it goes is unknown."""
     slime, megatron, site = trees
     folder = slime / "docker" / "patch" / "v0.5.12.post1"
-    patched = site.parent / "order-step"
-    shutil.copytree(site / "sglang", patched / "sglang")
+    patched = one_file(site, site.parent / "order-step")
     subprocess.run(["git", "apply", "-p2", str(folder / "sglang.patch")], cwd=patched, check=True)
     (folder / "sglang-deterministic.patch").write_text(
         diff(patched, HTTP_SERVER, "python/", SGLANG_NEW[0], ['@app.post("/post_process_weights")  # ordered\n'])
