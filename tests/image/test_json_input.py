@@ -23,7 +23,7 @@ from tools.planner import base_manifest, plan_env
 from tools.release import referrer
 
 ROOT = Path(__file__).resolve().parents[2]
-PARSE = re.compile(r"\b(?:json\.loads?|tomllib\.loads?)\(")
+PARSE = re.compile(r"\b(?:json\.loads?|tomllib\.loads?)\(|\.raw_decode\(")
 DEEP = "[" * 200_000 + "]" * 200_000
 
 # Each parse json_input does not make, by file and the line's text, and why its text is no user's.
@@ -38,12 +38,17 @@ NOT_HANDED = {
     ("image/slime_image/smoke/core.py", "return json.loads(line)"): "a probe's output",
     ("image/slime_image/smoke/importer.py", "return [tuple(item)"): "the import server's answer",
     ("image/slime_image/smoke/lookups.py", "return json.loads(child.stdout), child"): "a probe's output",
-    ("image/slime_image/canary/invariants.py", "event = json.loads(match[1])"): "the canary's own log events",
+    ("image/slime_image/canary/invariants.py", "event, _ = DECODER.raw_decode(line, match.end())"): (
+        "the canary's own log events"
+    ),
+    (
+        "image/slime_image/own_output.py",
+        "key, at = _DECODER.raw_decode(text, at)",
+    ): "an existing output's head, only asked whether this project wrote it",
+    ("image/slime_image/own_output.py", "found[key], at = _DECODER.raw_decode(text, at)"): "the same head",
     ("tools/k8s/k8s_nodes.py", 'return json.loads(proc.stdout)["items"]'): "kubectl's output",
     ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
     ("tools/inputs/steps_digest.py", "args = tomllib.loads(_git("): "a pairing as git holds it; unparsed is no history",
-    ("tools/planner/plan_index.py", "page = json.loads(answer.body)"): "an index's page, bounded by index_http",
-    ("tools/planner/plan_index.py", "data = json.loads(answer.body)"): "an index's page, bounded by index_http",
     ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",
     ("tools/release/referrer.py", "index = json.loads(old)"): "the registry's answer",
     ("tools/release/referrer.py", 'return json.loads(body).get("manifests", [])'): "the registry's answer",

@@ -55,9 +55,7 @@ def recipe_locks(recipe: Recipe, fix: str = "make lock (it writes the lock and i
         held_cutoff(whole)
         held_pins(whole)
         own_stack_locks(whole, [locks[path] for _, path in recipe.constraint_files[:-1]])
-        from tools.planner.plan_steps import current_inputs  # the planner reads locks through this module
-
-        named_inputs(whole, current_inputs(recipe))
+        named_inputs(whole, recipe)
     return locks
 
 
@@ -164,17 +162,21 @@ def regular_files(paths) -> None:
             )
 
 
-def named_inputs(lock: Lock, current: dict[str, str]) -> None:
-    """Refuse a lock's `# input` line that names no input of the recipe (`current`, plan_steps.current_inputs), naming
-    the line, for every command that reads the recipe's locks and lock_hashes: make lock writes one line per input,
-    and a line beside them was kept by every command and carried along by lock_hashes (sweep 5 U5)."""
+def named_inputs(lock: Lock, recipe: Recipe) -> None:
+    """Refuse a lock's `# input` line that names nothing an input of the recipe can be (plan_steps.may_be_input),
+    naming the line, for every command that reads the recipe's locks and lock_hashes: make lock writes one line per
+    input, and a line beside them was kept by every command and carried along by lock_hashes (sweep 5 U5). A line of
+    an input the recipe no longer reads is stale_lock's: the recipe moved, and make lock mends it."""
+    from tools.planner.plan_steps import may_be_input  # the planner reads locks through this module
+
     for number, line in enumerate(lock.text.split("\n"), 1):
         name = line[len(INPUT_LINE) :].rpartition(" = ")[0] if line.startswith(INPUT_LINE) else None
-        if name is not None and name not in current:
+        if name is not None and not may_be_input(recipe, name):
             raise LockError(
                 lock.path,
                 number,
-                f"its line {line[:90]!r} names no input of the plan (make lock records {', '.join(current)})",
+                f"its line {line[:90]!r} names no input of the plan (make lock records the pip steps, the files they"
+                " read, the base manifest)",
                 f"remove that line, or {write_again(lock.path)}",
             )
 

@@ -44,7 +44,6 @@ from tools.inputs.recipe import Recipe
 from tools.planner import index_http
 from tools.planner.plan_index import SDIST_SUFFIXES, WORKERS, Pin, project_files
 from tools.planner.plan_replay import index_url
-from tools.planner.plan_steps import current_inputs
 
 PYTHON = (3, 12)
 GLIBC = (2, 39)  # Ubuntu 24.04's, the base's
@@ -195,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         held_cutoff(lock)
         # Its record of its own pins too: written anew over a lock without one, it would bless a pin deleted with it.
         held_pins(lock)
-        named_inputs(lock, current_inputs(recipe))  # a line naming no input would be carried along
+        named_inputs(lock, recipe)  # a line naming no input would be carried along
         regular_files(stacks)
         missing = [str(path) for path in stacks if not path.is_file()]
         if missing:

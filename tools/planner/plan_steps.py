@@ -179,6 +179,14 @@ def input_files(recipe: Recipe, manifest: Path | None) -> list[tuple[Path, str]]
     return [(path, shown(path, recipe.context)) for path in sorted(files)] + [(m, shown(m)) for m in [manifest] if m]
 
 
+def may_be_input(recipe: Recipe, name: str) -> bool:
+    """Whether an `# input` line of `recipe`'s lock may name `name`: the pip steps, a file the recipe COPYs, or one of
+    the forms an input takes whatever the recipe says now (a requirements file, *.txt; a base manifest, *.json), so
+    that a recipe moved since make lock reads as stale (stale_lock). A name of none is a line no make lock wrote."""
+    copied = {shown(path, recipe.context) for path in recipe.copies.values()}
+    return name == steps_digest.NAME or name in copied or name.endswith((".txt", ".json"))
+
+
 def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     """Why `lock`, the lock of `pairing` built as `recipe`, is stale, or None: an input whose digest now is not the one
     its `# input` lines recorded when make lock wrote it from the plan, or a `# built from source` line that does not
@@ -187,9 +195,9 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
     is the one the plan starts from (manifest_for), where there is one. Which side moved cannot be told from the digest
     alone (an input, or the lock's line edited): the cause names the line and what the inputs give now, and of the pip
     steps' digest, which takes the pairing's values in too, which of the two moved where git tells (steps_digest)."""
+    named_inputs(lock, recipe)  # a line no make lock wrote, where a command reads a lock apart from its recipe's
     manifest = plan_manifest(recipe)
     current = input_digests(recipe, manifest)
-    named_inputs(lock, current)
     # A file named as the user reaches it: a recipe copied out of the clone has its own (sweep 7 U6: the copy's
     # requirements.txt read as the clone's, which had not changed).
     where = {name: str(as_typed(path)) for path, name in input_files(recipe, manifest)}
@@ -212,6 +220,12 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
         ]
         edited = "" if all(sure for _, sure in causes) else ", or the lock's line was edited"
         return f"{stale}{said}: {', '.join(c for c, _ in causes)} changed since make lock wrote it{edited}"
+    # A line naming no input the plan reads now: the recipe no longer has it (a line no make lock wrote is refused as
+    # the lock is read, lock.named_inputs).
+    extra = [name for name in recorded if name not in current]
+    if extra:
+        said = "; ".join(f"its line '{INPUT_LINE}{name} = {recorded[name]}'" for name in extra)
+        return f"{stale}{said}: no input of the plan now (make lock records {', '.join(current)})"
     # Each source tree's checkout is a recipe argument, which the pip steps' digest covers: inputs that match and a line
     # that names another checkout (or none) mean the line itself was edited.
     built = built_from_source(recipe)
@@ -230,11 +244,6 @@ def plan_manifest(recipe: Recipe) -> Path | None:
     except UserError:  # a base of no image reference: the rules and the build name it themselves
         return None
     return manifest if manifest and manifest.is_file() else None
-
-
-def current_inputs(recipe: Recipe) -> dict[str, str]:
-    """input_digests of `recipe` as make lock records them: with the base manifest the plan starts from."""
-    return input_digests(recipe, plan_manifest(recipe))
 
 
 def _source_line_wrong(name: str, written: str | None, built: str | None) -> str:
