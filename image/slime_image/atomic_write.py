@@ -25,7 +25,8 @@ def _stage(path: Path, text: str | None) -> str:
     """A temporary file beside `path` holding `text` (None: a copy of `path` as it is), with `path`'s mode."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    # realpath: tempfile abspaths its folder, reading `link/..` as text; the file must lie where the rename puts it
+    fd, tmp = tempfile.mkstemp(dir=os.path.realpath(path.parent), prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w") as handle:
             if text is not None:
@@ -148,13 +149,15 @@ def check_writable(option: str, path: Path | str | None) -> None:
         raise UserError(
             f"{option} {path}: cannot write a file there: it is a folder", f"pass {option} a file, not a folder"
         )
-    there, dangling = nearest_there(os.path.dirname(os.path.abspath(target)))
+    there, dangling = nearest_there(
+        os.path.dirname(os.path.join(os.getcwd(), target))
+    )  # `link/..` as the kernel reads it
     if dangling:
         raise UserError(f"{option} {path}: cannot write a file there ({dangling})", fix)
     existing = Path(there)
     if not existing.is_dir():
         raise UserError(f"{option} {path}: cannot write a file there", fix)
-    why = _takes_a_file(existing)
+    why = _takes_a_file(Path(os.path.realpath(existing)))
     if why:
         raise UserError(f"{option} {path}: cannot write a file there ({existing}: {why})", fix)
 

@@ -415,8 +415,12 @@ def _state(path: Path) -> bytes | list[str] | None:
 @pytest.mark.parametrize("module, words, flag, parser", image_writers(), ids=lambda x: x if isinstance(x, str) else "")
 def test_no_image_command_writes_over_the_clone_it_runs_from(module, words, flag, parser, tmp_path, capsys):
     folder = any(isinstance(a.type, InputPath) for f, a in valued(parser) if f == flag)
-    for target in CLONE_FOLDERS if folder else CLONE_FILES:
-        path = ROOT / target
+    # Sweep 8 N8: each also through a link and `..` (lk/.. is the clone's root to the kernel, not tmp_path as text).
+    (tmp_path / "lk").symlink_to(ROOT / "locks")
+    for target, path in [
+        (t, p) for t in (CLONE_FOLDERS if folder else CLONE_FILES) for p in (ROOT, tmp_path / "lk/..")
+    ]:
+        path = Path(f"{path}/{target}")
         before = _state(path)
         argv = list(words)
         for other, action in valued(parser):

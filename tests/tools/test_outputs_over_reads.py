@@ -190,6 +190,17 @@ def test_an_output_over_the_clone_s_own_files_is_refused(capsys, command, words,
     assert lines[1] == f"fix: give {option} a file of its own, not {target}", lines
 
 
+# Sweep 8 N8: `/tmp/lk/../Makefile`, lk a link to the clone's locks/, is the clone's Makefile to the kernel; the guard
+# read `lk/..` as text (/tmp/Makefile) and let the write replace it.
+@pytest.mark.parametrize("command, words, option", [(c, w, o) for (c, w), options in OUTPUTS.items() for o in options])
+def test_an_output_through_a_link_and_up_to_a_clone_file_is_refused(capsys, tmp_path, command, words, option):
+    (tmp_path / "lk").symlink_to(ROOT / "locks")
+    target = f"{tmp_path}/lk/../Makefile"
+    code, stderr = refusal(capsys, command, [*words, option, target], ROOT / "Makefile")
+    lines = stderr.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "the clone" in lines[0], stderr
+
+
 # build-check's default pairing is v0.3.1: v0.3.0's committed record is no folder of its own.
 CLONE_FOLDERS = (".git", ".venv", ".git/objects", "docs/build/v0.3.0", "docs")
 
