@@ -161,8 +161,9 @@ def make_lock(lock: Path) -> str:
 
 def own_path(path: Path | str) -> str:
     """`path` made absolute through every link but its own name: a link is named as itself, never as what it points at
-    (sweep 5 U12: a pairing that is a link was named by its target), and it is the link that a write replaces. Its folder as given, never abspath'd: abspath drops `link/..` as text, where the
-    kernel goes through the link (sweep 8 N8: `/tmp/lk/../Makefile`, lk a link into the clone, replaced its Makefile)."""
+    (sweep 5 U12: a pairing that is a link was named by its target), and it is the link that a write replaces. Its
+    folder as given, never abspath'd: abspath drops `link/..` as text, where the kernel goes through the link (sweep 8
+    N8: `/tmp/lk/../Makefile`, lk a link into the clone, replaced the clone's Makefile)."""
     folder, name = os.path.split(os.path.join(os.getcwd(), path))
     return os.path.join(os.path.realpath(folder), name) if name not in ("", ".", "..") else os.path.realpath(path)
 
