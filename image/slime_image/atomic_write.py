@@ -200,18 +200,35 @@ def check_outputs(outputs: dict[str, Path | str | None], inputs: dict[str, Path 
             f"{' and '.join(on_stdout)} would all write to stdout, one mixed into the other",
             f"send {' or '.join(on_stdout[1:])} to a file",
         )
-    named: dict[str, str] = {}
+    named: dict[str, tuple[str, Path | str]] = {}  # where each output lands -> its option and path as given
     for option, path in outputs.items():
         if path is None or str(path) == "-":
             continue
         _not_an_input(option, path, inputs or {})
         check_writable(option, path)
-        same = named.setdefault(os.path.realpath(path), option)
-        if same != option:
+        _apart(option, path, named)
+        named[os.path.realpath(path)] = (option, path)
+
+
+def _apart(option: str, path: Path | str, named: dict[str, tuple[str, Path | str]]) -> None:
+    """Refuse an output landing where an earlier one (`named`) does, inside it, or around it: every pair of a command's
+    outputs, before either is made (sweep 8 N10: `--report-json q/r.json --report-junit q/r.json/x.xml` made the
+    folder r.json for the second, then failed on the first, leaving both folders)."""
+    written = os.path.realpath(path)
+    for where, (other, given) in named.items():
+        if written == where:
             raise UserError(
-                f"{same} and {option} both name {path}: the later would overwrite the earlier",
+                f"{other} and {option} both name {path}: the later would overwrite the earlier",
                 f"give {option} a file of its own",
             )
+        pair = [(option, path, written), (other, given, where)]
+        for (inner, inner_path, inside), (outer, outer_path, around) in (pair, pair[::-1]):
+            if inside.startswith(around.rstrip("/") + "/"):
+                raise UserError(
+                    f"{inner} {inner_path} lies inside {outer} {outer_path}, a file the command writes: it cannot "
+                    "be a folder too",
+                    f"give {inner} a path outside {outer_path}",
+                )
 
 
 def _not_an_input(option: str, path: Path | str, inputs: dict[str, Path | str | None]) -> None:

@@ -379,6 +379,36 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
 
 
+def output_pairs() -> list[tuple[str, list[str], str, str, argparse.ArgumentParser]]:
+    """Every ordered pair of output options (or positionals) of every parser with two or more."""
+    found = []
+    for module in command_modules():
+        for parser, words in commands(module):
+            outputs = [flag for flag, action in valued(parser) if isinstance(action.type, Output)]
+            found += [(module, words, a, b, parser) for a in outputs for b in outputs if a != b]
+    return found
+
+
+@pytest.mark.parametrize(
+    "module, words, outer, inner, parser", output_pairs(), ids=lambda x: x if isinstance(x, str) else ""
+)
+def test_no_output_may_lie_inside_another(module, words, outer, inner, parser, tmp_path, capsys):
+    """Sweep 8 N10: `rules --report-json q/r.json --report-junit q/r.json/x.xml` made q/r.json a folder for the second,
+    then failed on the first, leaving both folders (plan ran its whole plan first): each pair of a command's outputs is
+    refused apart as it is parsed, before anything is made."""
+    paths = {outer: tmp_path / "q" / "r.json", inner: tmp_path / "q" / "r.json" / "x.xml"}
+    argv = list(words)
+    for flag, action in valued(parser):
+        if flag in paths or action.required or (not action.option_strings and action.nargs in (None, "+")):
+            value = str(paths[flag]) if flag in paths else good_value(action, tmp_path)
+            argv += ([action.option_strings[-1]] if action.option_strings else []) + [value]
+    code = importlib.import_module(module).main(argv)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "lies inside" in lines[0], lines
+    assert not (tmp_path / "q").exists()
+    assert output_pairs()
+
+
 def image_writers() -> list[tuple[str, list[str], str, argparse.ArgumentParser]]:
     """Every option of every image/ command naming a file it writes or a folder it fills."""
     return [
