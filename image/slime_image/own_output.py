@@ -96,7 +96,8 @@ def _json(text: str):
 
 def report_json(text: str) -> bool:
     """A JSON report of smoke.report.as_json: an object with its tool and its checks."""
-    return json_shaped(text, tool=str, checks=list)
+    lead = ("version", "tool", "stage", "where", "ok", "counts", "checks")
+    return json_shaped(text, lead=lead, optional=("where",), version=int, tool=str, checks=list)
 
 
 def report_junit(text: str) -> bool:
@@ -115,21 +116,26 @@ def sbom(text: str) -> bool:
     return any(isinstance(tool, dict) and tool.get("name") == "slime-sbom" for tool in named)
 
 
-def json_shaped(text: str, **kinds: type) -> bool:
-    """A JSON object holding each key of `kinds` with a value of its type: the shape of a writer's own JSON. `kinds` in
-    the order the writer writes them: of a head cut short, the first of them and those up to the cut."""
+def json_shaped(text: str, lead: tuple[str, ...] = (), optional: tuple[str, ...] = (), **kinds: type) -> bool:
+    """A JSON object holding each key of `kinds` with a value of its type: the shape of a writer's own JSON. Of a head
+    cut short, only where the head proves it: it begins with `lead`, the keys the writer writes first, in its order, up
+    to the first whose value may run long (those of `optional` where it writes them), and holds those of `kinds` it
+    reached with values of their type; without a `lead`, never. A key or two shared with another's file prove nothing
+    (sweep 8 N2: a user's 125 KB JSON beginning with a "tool" string was taken for rules' report and replaced)."""
     found = _json(text)
     if not isinstance(found, dict):
         return False
-    held = [key for key in kinds if key in found]
-    if getattr(text, "cut", False) and held and held == list(kinds)[: len(held)]:
-        kinds = {key: kinds[key] for key in held}
+    if getattr(text, "cut", False):
+        wanted = [key for key in lead if key not in optional or key in found]
+        if not lead or list(found)[: len(wanted)] != wanted:
+            return False
+        kinds = {key: kind for key, kind in kinds.items() if key in found}
     return all(isinstance(found.get(key), kind) for key, kind in kinds.items())
 
 
 def record(text: str) -> bool:
     """A record of slime-record: the versions the build used, and the tag (null where the record names none)."""
-    return json_shaped(text, versions=dict) and "tag" in _json(text)  # a record is small: its head is all of it
+    return json_shaped(text, versions=dict) and "tag" in _json(text)  # a record is small: a cut head is none
 
 
 def pytest_junit(text: str) -> bool:
@@ -157,7 +163,8 @@ def pytest_junit(text: str) -> bool:
 
 def upstream_json(text: str) -> bool:
     """slime-upstream-tests' result: each file's counts, what was left out, the stack's failures."""
-    return json_shaped(text, stack_failures=int, files=dict, left_out=list)
+    lead = ("passed", "failed", "errors", "skipped", "stack_failures", "outside_ci_failures", "files")
+    return json_shaped(text, lead=lead, stack_failures=int, files=dict, left_out=list)
 
 
 # (what it is, its recogniser), for options.add_output's `own`.

@@ -751,3 +751,54 @@ def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
     with open(path, "wb") as file:
         file.truncate(1 << 30)
     assert not any(own_output.recognised(str(path), recognise) for _, recognise in written)
+
+
+def test_a_cut_head_is_its_writer_s_only_where_it_proves_it(tmp_path):
+    """Sweep 8 N2: a user's 125 KB JSON beginning with a "tool" string was taken for rules' report (its head, cut, held
+    a key the report has) and replaced. Each JSON writer's long output is its own still; a user's file over the head
+    holding any one of its keys, then its own, is no writer's."""
+    from slime_image import own_output
+
+    from tools.planner import base_manifest, plan
+
+    written = every_recogniser(tmp_path)
+    big = [{"file": f"src/x{n}.js", "messages": []} for n in range(3000)]
+    # the writers whose output may run past the head, made long as they write it
+    long = {recognise: text for (_, recognise), text in written.items() if len(text) > own_output.HEAD}
+    for (what, recognise), text in written.items():
+        try:
+            shape = json.loads(text)
+        except ValueError:
+            continue  # XML or YAML: report_junit's first lines name its tool; below
+        if not isinstance(shape, dict):
+            continue
+        if recognise is plan.PLAN_JSON[1]:  # a plan of one step, as its steps are written
+            shape["steps"] = [{"name": "pip install", "added": {}, "changed": {}, "note": "x" * 200}]
+        longest = max((k for k, v in shape.items() if isinstance(v, (list, dict))), key=lambda k: len(str(shape[k])))
+        value, times = shape[longest], own_output.HEAD // len(json.dumps(shape[longest])) + 2
+        if recognise not in long and value and recognise is not own_output.record:  # a few build args: never long
+            more = (
+                value * times
+                if isinstance(value, list)
+                else {f"{k}{n}": v for k, v in value.items() for n in range(times)}
+            )
+            long[recognise] = json.dumps({**shape, longest: more}, indent=2)
+        for key, value in shape.items():
+            user = tmp_path / "user.json"
+            user.write_text(json.dumps({key: value, "results": big}))
+            assert user.stat().st_size > own_output.HEAD
+            assert not own_output.recognised(str(user), recognise), (what, key)
+    user = tmp_path / "user.json"
+    user.write_text(json.dumps({"tool": "eslint", "results": big}))
+    assert not any(own_output.recognised(str(user), r) for _, r in written)
+    user.write_text('<?xml version="1.0"?>\n<testsuite name="eslint">' + "<testcase/>" * 10_000 + "</testsuite>\n")
+    assert not any(own_output.recognised(str(user), r) for _, r in written)
+    assert {
+        plan.PLAN_JSON[1],
+        base_manifest.MANIFEST[1],
+        own_output.UPSTREAM_JSON[1],
+        own_output.REPORT_JSON[1],
+    } <= set(long)
+    for recognise, text in long.items():
+        user.write_text(text)
+        assert user.stat().st_size > own_output.HEAD and own_output.recognised(str(user), recognise), recognise

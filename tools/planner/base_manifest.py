@@ -46,7 +46,8 @@ REFERENCE = re.compile(
 
 
 # A base manifest, as manifest() writes it (an image and its distributions): what --out may replace.
-MANIFEST = ("base manifest", lambda text: json_shaped(text, image=str, distributions=list))
+LEAD = ("image", "partial", "source")  # the first keys of every manifest, in their order (committed ones add more)
+MANIFEST = ("base manifest", lambda text: json_shaped(text, LEAD, image=str, distributions=list))
 
 
 def manifest_for(image: str) -> Path:

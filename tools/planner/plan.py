@@ -44,7 +44,9 @@ from tools.planner.plan_report import summary, verdicts, warned
 
 # What --json and --lock write, recognised so that neither replaces a file this command did not write: the plan's
 # JSON (Plan.as_json: its base, steps, final environment and verdict) and a lock by its first line (lock_text).
-PLAN_JSON = ("plan's JSON", lambda text: json_shaped(text, base=dict, steps=list, final=dict, ok=bool))
+# Plan.as_json's keys up to its steps, in its order: what proves a plan's JSON whose head alone is read
+PLAN_LEAD = ("base", "built_from_source", "platform", "lock", "uploaded_prior_to", "inputs", "steps")
+PLAN_JSON = ("plan's JSON", lambda text: json_shaped(text, PLAN_LEAD, base=dict, steps=list, final=dict, ok=bool))
 LOCK = ("lock", lambda text: text.partition("\n")[0] == FIRST_LINE)
 
 
