@@ -107,6 +107,20 @@ def test_check_fails_then_apply_then_already_applied_with_identical_bytes(trees)
     assert code == 0
 
 
+def test_trees_inside_another_git_repository_are_patched(trees):
+    """Sweep 8 N1: a Megatron or SGLang tree in a subfolder of another repository (a venv's site-packages in a project
+    checkout): git apply took the patch's paths from that repository's top, skipped them all, and said nothing, so
+    slime-patch said `applied`, every run, while no file changed."""
+    _slime, megatron, site = trees
+    subprocess.run(["git", "init", "-q", str(site.parent)], check=True)
+    code, _, statuses = patch(*trees, "--only", UPSTREAM)
+    assert code == 0 and set(statuses.values()) == {"applied"}, statuses
+    assert "/post_process_weights" in (site / HTTP_SERVER).read_text()
+    assert "disable_grad_buffers_cpu_backup" in (megatron / ARGUMENTS).read_text()
+    code, _, statuses = patch(*trees, "--only", UPSTREAM)
+    assert code == 0 and set(statuses.values()) == {"already-applied"}, statuses
+
+
 def test_a_series_applies_in_slime_s_order_each_patch_on_the_one_before_and_reads_back_as_applied(trees):
     """slime v0.3.1's SGLang patches are a series (sglang.patch, then sglang-pull_weights.patch ...): the later one
     changes a line the first one added, so it applies only after it, and the reverse only last patch first."""

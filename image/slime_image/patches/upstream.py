@@ -127,16 +127,23 @@ def touched(series: tuple[Path, ...], strip: int) -> set[str]:
     return found
 
 
+def _apply(tree: Path, strip: int, *args: str, **kwargs) -> subprocess.CompletedProcess:
+    """`git apply` in `tree` as a plain folder: in a repository's subfolder (a venv's site-packages in a checkout),
+    git takes the patch's paths from the repository's top and skips, rc 0, each outside the subfolder (sweep 8 N1:
+    `applied`, nothing changed); --git-dir=/dev/null names no repository, so none is looked for."""
+    return git.run("--git-dir=/dev/null", "apply", f"-p{strip}", *args, cwd=tree, capture_output=True, **kwargs)
+
+
 def _in_order(ordered: list[Path], tree: Path, strip: int, flags: list[str]) -> subprocess.CompletedProcess:
     """`git apply` each patch in turn; on a failure, undo the ones this call applied."""
     done: list[Path] = []
     proc = subprocess.CompletedProcess([], 0, "", "")
     for patch in ordered:
-        proc = git.run("apply", f"-p{strip}", *flags, str(patch), cwd=tree, capture_output=True, text=True, timeout=300)
+        proc = _apply(tree, strip, *flags, str(patch), text=True, timeout=300)
         if proc.returncode != 0:
             undo = [f for f in flags if f != "--reverse"] + ([] if "--reverse" in flags else ["--reverse"])
             for earlier in reversed(done):
-                git.run("apply", f"-p{strip}", *undo, str(earlier), cwd=tree, capture_output=True)
+                _apply(tree, strip, *undo, str(earlier))
             return proc
         done.append(patch)
     return proc
