@@ -358,8 +358,8 @@ def sync(docs: Path, dockerfile: Path, check: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.docs", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true")
-    add_path(parser, "--docs", default=ROOT / "docs", help="the folder of the pages (default: docs/)")
-    add_path(parser, "--dockerfile", default=DOCKERFILE)
+    add_path(parser, "--docs", kind="folder", default=ROOT / "docs", help="the folder of the pages (default: docs/)")
+    add_path(parser, "--dockerfile", kind="file", default=DOCKERFILE)
 
     def run() -> int:
         args = parser.parse_args(argv)

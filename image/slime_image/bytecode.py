@@ -125,5 +125,5 @@ def run(slime_root: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(guards_clone=True, prog="slime-bytecode", description=__doc__.split("\n\n")[0])
-    add_path(parser, "--slime-root", default=Path("/opt/slime"))
+    add_path(parser, "--slime-root", kind="folder", default=Path("/opt/slime"))
     return run_command("slime-bytecode", lambda: run(parser.parse_args(argv).slime_root), code=2)

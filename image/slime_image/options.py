@@ -318,7 +318,7 @@ class InputPath:
             raise UserError(
                 f"{self.option} {value} is no regular file or folder (a FIFO, a device or a socket): it would be read "
                 "without end, or not at all",
-                f"pass {self.option} a file or folder",
+                f"pass {self.option} {f'a {self.kind}' if self.kind else 'a file or folder'}",
             )
         return path
 

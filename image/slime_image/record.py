@@ -75,7 +75,7 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(guards_clone=True, prog="slime-record", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", required=True, own=own_output.RECORD, help="the record's file (-: stdout)")
-    add_path(parser, "--slime-root", help="record slime's own patch files applied from this tree")
+    add_path(parser, "--slime-root", kind="folder", help="record slime's own patch files applied from this tree")
     parser.add_argument("names", nargs="+", metavar="NAME")
 
     def run() -> int:

@@ -166,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_path(parser, "--runner", required=True, help="a folder holding pytest (pip install --target)")
-    add_path(parser, "--slime-root", default=Path("/opt/slime"))
+    add_path(parser, "--runner", kind="folder", required=True, help="a folder holding pytest (pip install --target)")
+    add_path(parser, "--slime-root", kind="folder", default=Path("/opt/slime"))
     junit = "where pytest's JUnit XML goes"
     add_output(parser, "--junit", required=True, own=own_output.PYTEST_JUNIT, metavar="PATH|-", help=junit)
     add_output(parser, "--json", own=own_output.UPSTREAM_JSON, metavar="PATH|-", help="the per-file result as JSON")

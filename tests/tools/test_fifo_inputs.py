@@ -32,6 +32,17 @@ def test_every_path_option_refuses_what_is_no_file_or_folder(module, words, flag
     assert str(path) in refused.value.cause and refused.value.fix.startswith("pass "), refused.value
 
 
+@pytest.mark.parametrize("module, words, flag, action", PATH_OPTIONS, ids=lambda x: x if isinstance(x, str) else "")
+def test_a_path_option_s_fix_names_what_it_takes(module, words, flag, action, tmp_path):
+    """Sweep 8 N3: `--env-file <a FIFO>` said `pass --env-file a file or folder`, and a folder was refused next: every
+    path option declares the one kind it takes (a file, or a folder), the kind its FIFO's fix names."""
+    assert action.type.kind in ("file", "folder"), f"{module} {flag}: declare add_path(..., kind=) of what it takes"
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(UserError) as refused:
+        action.type(str(tmp_path / "fifo"))
+    assert refused.value.fix == f"pass {flag} a {action.type.kind}", refused.value
+
+
 @pytest.mark.parametrize("shape", NOT_A_FILE)
 def test_pip_reports_refuses_a_report_that_is_no_file_without_waiting(shape, tmp_path):
     report = tmp_path / "report.json"

@@ -302,7 +302,7 @@ def test_an_env_file_that_is_a_folder_is_named(tmp_path):
         env=env,
     )
     assert proc.returncode == 1 and proc.stdout == "" and "Traceback" not in proc.stderr
-    assert proc.stderr.splitlines()[0] == f"render: --env-file {tmp_path} is not a file"
+    assert proc.stderr.splitlines() == [f"render: --env-file {tmp_path} is no file", "fix: pass --env-file a file"]
 
 
 @pytest.mark.parametrize(

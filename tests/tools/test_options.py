@@ -360,10 +360,13 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     against every path option the command reads, once parsed, before the command looks at either. A folder it reads
     (a path option of kind folder, which refuses a file) is given with the output inside it."""
     target = tmp_path / "read.json"
-    target.write_text("{}\n")
     read_path, where = target, "is"
     if next(a.type.kind for flag, a in valued(parser) if flag == read) == "folder":
-        read_path, where = tmp_path, "is inside"
+        # a folder of its own: the command's other outputs (good_value's, in tmp_path) lie outside it
+        read_path, where = tmp_path / "read", "is inside"
+        read_path.mkdir()
+        target = read_path / "read.json"
+    target.write_text("{}\n")
     argv = list(words)
     for flag, action in valued(parser):
         if flag in (output, read):
@@ -376,7 +379,9 @@ def test_no_output_may_be_a_path_the_command_reads(module, words, output, read, 
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
     assert f"{output} {target} {where} {read} ({read_path}), which the command reads" in lines[0], lines
-    assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == ["read.json"]
+    assert target.read_text() == "{}\n" and [p.name for p in tmp_path.iterdir()] == [
+        read_path.relative_to(tmp_path).parts[0]
+    ]
 
 
 def output_pairs() -> list[tuple[str, list[str], str, str, argparse.ArgumentParser]]:

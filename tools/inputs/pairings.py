@@ -527,7 +527,7 @@ def main(argv: list[str] | None = None) -> int:
     draft = sub.add_parser("draft", help="a draft pairing from a slime checkout at a release tag")
     series = sub.add_parser("series", help="the patch series of a slime checkout, as SLIME_PATCHES declares it")
     for each in (draft, series):
-        add_path(each, "--slime-tree", required=True, help="a slime checkout at a release tag")
+        add_path(each, "--slime-tree", kind="folder", required=True, help="a slime checkout at a release tag")
     add_output(draft, "--out", stdout=False, help="where to write it (default pairings/<tag>.toml)")
 
     def run() -> int:

@@ -553,7 +553,7 @@ def report(dockerfile: Path = DOCKERFILE, args: argparse.Namespace | None = None
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.inputs.rules", description=__doc__.strip().splitlines()[0])
-    add_path(parser, "dockerfile", nargs="?", default=DOCKERFILE, help="default: slime.Dockerfile")
+    add_path(parser, "dockerfile", kind="file", nargs="?", default=DOCKERFILE, help="default: slime.Dockerfile")
     guard_report.add_options(parser)
 
     def run() -> int:

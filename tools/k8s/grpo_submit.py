@@ -105,13 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.k8s.grpo_submit", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_path(parser, "--recipe", required=True)
+    add_path(parser, "--recipe", kind="file", required=True)
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     parser.add_argument("--overlay", default="h200", help="the instance type's overlay: its GPU decides FP8 rules")
     parser.add_argument("--launcher", default=LAUNCHER, help="the image's launch command")
     add_path(
         parser,
         "--image-versions",
+        kind="file",
         help="the cluster's image's versions.json (make submit reads it in the head pod): its fingerprint is compared "
         "with the tree's",
     )

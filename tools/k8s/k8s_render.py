@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.k8s.k8s_render", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--overlay", required=True)
-    add_path(parser, "--env-file", help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
+    add_path(parser, "--env-file", kind="file", help=f"default: {DEFAULT_ENV_FILE.relative_to(ROOT)} where it exists")
     parser.add_argument("--only", default=",".join(TEMPLATES))
     output = parser.add_mutually_exclusive_group()
     own = ("rendering of these manifests", rendered_here)

@@ -403,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.k8s.k8s_validate", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_path(parser, "manifests")
+    add_path(parser, "manifests", kind="file")
     parser.add_argument("--overlay", required=True)
     parser.add_argument("--image", required=True)
     guard_report.add_options(parser)

@@ -139,9 +139,9 @@ def main(argv: list[str] | None = None) -> int:
         prog="tools.planner.base_manifest", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--image", required=True)
-    add_path(parser, "--inspect", help="what `python3 -m pip inspect --local` printed in the image")
-    add_path(parser, "--constraint")
-    add_path(parser, "--registry-manifest", help="what `docker manifest inspect -v IMAGE` printed")
+    add_path(parser, "--inspect", kind="file", help="what `python3 -m pip inspect --local` printed in the image")
+    add_path(parser, "--constraint", kind="file")
+    add_path(parser, "--registry-manifest", kind="file", help="what `docker manifest inspect -v IMAGE` printed")
     parser.add_argument(
         "--platform", default="linux/amd64", help="the platform whose layers are weighed (tools/planner/platforms.py)"
     )

@@ -128,11 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.planner.plan", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_path(parser, "--dockerfile", default=DOCKERFILE)
-    add_path(parser, "--context", help="the build context COPY reads from (default: the Dockerfile's folder)")
+    add_path(parser, "--dockerfile", kind="file", default=DOCKERFILE)
+    add_path(
+        parser, "--context", kind="folder", help="the build context COPY reads from (default: the Dockerfile's folder)"
+    )
     parser.add_argument("--target", help="the stage to plan (default: the last, as docker build)")
     parser.add_argument("--pairing", help="plan this slime release's pairing (pairings/NAME.toml) under its own lock")
-    add_path(parser, "--base-manifest", help="default: base-manifests/<the FROM image>.json")
+    add_path(parser, "--base-manifest", kind="file", help="default: base-manifests/<the FROM image>.json")
     parser.add_argument(
         "--assume-empty-base", action="store_true", help="plan from an empty environment when no manifest exists"
     )

@@ -119,7 +119,7 @@ def referrers(registry: Registry, subject_digest: str) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.release.referrer", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--image", required=True, help="REGISTRY/REPO@sha256:<digest> (what make push prints)")
-    add_path(parser, "--sbom", required=True, help="the image's /opt/slime-image/sbom.cdx.json")
+    add_path(parser, "--sbom", kind="file", required=True, help="the image's /opt/slime-image/sbom.cdx.json")
     parser.add_argument("--insecure", action="store_true", help="plain HTTP (a registry on localhost)")
     parser.add_argument("--user", help="the registry user; its password is read from stdin")
 

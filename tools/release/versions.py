@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         prog="tools.release.versions", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_path(parser, "--dockerfile", default=DOCKERFILE)
+    add_path(parser, "--dockerfile", kind="file", default=DOCKERFILE)
     parser.add_argument("--pairing", help="the versions of this pairing (pairings/NAME.toml), not the defaults")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("get").add_argument("name")

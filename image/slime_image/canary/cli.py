@@ -124,9 +124,16 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_path(parser, "--work", reads=False, default=Path("/tmp/slime-canary"), help="where its inputs and log go")
-    add_path(parser, "--slime-root", default=Path("/opt/slime"))
-    add_path(parser, "--megatron-root", default=Path("/opt/Megatron-LM"))
+    add_path(
+        parser,
+        "--work",
+        reads=False,
+        kind="folder",
+        default=Path("/tmp/slime-canary"),
+        help="where its inputs and log go",
+    )
+    add_path(parser, "--slime-root", kind="folder", default=Path("/opt/slime"))
+    add_path(parser, "--megatron-root", kind="folder", default=Path("/opt/Megatron-LM"))
     parser.add_argument(
         "--learn",
         action="store_true",

@@ -214,9 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         guards_clone=True, prog="slime-patch", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    add_path(parser, "--slime-root", required=True, help="the slime checkout (holds slime/ray)")
-    add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
-    add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")
+    add_path(parser, "--slime-root", kind="folder", required=True, help="the slime checkout (holds slime/ray)")
+    add_path(parser, "--megatron-root", kind="folder", help="the Megatron-LM checkout (default: the importable one)")
+    add_path(parser, "--sglang-root", kind="folder", help="the folder holding the sglang package (default: importable)")
     parser.add_argument("--only", help="comma-separated patch ids")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a patch still applies")
     parser.add_argument("--json", action="store_true", help="print a JSON report instead of lines")

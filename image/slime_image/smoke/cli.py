@@ -80,19 +80,28 @@ def parse_args(argv):
         help="leave out of the JSON report what differs from one run to the next (each check's seconds, the machine's "
         "name), so that the same results write the same file (the build's gate: its layer is the same every build)",
     )
-    add_path(parser, "--slime-root", help="the slime checkout to check (default: the installed slime)")
-    add_path(parser, "--megatron-root", help="the Megatron-LM checkout (default: the importable one)")
-    add_path(parser, "--sglang-root", help="the folder holding the sglang package (default: importable)")
+    add_path(parser, "--slime-root", kind="folder", help="the slime checkout to check (default: the installed slime)")
+    add_path(parser, "--megatron-root", kind="folder", help="the Megatron-LM checkout (default: the importable one)")
+    add_path(parser, "--sglang-root", kind="folder", help="the folder holding the sglang package (default: importable)")
     add_number(
         parser, "--cuda-major", kind=int, low=11, high=13, help="the CUDA major of the train workers (default: torch's)"
     )
     add_path(
-        parser, "--versions-file", help=f"what slime-record wrote (default: {Context.versions_file}, where present)"
+        parser,
+        "--versions-file",
+        kind="file",
+        help=f"what slime-record wrote (default: {Context.versions_file}, where present)",
     )
-    add_path(parser, "--pip-allowlist", help=f"reviewed pip check conflicts (default: {pip_conflicts.ALLOWLIST})")
+    add_path(
+        parser,
+        "--pip-allowlist",
+        kind="file",
+        help=f"reviewed pip check conflicts (default: {pip_conflicts.ALLOWLIST})",
+    )
     add_path(
         parser,
         "--standins",
+        kind="folder",
         default=Context.standins,
         help="where stand-ins that pip did not install declare themselves",
     )
