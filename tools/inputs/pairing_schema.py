@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
+from slime_image.fetch import CONTROL
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import parse_series
 from slime_image.sbom import FROM_CHECKOUT
@@ -122,7 +123,6 @@ UPSTREAM = {
 # source` line and the image's SBOM name it (sweep 6 U14: `name = "torch"` passed check and failed make plan as torch
 # built from /opt/Megatron-LM).
 MEGATRON_NAME = next(name for name, checkout in FROM_CHECKOUT.items() if checkout == "Megatron-LM")
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # What a NAME_REQUIREMENT must be beyond a requirement by name: of NAME, with a range, for every platform.
 BOUNDED = "of the package its name names ({package}), with a version range and no environment marker"
 
