@@ -300,3 +300,16 @@ def test_a_git_ref_git_would_refuse_or_read_as_an_option_is_refused(form, value)
 def test_a_git_ref_of_the_pairings_forms_is_taken(form):
     for value in ("v0.3.1", "release_v2.16", "v0.3.2-9daabcd", "v2.10+cu13"):
         assert GIT_REF_FORMS[form](value), value
+
+
+@pytest.mark.parametrize("how", ["upper case", "not hex"])
+def test_a_slime_patches_prefix_not_lower_case_hex_is_refused(how, tmp_path, monkeypatch, capsys):
+    """Sweep 8 N9: an upper-case prefix passed the schema, then slime-patch called it "not the series the pairing
+    declares" with the same digits; a prefix of any 16 characters passed too."""
+    series = tomllib.loads(V030)["args"]["SLIME_PATCHES"]
+    prefix = series.split("@")[1][:16]
+    lines = check_refuses(
+        V030.replace(prefix, prefix.upper() if how == "upper case" else "z" * 16), tmp_path, monkeypatch, capsys
+    )
+    assert "SLIME_PATCHES" in lines[0] and "is not a patch series" in lines[0], lines
+    assert "16 lower-case hex digits each" in lines[1], lines
