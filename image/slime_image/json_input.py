@@ -15,6 +15,7 @@ import json
 import re
 
 from slime_image.fetch import CONTROL
+
 SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 

@@ -9,8 +9,8 @@ import re
 import pytest
 from conftest import ROOT
 from slime_image import fetch, json_input
-from test_pairing_values import check_refuses, with_text
 from test_pairing_files import V030
+from test_pairing_values import check_refuses, with_text
 
 from tools.inputs import rules
 from tools.release import image_ref
@@ -40,7 +40,8 @@ def test_the_rule_is_written_once():
 
 @pytest.mark.parametrize("name", CHARS)
 def test_pairings_check_refuses_it(name, tmp_path, monkeypatch, capsys):
-    lines = check_refuses(with_text("upstream carried", V030, f"x\\u{ord(CHARS[name]):04x}y"), tmp_path, monkeypatch, capsys)
+    text = with_text("upstream carried", V030, f"x\\u{ord(CHARS[name]):04x}y")
+    lines = check_refuses(text, tmp_path, monkeypatch, capsys)
     assert len(lines) == 2 and "holds a line break or a control character" in lines[0], lines
 
 
@@ -56,7 +57,7 @@ def test_every_option_refuses_it(name, tmp_path, capsys):
 @pytest.mark.parametrize("name", CHARS)
 def test_a_json_name_holding_it_is_refused(name):
     with pytest.raises(ValueError, match="holds the control character"):
-        json_input.loads('{"a\\u%04xb": 1}' % ord(CHARS[name]))
+        json_input.loads(f'{{"a\\u{ord(CHARS[name]):04x}b": 1}}')
 
 
 @pytest.mark.parametrize("name", CHARS)

@@ -337,7 +337,7 @@ def test_ctrl_c_at_any_moment_leaves_a_cache_the_next_plan_uses(recipe, tmp_path
         ("PIP_DEFAULT_TIMEOUT", "1e30", "not a number of seconds above 0 and at most 86400"),
         ("PIP_DEFAULT_TIMEOUT", "1_0", "not a number of seconds above 0 and at most 86400"),
         ("PIP_INDEX_URL", "pypi.org/simple", "not a URL pip reads an index from: 'pypi.org/simple' does not begin"),
-        ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: 'ftp://b' is a"),
+        ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: 'ftp://b'"),
         ("PIP_CERT", "/nonexistent/ca.pem", "no such file"),
         ("PIP_PROXY", "a b", "not a proxy address"),
     ],

@@ -1,5 +1,6 @@
-"""The one form of a URL value, for every place a URL value (holds_url) enters: a pairing's [args] (pairing_schema), a NAME=VALUE
-build argument (build_arguments: plan, build, build-check, pin_downloads) and an ARG default of the Dockerfile (rules).
+"""The one form of a URL value, for every place a URL value (holds_url) enters: a pairing's [args] (pairing_schema), a
+NAME=VALUE build argument (build_arguments: plan, build, build-check, pin_downloads) and an ARG default of the
+Dockerfile (rules).
 A value out of form is taken by each of those and fails only where it is used: a space or a tab ends the build's
 download in http.client's InvalidURL, an unclosed '[' in urllib's ValueError, and git reads it as another repository.
 """
