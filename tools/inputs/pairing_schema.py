@@ -134,6 +134,26 @@ def requirement_problem(name: str, value: str) -> str | None:
     requirement = Requirement(value)
     if canonicalize_name(requirement.name) != package or not requirement.specifier or requirement.marker:
         return BOUNDED.format(package=package)
+    if why := met_by_none(requirement.specifier):
+        return f"any version meets: {why}"
+    return None
+
+
+def met_by_none(specifier: SpecifierSet) -> str | None:
+    """Why no version meets `specifier`, where its bounds decide it (its tightest lower and upper bound cross, two
+    == differ), or None; a wildcard, != or === is not weighed (sweep 7 W3: `numpy = ">=3,<2"` passed check, and so
+    did `==1.26.4,==2.0`)."""
+    low = high = None  # (version, inclusive, the specifier saying it)
+    for each in specifier:
+        if "*" in each.version or each.operator in ("!=", "==="):
+            continue
+        version, inclusive = Version(each.version), each.operator not in (">", "<")
+        if each.operator in (">=", ">", "==", "~=") and (low is None or (version, not inclusive) > low[:2]):
+            low = (version, not inclusive, str(each))
+        if each.operator in ("<=", "<", "==") and (high is None or (version, inclusive) < high[:2]):
+            high = (version, inclusive, str(each))
+    if low and high and (low[0] > high[0] or (low[0] == high[0] and (low[1] or not high[1]))):
+        return f"{low[2]} and {high[2]} leave no version between them"
     return None
 
 
@@ -303,6 +323,11 @@ def _upstream(shown: Path, key: str, value) -> None:
         if fits is not None and not fits(each):
             raise UserError(
                 f"{shown}: [upstream] {key} {each!r} is not {kind}", f"write {key} as {form} (pairings draft does)"
+            )
+        if kind == "a version specifier" and (why := met_by_none(SpecifierSet(each))):
+            raise UserError(
+                f"{shown}: [upstream] {key} {each!r} is met by no version: {why}",
+                f"write {key} as upstream's Dockerfile bounds it (pairings draft reads it)",
             )
     if key == "slime_requires":
         names = [canonicalize_name(Requirement(each).name) for each in value]
