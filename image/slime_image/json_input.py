@@ -1,5 +1,5 @@
-"""The one parse of JSON a user can hand a command (a file, a report, an argument), standard library only and no import
-of this package: slime.Dockerfile copies it in beside fetch.py and pip_reports.py for the build's first steps.
+"""The one parse of JSON a user can hand a command (a file, a report, an argument), standard library and fetch.py's
+CONTROL only: slime.Dockerfile copies it in beside fetch.py and pip_reports.py for the build's first steps.
 
 json.loads raises RecursionError, no ValueError, for a document nested deeper than Python's recursion limit (`[` two
 hundred thousand times), and no reader caught it: a traceback where a shallow malformed file got two lines (sweep 5
@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import re
 
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+from slime_image.fetch import CONTROL
+
 SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 

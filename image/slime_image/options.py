@@ -36,6 +36,7 @@ from pathlib import Path
 from slime_image import clone_files, own_output
 from slime_image.atomic_write import check_outputs, check_writable, write_atomically
 from slime_image.errors import UserError
+from slime_image.fetch import CONTROL
 from slime_image.own_output import REPORT_JSON, REPORT_JUNIT
 
 STDOUT = "-"
@@ -381,9 +382,6 @@ def _refuse_empty(action: argparse.Action, values: list[str]) -> None:
     why, wanted = getattr(action.type, "empty", ("it names nothing", "a value"))
     left_out = "" if action.required else ", or leave it out"
     raise UserError(f"{flag} is empty: {why}", f"give {flag} {wanted}{left_out}", code=2)
-
-
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _refuse_control(action: argparse.Action, values: list[str]) -> None:

@@ -7,10 +7,12 @@ pairing."""
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 
 import pytest
 from conftest import ROOT
+from packaging.specifiers import SpecifierSet
 from test_pairing_files import V030, folder_with
 
 from tools import promote
@@ -300,3 +302,38 @@ def test_a_git_ref_git_would_refuse_or_read_as_an_option_is_refused(form, value)
 def test_a_git_ref_of_the_pairings_forms_is_taken(form):
     for value in ("v0.3.1", "release_v2.16", "v0.3.2-9daabcd", "v2.10+cu13"):
         assert GIT_REF_FORMS[form](value), value
+
+
+@pytest.mark.parametrize("how", ["upper case", "not hex"])
+def test_a_slime_patches_prefix_not_lower_case_hex_is_refused(how, tmp_path, monkeypatch, capsys):
+    """Sweep 8 N9: an upper-case prefix passed the schema, then slime-patch called it "not the series the pairing
+    declares" with the same digits; a prefix of any 16 characters passed too."""
+    series = tomllib.loads(V030)["args"]["SLIME_PATCHES"]
+    prefix = series.split("@")[1][:16]
+    lines = check_refuses(
+        V030.replace(prefix, prefix.upper() if how == "upper case" else "z" * 16), tmp_path, monkeypatch, capsys
+    )
+    assert "SLIME_PATCHES" in lines[0] and "is not a patch series" in lines[0], lines
+    assert "16 lower-case hex digits each" in lines[1], lines
+
+
+@pytest.mark.parametrize(
+    "key, value, said",
+    [
+        ("numpy", ">=3,<2", ">=3 and <2 leave no version between them"),
+        ("numpy", "==1.26.4,==2.0", "==2.0 and ==1.26.4 leave no version between them"),
+        ("numpy", ">2,<=2", ">2 and <=2 leave no version between them"),
+        ("KERNELS_REQUIREMENT", "kernels>=0.13,<0.12", ">=0.13 and <0.12 leave no version between them"),
+    ],
+)
+def test_a_specifier_no_version_meets_is_refused_naming_its_bounds(key, value, said, tmp_path, monkeypatch, capsys):
+    """Sweep 7 W3: a specifier set that parses but that no version meets passed `pairings check`."""
+    text, count = re.subn(rf'^{key} = ".*"$', f'{key} = "{value}"', V030, count=1, flags=re.M)
+    assert count == 1
+    lines = check_refuses(text, tmp_path, monkeypatch, capsys)
+    assert len(lines) == 2 and f"{value!r}" in lines[0] and said in lines[0], lines
+
+
+@pytest.mark.parametrize("value", [">1,<2", ">=2,<=2", "==2,<3", ">=1.0,==1.*", "!=1,>=1,<=1"])
+def test_a_specifier_some_version_meets_is_not_called_empty(value):
+    assert pairing_schema.met_by_none(SpecifierSet(value)) is None

@@ -27,7 +27,22 @@ def test_a_default_changed_by_hand_in_the_dockerfile_matches_no_pairing(recipe_c
     default = pairings.default().args["SGLANG_VERSION"]
     dockerfile = recipe_copy(lambda t: t.replace(f"ARG SGLANG_VERSION={default}", "ARG SGLANG_VERSION=0.0.1"))
     found = pairings.problems(recipe=Recipe.load(dockerfile))
-    assert found == [f"slime.Dockerfile's ARG defaults are no pairing's (none of {', '.join(pairings.names())})"]
+    name = pairings.default().name
+    assert found == [
+        f"slime.Dockerfile's ARG defaults are no pairing's (none of {', '.join(pairings.names())}); nearest {name}, "
+        f"apart in SGLANG_VERSION: slime.Dockerfile '0.0.1', pairings/{name}.toml {default!r}"
+    ]
+    assert "git diff -- pairings/" in found[0].fix and "tools.promote" in found[0].fix
+
+
+def test_a_pairing_value_drifting_from_the_dockerfile_is_named_on_both_sides(tmp_path, monkeypatch):
+    """Sweep 8 N9: the finding named no value and its fix pointed at "the line above", which said nothing more."""
+    monkeypatch.chdir(pairings.ROOT)
+    name, was = pairings.default().name, pairings.default().args["SGL_ROUTER_VERSION"]
+    folder = pairings_copy(tmp_path, name, f'SGL_ROUTER_VERSION = "{was}"', 'SGL_ROUTER_VERSION = "9.9.9"')
+    (found,) = pairings.problems(folder)
+    assert f"nearest {name}, apart in SGL_ROUTER_VERSION: slime.Dockerfile {was!r}, " in found
+    assert found.endswith(f"{name}.toml '9.9.9'") and "line above" not in found.fix
 
 
 def pairings_copy(folder, name, old, new):

@@ -336,8 +336,8 @@ def test_ctrl_c_at_any_moment_leaves_a_cache_the_next_plan_uses(recipe, tmp_path
         ("PIP_DEFAULT_TIMEOUT", "nan", "not a number of seconds above 0 and at most 86400"),
         ("PIP_DEFAULT_TIMEOUT", "1e30", "not a number of seconds above 0 and at most 86400"),
         ("PIP_DEFAULT_TIMEOUT", "1_0", "not a number of seconds above 0 and at most 86400"),
-        ("PIP_INDEX_URL", "pypi.org/simple", "not a URL pip reads an index from: pypi.org/simple"),
-        ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: ftp://b"),
+        ("PIP_INDEX_URL", "pypi.org/simple", "not a URL pip reads an index from: 'pypi.org/simple' does not begin"),
+        ("PIP_EXTRA_INDEX_URL", "https://a.example/simple ftp://b", "not a URL pip reads an index from: 'ftp://b'"),
         ("PIP_CERT", "/nonexistent/ca.pem", "no such file"),
         ("PIP_PROXY", "a b", "not a proxy address"),
     ],
@@ -347,5 +347,5 @@ def test_a_pip_setting_the_plan_passes_on_is_checked_before_any_step(recipe, tmp
     blind step carrying pip's traceback: the value was never looked at."""
     code, report, err = finish(start(recipe, tmp_path / "cache", **{name: value}))
     lines = err.splitlines()
-    assert code == 2 and report is None and lines[0] == f"plan: {name}={value!r}: {why}", err
+    assert code == 2 and report is None and lines[0].startswith(f"plan: {name}={value!r}: {why}"), err
     assert len(lines) == 2 and lines[1].startswith(f"fix: set {name} to ")

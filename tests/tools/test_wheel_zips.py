@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT
 from slime_image.errors import UserError
 
-from tools.planner import plan_index, wheel_tags
+from tools.planner import plan_index, wheel_tags, wheel_zip
 from tools.release import pin_downloads
 
 NAME, VERSION = "sglang-router", "0.3.2"
@@ -104,3 +104,47 @@ def test_every_zip_the_pin_tools_read_is_read_through_wheel_zip():
     assert reading == {"tools/planner/plan_symbols.py"}, reading
     for module in (pin_downloads, plan_index, wheel_tags):
         assert "import zipfile" not in Path(module.__file__).read_text(), module.__name__
+
+
+def bomb(member: str) -> bytes:
+    """A wheel whose `member` (METADATA or WHEEL) deflates 1 MiB past wheel_zip.BOUND into a few kilobytes."""
+    out = io.BytesIO()
+    head = {"METADATA": f"Name: {NAME}\nVersion: {VERSION}\n", "WHEEL": "Tag: cp38-abi3-manylinux_2_28_x86_64\n"}
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, text in head.items():
+            body = text.encode() + (b"\n" * (wheel_zip.BOUND + (1 << 20)) if name == member else b"")
+            archive.writestr(f"sglang_router-{VERSION}.dist-info/{name}", body)
+    return out.getvalue()
+
+
+def served(tmp_path, data: bytes) -> tuple[http.server.ThreadingHTTPServer, str]:
+    """Stand-in: http.server on 127.0.0.1 for an index serving the wheel (it answers no ranges: the whole file)."""
+    (tmp_path / FILE).write_bytes(data)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}/{FILE}"
+
+
+@pytest.mark.parametrize("member", ["METADATA", "WHEEL"])
+def test_every_reader_refuses_a_member_inflating_past_the_bound(member, tmp_path):
+    """Sweep 8 N7: each reader (pin_downloads' check, the plan index, the WHEEL tags) stops at the bound, naming the
+    member and the bound, where the old reads inflated the member whole."""
+    data = bomb(member)
+    assert len(data) < wheel_zip.BOUND // 8
+    said = f"{member} inflates past {wheel_zip.BOUND >> 20} MiB"
+    path = tmp_path / FILE
+    path.write_bytes(data)
+    if member == "METADATA":  # pin_downloads reads METADATA only, the WHEEL tags WHEEL only
+        assert said in pin_downloads.wheel_unlike(NAME, VERSION, path)
+    else:
+        with pytest.raises(UserError) as refused:
+            wheel_tags.read_tags(path.as_uri())
+        assert said in refused.value.cause
+    server, url = served(tmp_path, data)
+    try:
+        with pytest.raises(ValueError, match=said):
+            plan_index.wheel_files(url)
+    finally:
+        server.shutdown()
+        server.server_close()

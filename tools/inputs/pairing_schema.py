@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 from slime_image.errors import UserError
+from slime_image.fetch import CONTROL
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import parse_series
 from slime_image.sbom import FROM_CHECKOUT
@@ -76,7 +77,8 @@ KINDS = {
     ),
     "_PATCHES": (
         "a patch series",
-        "FOLDER: FILE@SHA256PREFIX ..., as python -m tools.inputs.pairings series <slime tree> prints it",
+        "FOLDER: FILE@SHA256PREFIX ... (16 lower-case hex digits each), as python -m tools.inputs.pairings series "
+        "<slime tree> prints it",
         lambda v: _parses(parse_series, v),
     ),
     # NAME_REQUIREMENT bounds the package NAME (sweep 5 W3: `torch>=0`, a marker never true, or no range passed)
@@ -122,7 +124,6 @@ UPSTREAM = {
 # source` line and the image's SBOM name it (sweep 6 U14: `name = "torch"` passed check and failed make plan as torch
 # built from /opt/Megatron-LM).
 MEGATRON_NAME = next(name for name, checkout in FROM_CHECKOUT.items() if checkout == "Megatron-LM")
-CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # What a NAME_REQUIREMENT must be beyond a requirement by name: of NAME, with a range, for every platform.
 BOUNDED = "of the package its name names ({package}), with a version range and no environment marker"
 
@@ -133,6 +134,26 @@ def requirement_problem(name: str, value: str) -> str | None:
     requirement = Requirement(value)
     if canonicalize_name(requirement.name) != package or not requirement.specifier or requirement.marker:
         return BOUNDED.format(package=package)
+    if why := met_by_none(requirement.specifier):
+        return f"any version meets: {why}"
+    return None
+
+
+def met_by_none(specifier: SpecifierSet) -> str | None:
+    """Why no version meets `specifier`, where its bounds decide it (its tightest lower and upper bound cross, two
+    == differ), or None; a wildcard, != or === is not weighed (sweep 7 W3: `numpy = ">=3,<2"` passed check, and so
+    did `==1.26.4,==2.0`)."""
+    low = high = None  # (version, inclusive, the specifier saying it)
+    for each in specifier:
+        if "*" in each.version or each.operator in ("!=", "==="):
+            continue
+        version, inclusive = Version(each.version), each.operator not in (">", "<")
+        if each.operator in (">=", ">", "==", "~=") and (low is None or (version, not inclusive) > low[:2]):
+            low = (version, not inclusive, str(each))
+        if each.operator in ("<=", "<", "==") and (high is None or (version, inclusive) < high[:2]):
+            high = (version, inclusive, str(each))
+    if low and high and (low[0] > high[0] or (low[0] == high[0] and (low[1] or not high[1]))):
+        return f"{low[2]} and {high[2]} leave no version between them"
     return None
 
 
@@ -155,7 +176,7 @@ def _is_version(value: str) -> bool:
 def value_problem(name: str, value: str) -> tuple[str, str] | None:
     """(why, fix) where `value` is not what an [args] value named `name` must be, or None: one whose name ends like a
     KINDS key is of that kind (no value holds a control character: _one_line holds every string of a pairing)."""
-    if name.endswith("_URL") and (why := url_form.problem(value)):
+    if url_form.holds_url(name) and (why := url_form.problem(value)):
         return f"{name} = {url_form.said(value)} {why}", url_form.fix(name)
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
@@ -302,6 +323,11 @@ def _upstream(shown: Path, key: str, value) -> None:
         if fits is not None and not fits(each):
             raise UserError(
                 f"{shown}: [upstream] {key} {each!r} is not {kind}", f"write {key} as {form} (pairings draft does)"
+            )
+        if kind == "a version specifier" and (why := met_by_none(SpecifierSet(each))):
+            raise UserError(
+                f"{shown}: [upstream] {key} {each!r} is met by no version: {why}",
+                f"write {key} as upstream's Dockerfile bounds it (pairings draft reads it)",
             )
     if key == "slime_requires":
         names = [canonicalize_name(Requirement(each).name) for each in value]

@@ -222,7 +222,7 @@ def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
 # What names a slime release in a pairing: two pairings of one release would each be built, locked and listed as
 # another, and a draft could add the second unseen (`draft --out pairings/new.toml` of a release already paired).
 RELEASE = ("SLIME_REF", "SLIME_COMMIT")
-CHECK_FIX = "make the pairings and slime.Dockerfile agree as the line above says (docs/pairings.md)"
+CHECK_FIX = "make the pairings and slime.Dockerfile agree as the finding above says (docs/pairings.md)"
 
 
 def one_release(a: Pairing, b: Pairing) -> str | None:
@@ -272,12 +272,32 @@ def problems(folder: Path | None = None, recipe: Recipe | None = None) -> list[s
     found += [
         f"{p.name}: the default pairing is a draft ({p.draft[0]})" for p in pairings if p.draft and [p.name] == matching
     ]
-    if len(matching) != 1:
-        found.append(
-            f"{recipe.path.name}'s ARG defaults are {'no' if not matching else 'more than one'} pairing's "
-            f"({', '.join(matching) or 'none of ' + ', '.join(p.name for p in pairings)})"
-        )
+    if len(matching) > 1:
+        found.append(f"{recipe.path.name}'s ARG defaults are more than one pairing's ({', '.join(matching)})")
+    elif not matching and pairings:
+        found.append(drift(pairings, recipe, folder or FOLDER))
     return found
+
+
+def drift(pairings: list[Pairing], recipe: Recipe, folder: Path) -> Finding:
+    """The Dockerfile matching no pairing, said of the pairing it is nearest (fewest values apart): each value apart,
+    both sides, and how each side is mended (sweep 8 N9: the finding named no value, its fix "as the line above says"
+    named none either)."""
+
+    def apart(pairing: Pairing) -> list[str]:
+        return [n for n, v in pairing.build_arg_values.items() if n in recipe.defaults and recipe.defaults[n] != v]
+
+    near = min(pairings, key=lambda p: len(apart(p)))
+    shown = as_typed(folder / f"{near.name}.toml")
+    values = "; ".join(
+        f"{n}: {recipe.path.name} {recipe.defaults[n]!r}, {shown} {near.build_arg_values[n]!r}" for n in apart(near)
+    )
+    return Finding(
+        f"{recipe.path.name}'s ARG defaults are no pairing's (none of {', '.join(p.name for p in pairings)}); "
+        f"nearest {near.name}, apart in {values}",
+        f"put back the side changed by mistake (git diff -- {shown} {recipe.path.name}); a new default is a pairing "
+        "of its own, made the Dockerfile's with python -m tools.promote NAME (docs/pairings.md)",
+    )
 
 
 def default(folder: Path | None = None, recipe: Recipe | None = None) -> Pairing:

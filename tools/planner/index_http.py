@@ -80,7 +80,7 @@ class Stop:
 
     def check(self, url: str) -> None:
         if self.is_cut:
-            raise Unreachable(f"{url}: stopped")
+            raise Unreachable(f"{fetch.shown(url)}: stopped")
 
     @contextlib.contextmanager
     def reading(self, url: str):
@@ -238,9 +238,17 @@ def _redirected(url: str, location: str) -> str:
         parts = urllib.parse.urlsplit(target)
         served = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # port: a ValueError
     except ValueError as exc:
-        raise Unreachable(f"{url}: redirected to {location[:200]!r}, which is no URL ({exc})") from None
+        raise Unreachable(
+            f"{fetch.shown(url)}: redirected to {fetch.shown(location)[:200]!r}, which is no URL ({exc})"
+        ) from None
     if not served:
-        raise Unreachable(f"{url}: redirected to {target[:200]!r}, which is no http(s) URL of a host")
+        raise Unreachable(
+            f"{fetch.shown(url)}: redirected to {fetch.shown(target)[:200]!r}, which is no http(s) URL of a host"
+        )
+    if fetch.USERINFO.match(target):  # as PIP_INDEX_URL may not (sweep 8 N6): it would be sent, and printed
+        raise Unreachable(
+            f"{fetch.shown(url)}: redirected to {fetch.shown(target)[:200]!r}, which carries a user name or password"
+        )
     return target
 
 
@@ -255,15 +263,15 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
             except (http.client.HTTPException, urllib.error.URLError, OSError) as exc:
                 getattr(_local, "stop", _NEVER).check(url)  # cut: not asked again
                 if TimeoutError in (type(exc), type(getattr(exc, "reason", None))):  # asking again would wait as long
-                    raise Unreachable(f"{url}: no answer in {TIMEOUT:g} s") from None
+                    raise Unreachable(f"{fetch.shown(url)}: no answer in {TIMEOUT:g} s") from None
                 if attempt == ATTEMPTS - 1:
-                    raise Unreachable(f"{url}: {exc}") from None
+                    raise Unreachable(f"{fetch.shown(url)}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
         if answer.status in (301, 302, 303, 307, 308) and "location" in answer.headers:
             url = _redirected(url, answer.headers["location"])
             continue
         return answer
-    raise Unreachable(f"{url}: more than {REDIRECTS} redirects")
+    raise Unreachable(f"{fetch.shown(url)}: more than {REDIRECTS} redirects")
 
 
 if __name__ == "__main__":

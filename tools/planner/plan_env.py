@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from slime_image.children import Children
 from slime_image.errors import UserError
 from slime_image.options import DAY, Number
 
+from tools.inputs import url_form
 from tools.inputs.recipe import ROOT
 from tools.planner import index_http
 
@@ -190,8 +190,13 @@ class PlanChildren(Children):
 
 def index_url() -> str:
     """The index the plan resolves from: PIP_INDEX_URL (a build argument of the Dockerfile too), else PyPI. The host's
-    pip configuration is not read: the image's build does not see it (PASSED)."""
-    return os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+    pip configuration is not read: the image's build does not see it (PASSED). Held to the build arguments' URL form
+    before any request: a user name and password in it were taken for the host (`Name or service not known`, blamed
+    on the network) and printed in full (sweep 8 N6)."""
+    url = os.environ.get("PIP_INDEX_URL") or "https://pypi.org/simple"
+    if why := _bad_setting("PIP_INDEX_URL", url):
+        raise _refused("PIP_INDEX_URL", url, why)
+    return url
 
 
 def unreachable(where: str) -> UserError:
@@ -261,13 +266,18 @@ def pip_settings() -> dict[str, str]:
     for name, value in settings.items():
         why = _bad_setting(name, value)
         if why:
-            raise UserError(f"{name}={value!r}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
+            raise _refused(name, value, why)
     return settings
 
 
+def _refused(name: str, value: str, why: str) -> UserError:
+    """The one refusal of a PASSED setting, its value shown as messages show a URL (a password as ***)."""
+    return UserError(f"{name}={url_form.said(value)}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
+
+
 _GOOD = {
-    "PIP_INDEX_URL": "an http(s) or file URL",
-    "PIP_EXTRA_INDEX_URL": "http(s) or file URLs separated by spaces",
+    "PIP_INDEX_URL": "an http(s) or file URL with no USER:PASSWORD@ (the build's log would show it)",
+    "PIP_EXTRA_INDEX_URL": "http(s) or file URLs separated by spaces, with no USER:PASSWORD@",
     "PIP_TRUSTED_HOST": "host names separated by spaces",
     "PIP_CERT": "a CA bundle file",
     "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
@@ -284,8 +294,10 @@ def _bad_setting(name: str, value: str) -> str | None:
             return f"not a number of seconds above 0 and at most {DAY:.0f}"
         return None
     if name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
-        bad = [u for u in value.split() if urllib.parse.urlsplit(u).scheme not in ("http", "https", "file")]
-        return f"not a URL pip reads an index from: {' '.join(bad)}" if bad or not value.split() else None
+        if not value.split():
+            return "not a URL pip reads an index from"
+        bad = [f"{url_form.said(u)} {why}" for u in value.split() if (why := url_form.problem(u))]
+        return f"not a URL pip reads an index from: {bad[0]}" if bad else None
     if name == "PIP_CERT":
         return None if os.path.isfile(value) else "no such file"
     if name == "PIP_PROXY":

@@ -2,7 +2,9 @@
 reading a wheel's METADATA, the planner's read of its WHEEL tags. zipfile raises many classes for a zip it cannot
 read, and each reader caught its own few: an encrypted member (RuntimeError), "compressed patched data" or an unknown
 method (NotImplementedError) ended pin_downloads in a traceback (sweep 7 T1). Here each is Unreadable, a ValueError;
-a server that stops answering mid-read stays index_http.Unreachable, which is no fault of the file."""
+a server that stops answering mid-read stays index_http.Unreachable, which is no fault of the file.
+A member is read in chunks up to BOUND inflated bytes: a 1 MB wheel whose METADATA inflated to 1 GiB took 190 s and
+14.7 GB before it was pinned (sweep 8 N7); METADATA, WHEEL and RECORD of a real wheel are kilobytes."""
 
 from __future__ import annotations
 
@@ -29,6 +31,11 @@ _BROKEN = (
 )
 
 
+# The most inflated bytes read of one member; a real wheel's METADATA or RECORD is far below (torch's RECORD: ~1 MiB).
+BOUND = 8 << 20
+_CHUNK = 1 << 16
+
+
 class Unreadable(ValueError):
     """A zip, or a member of it, zipfile cannot read: the reason, in zipfile's words."""
 
@@ -41,8 +48,18 @@ class Wheel:
         self.names: list[str] = self._zip.namelist()
 
     def read(self, name: str) -> bytes:
-        """The bytes of member `name`, which must be one of `names`."""
-        return _read(self._zip.read, name)
+        """The bytes of member `name`, which must be one of `names`; Unreadable past BOUND inflated bytes."""
+        return _read(self._bounded, name)
+
+    def _bounded(self, name: str) -> bytes:
+        parts, size = [], 0
+        with self._zip.open(name) as member:
+            while chunk := member.read(_CHUNK):
+                size += len(chunk)
+                if size > BOUND:
+                    raise Unreadable(f"its member {name} inflates past {BOUND >> 20} MiB, where a wheel's is kilobytes")
+                parts.append(chunk)
+        return b"".join(parts)
 
     def __enter__(self) -> Wheel:
         return self
@@ -54,7 +71,7 @@ class Wheel:
 def _read(work, argument):
     try:
         return work(argument)
-    except index_http.Unreachable:
+    except (index_http.Unreachable, Unreadable):
         raise
     except _BROKEN as exc:
         raise Unreadable(str(exc) or type(exc).__name__) from None

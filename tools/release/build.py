@@ -26,7 +26,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 from slime_image.record import image_tag
 
-from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings
+from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings, url_form
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner import plan_steps, platforms
 from tools.release import image_ref, pin_downloads
@@ -57,7 +57,7 @@ def overridable(name: str) -> bool:
     """An ARG a build may set on top of its pairing: where a download comes from (a mirror, pip's index), the source
     label, and the base, which its fingerprint follows (fingerprint.of_tree). Every other ARG decides what the image
     holds, which its tag and fingerprint would then not say."""
-    return name.endswith("_URL") or name in ("PIP_TRUSTED_HOST", "IMAGE_SOURCE", "BASE_IMAGE")
+    return url_form.holds_url(name) or name in ("PIP_TRUSTED_HOST", "BASE_IMAGE")
 
 
 def pin_fix(name: str, pairing: str) -> str:

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from slime_image.errors import UserError
-from slime_image.fetch import HEX
+from slime_image.fetch import CONTROL, HEX
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
@@ -59,7 +59,7 @@ def problem(text: str) -> str | None:
         return None
     if not text:
         return "is empty"
-    if re.search(r"[\s\"'#\x00-\x1f\x7f]", text):
+    if re.search(r"[\s\"'#]", text) or CONTROL.search(text):
         return "holds a space, a quote, a # or a control character (a comment goes on a line of its own)"
     name, _, digest = text.partition("@")
     if digest and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):

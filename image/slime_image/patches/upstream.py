@@ -238,9 +238,11 @@ def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
         not colon
         or not folder.strip()
         or not entries
-        or any(not (f and at and len(d) == DIGEST_PREFIX) for f, at, d in entries)
-    ):
-        raise ValueError(f"{text!r} is not a series: FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} hex digits each)")
+        or any(not (f and at and re.fullmatch(f"[0-9a-f]{{{DIGEST_PREFIX}}}", d)) for f, at, d in entries)
+    ):  # lower case, as sha256sum writes it: an upper-case prefix was taken, then "not the series" (sweep 8 N9)
+        raise ValueError(
+            f"{text!r} is not a series: FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} lower-case hex digits each)"
+        )
     files = [f for f, _, _ in entries]
     twice = sorted({f for f in files if files.count(f) > 1})
     if twice:  # sweep 6 U9: read as "declared in another order than slime applies them"

@@ -1,0 +1,36 @@
+"""An index URL with a user name and password (PIP_INDEX_URL, PIP_EXTRA_INDEX_URL) is refused before any request,
+by the build arguments' URL form, and shown as *** (sweep 8 N6: lock_hashes took `u:s3cret@127.0.0.1` for the host,
+said `Name or service not known`, blamed the network and printed the password; make plan printed it too). The
+members: every command that reads an index (the index readers' main, by what they import) x each variable."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ROOT
+from test_host_bad_input import assert_refused, tool
+
+SECRET = "http://u:s3cret@127.0.0.1:1/simple"
+COMMANDS = {
+    "tools.planner.lock_hashes": ["locks/v0.3.1.lock"],
+    "tools.planner.plan": [],
+    "tools.planner.plan_symbols": ["newest", "transformer-engine-cu13", "--cublas", "13.0", "--below", "2.9"],
+}
+
+
+def test_every_command_that_reads_an_index_is_enumerated():
+    reading = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in (ROOT / "tools").rglob("*.py")
+        if "def main(" in (text := path.read_text()) and ("index_url" in text or "pip_settings" in text)
+    }
+    assert reading == set(COMMANDS), reading
+
+
+# The plan's pip alone reads the extra index.
+@pytest.mark.parametrize(
+    "module, variable", [*((m, "PIP_INDEX_URL") for m in COMMANDS), ("tools.planner.plan", "PIP_EXTRA_INDEX_URL")]
+)
+def test_a_password_in_an_index_url_is_refused_unshown(module, variable):
+    proc = tool(module, *COMMANDS[module], env={variable: SECRET})
+    assert_refused(proc, module.rsplit(".", 1)[1], f"{variable}='http://***@127.0.0.1:1/simple'", variable)
+    assert "s3cret" not in proc.stdout + proc.stderr and "carries a user name or password" in proc.stderr
