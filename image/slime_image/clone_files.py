@@ -36,6 +36,9 @@ def is_clone(root: Path) -> bool:
     return (root / "slime.Dockerfile").is_file() and (root / "image" / "slime_image").is_dir()
 
 
+CANNOT_RUN = "git cannot be run"  # the reason listing() gives where no git runs
+
+
 def tracked(root: Path) -> frozenset[str] | None:
     """The real path of every file git tracks under `root`; None where git cannot say (no git on the PATH, no .git)."""
     return listing(root)[0]
@@ -51,7 +54,7 @@ def listing(root: Path) -> tuple[frozenset[str] | None, str]:
     try:
         run = git.run("-C", str(root), "ls-files", "-z", capture_output=True, text=True)
     except OSError as exc:
-        return None, f"git cannot be run ({exc.strerror or exc})"
+        return None, f"{CANNOT_RUN} ({exc.strerror or exc})"
     if run.returncode != 0:
         said = (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[0]
         return None, f"git says: {said.removeprefix('fatal: ')}"
@@ -64,7 +67,7 @@ def git_fix(root: Path, why: str) -> str:
         return (
             f"let git read the clone though another user owns it: git config --global --add safe.directory {root}, or"
         )
-    if why.startswith("git cannot be run"):
+    if why.startswith(CANNOT_RUN):
         return "put git on the PATH, or"
     if "not a git repository" in why:
         return "run it from a git clone of the recipe (a copy without .git/ lists nothing), or"

@@ -264,6 +264,16 @@ def program(names: dict[str, str]) -> str:
     return names.get(module or "", module or os.path.basename(sys.argv[0] or "python"))
 
 
+def _interrupt_in(error: BaseException | None) -> bool:
+    """A Ctrl-C Python raised inside another error: Python 3.11 wraps what a class body's __set_name__ raises in a
+    RuntimeError (a Ctrl-C while a dataclass was made, as promote imported its modules, ended in a traceback)."""
+    while error is not None:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        error = error.__cause__
+    return False
+
+
 def handle_start(missing_fix: str, names: dict[str, str] | None = None) -> None:
     """End what stops a command outside run_command as run_command would, with no traceback: Ctrl-C while Python
     imports what the command needs or while it exits, an output closed early (the dispatcher's usage), and a module
@@ -273,7 +283,7 @@ def handle_start(missing_fix: str, names: dict[str, str] | None = None) -> None:
     def hook(kind, value, traceback):
         _ignore_signals()  # the process ends here: a Ctrl-C would land in this report (one not sent by `interrupt`)
         prog = program(names or {})
-        if issubclass(kind, KeyboardInterrupt):
+        if issubclass(kind, KeyboardInterrupt) or _interrupt_in(value):
             report(prog, interrupted(_written()))
         elif issubclass(kind, BrokenPipeError):
             report(prog, pipe_closed())

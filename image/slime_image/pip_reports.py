@@ -31,7 +31,6 @@ from slime_image.fetch import (
     IMAGE,
     Refused,
     check_clone,
-    check_regular,
     check_target,
     image_folder,
     put_in_place,
@@ -175,7 +174,8 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
     out = next_report(folder, name)
     check_target("the kept report", str(out))
     check_clone({"REPORT (removed once kept)": str(report)}, {"FOLDER": str(folder)})
-    check_regular("REPORT", str(report), "pass the file `pip install --report FILE` wrote in the same step")
+    if not report.is_file():  # not there, a folder, or a named pipe (no read waits on one)
+        raise Refused(f"REPORT {report} is no file: pip's install report is one", REPORT_FIX, 2)
     data = report.read_bytes()
     try:
         document = loads(data.decode("utf-8"), unique=True)

@@ -150,6 +150,21 @@ def test_a_second_ctrl_c_while_the_first_is_reported_changes_nothing(entry, firs
     assert said[0].endswith(": interrupted: nothing it was writing was kept") and said[1] == "fix: run it again"
 
 
+def test_a_ctrl_c_python_wraps_in_another_error_is_reported_as_one():
+    """A Ctrl-C landing in a descriptor's __set_name__ while a class is made (a dataclass, as a command imports its
+    modules): Python 3.11 raises it as a RuntimeError caused by it, which ended a Ctrl-C of promote in a traceback."""
+    code = (
+        f"import sys\nsys.path.insert(0, {str(ROOT / 'image')!r})\nfrom slime_image import errors\n"
+        "errors.handle_start('install it')\n"
+        "class Field:\n    def __set_name__(self, owner, name):\n        raise KeyboardInterrupt\n"
+        "class Context:\n    env = Field()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    said = proc.stderr.strip().splitlines()
+    assert "Traceback" not in proc.stderr and len(said) == 2, proc.stderr
+    assert said[0].endswith(": interrupted: nothing it was writing was kept") and said[1] == "fix: run it again"
+
+
 @pytest.mark.parametrize("entry", [ROOT / "tools" / "__init__.py", ROOT / "image" / "bin" / "slime-image"])
 def test_each_entry_point_holds_ctrl_c_before_any_other_import(entry):
     """Sweep 4 row 20 again: a SIGINT while tools/__init__.py imported pathlib, before its holder, ended in a

@@ -118,7 +118,7 @@ def test_each_reader_of_git_answers_for_its_own_folder_whatever_git_s_variables_
     mine, other = repos
     for name, value in hostile(other, tmp_path)[variable].items():
         monkeypatch.setenv(name, value)
-    clone_files.tracked.cache_clear()
+    clone_files.listing.cache_clear()
     assert build.git_head() == head(build.ROOT)  # make build's IMAGE_REVISION (W2)
     assert upstream_release._git(mine, "rev-parse", "HEAD") == head(mine)  # pairings draft's SLIME_COMMIT (W1)
     assert upstream_release._git(mine, "tag", "--points-at", "HEAD") == "v-mine"
