@@ -61,6 +61,30 @@ def recipe_copy(tmp_path):
 SMOKE = IMAGE_BIN / "slime-smoke"
 
 
+def pytest_sessionstart(session):
+    """Every child of the suite starts with Ctrl-C and hang-up at their defaults, however the suite was started: under
+    `nohup ... &` both arrive ignored, every child inherited that, and a test that stops a child with SIGINT saw it run
+    to its end (test_program_name: 46 commands at exit 0 in a background run). A handler here, not SIG_IGN, is reset to
+    the default in each child at exec."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, lambda number, frame: pytest.exit("hang-up", returncode=129))
+
+
+@pytest.fixture(autouse=True)
+def _signals_as_found():
+    """Each test ends with Ctrl-C and the stop signals handled as it found them: a command run in-process sets its own
+    (errors.run_command, handle_start), and one left ignored is inherited by every child a later test starts."""
+    import signal
+
+    found = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    yield
+    for number, handler in found.items():
+        if signal.getsignal(number) is not handler and handler is not None:
+            signal.signal(number, handler)
+
+
 def default_sigint():
     """preexec_fn for a child a test interrupts: a run started in the background (`cmd &`, nohup) inherits SIGINT
     ignored, and Python then installs no KeyboardInterrupt handler, so the child would never see Ctrl-C; a run under

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, default_sigint
 
 import tools
 
@@ -42,7 +42,13 @@ def test_every_command_says_one_name_wherever_it_is_stopped(tmp_path):
             stop = {"STOP_AT": point, "STOP_FILE": file} if point in POINTS else {}
             argv = [sys.executable, "-m", module, *([point] if point not in POINTS else [])]
             runs[module, point] = subprocess.Popen(
-                argv, cwd=ROOT, env=env | stop, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+                argv,
+                cwd=ROOT,
+                env=env | stop,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=default_sigint,
             )
     wrong = []
     for (module, point), proc in runs.items():
