@@ -324,6 +324,11 @@ def test_a_slime_patches_prefix_not_lower_case_hex_is_refused(how, tmp_path, mon
         ("numpy", "==1.26.4,==2.0", "==2.0 and ==1.26.4 leave no version between them"),
         ("numpy", ">2,<=2", ">2 and <=2 leave no version between them"),
         ("KERNELS_REQUIREMENT", "kernels>=0.13,<0.12", ">=0.13 and <0.12 leave no version between them"),
+        ("numpy", "==1.26.*,==2.0", "==2.0 and ==1.26.* meet no one version"),
+        ("numpy", "!=1.0,==1.0", "==1.0 and !=1.0 meet no one version"),
+        ("numpy", "===1.0,==2.0", "==2.0 and ===1.0 meet no one version"),
+        ("numpy", "===1.0,===2.0", "===1.0 and ===2.0 meet no one version"),
+        ("numpy", "==3.0rc1,<3", "==3.0rc1 and <3 meet no one version"),
     ],
 )
 def test_a_specifier_no_version_meets_is_refused_naming_its_bounds(key, value, said, tmp_path, monkeypatch, capsys):
@@ -334,6 +339,21 @@ def test_a_specifier_no_version_meets_is_refused_naming_its_bounds(key, value, s
     assert len(lines) == 2 and f"{value!r}" in lines[0] and said in lines[0], lines
 
 
-@pytest.mark.parametrize("value", [">1,<2", ">=2,<=2", "==2,<3", ">=1.0,==1.*", "!=1,>=1,<=1"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        ">1,<2",
+        ">=2,<=2",
+        "==2,<3",
+        ">=1.0,==1.*",
+        "!=1,>=1,<=1",
+        "==1.26.4,==1.26.*",
+        "!=1.1,==1.0",
+        "===1.0,==1.0.0",
+        "==2.0rc1,<3",
+        "===1.0,===1.0",
+        "==1.0,===1.0+local",
+    ],
+)
 def test_a_specifier_some_version_meets_is_not_called_empty(value):
     assert pairing_schema.met_by_none(SpecifierSet(value)) is None

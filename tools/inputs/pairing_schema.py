@@ -140,9 +140,9 @@ def requirement_problem(name: str, value: str) -> str | None:
 
 
 def met_by_none(specifier: SpecifierSet) -> str | None:
-    """Why no version meets `specifier`, where its bounds decide it (its tightest lower and upper bound cross, two
-    == differ), or None; a wildcard, != or === is not weighed (sweep 7 W3: `numpy = ">=3,<2"` passed check, and so
-    did `==1.26.4,==2.0`)."""
+    """Why no version meets `specifier`, where it is decided (its tightest lower and upper bound cross, or an exact
+    pin, == or ===, is one that another of its specifiers refuses), or None (sweep 7 W3: `numpy = ">=3,<2"` passed
+    check, and so did `==1.26.4,==2.0`, `==1.26.*,==2.0`, `!=1.0,==1.0` and `===1.0,==2.0`)."""
     low = high = None  # (version, inclusive, the specifier saying it)
     for each in specifier:
         if "*" in each.version or each.operator in ("!=", "==="):
@@ -154,6 +154,28 @@ def met_by_none(specifier: SpecifierSet) -> str | None:
             high = (version, inclusive, str(each))
     if low and high and (low[0] > high[0] or (low[0] == high[0] and (low[1] or not high[1]))):
         return f"{low[2]} and {high[2]} leave no version between them"
+    return _pin_refused(specifier)
+
+
+def _pin_refused(specifier: SpecifierSet) -> str | None:
+    """Why an exact pin's version is one another specifier of the set refuses (a pre-release pin weighed as any other:
+    the pin asks for it), or None; each other specifier is asked as pip asks it (Specifier.contains)."""
+    for pin in sorted(specifier, key=str):
+        if pin.operator not in ("==", "===") or "*" in pin.version:
+            continue
+        for other in sorted(specifier, key=str):
+            if other == pin:
+                continue
+            if pin.operator == other.operator == "===":
+                refused = pin.version.lower() != other.version.lower()
+            elif other.operator == "===":  # the one version string === takes, asked of the == pin
+                refused = not (_is_version(other.version) and pin.contains(other.version, prereleases=True))
+            elif _is_version(pin.version):
+                refused = not other.contains(pin.version, prereleases=True)
+            else:  # ===name, no version: only another === could name it
+                refused = other.operator != "==="
+            if refused:
+                return f"{pin} and {other} meet no one version"
     return None
 
 
