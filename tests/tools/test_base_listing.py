@@ -25,6 +25,9 @@ BAD = {
     "an empty name": (("", "1.0"), "'' is no distribution name"),
     "no PEP 440 version": (("wheel", "not a version"), "wheel 'not a version' is no PEP 440 version"),
     "a version with a newline": (("wheel", "1.0\nName: evil"), "wheel '1.0\\nName: evil' is no PEP 440 version"),
+    "a version ending in a newline": (("pip", "24.0\n"), "pip '24.0\\n' is no PEP 440 version"),
+    "a version after a tab": (("idna", "\t3.7"), "idna '\\t3.7' is no PEP 440 version"),
+    "a version ending in a vertical tab": (("attrs", "23.2.0\x0b"), "attrs '23.2.0\\x0b' is no PEP 440 version"),
 }
 
 
@@ -72,3 +75,19 @@ def test_a_dist_info_the_planner_cannot_write_leaves_nothing_half_made(tmp_path)
     with pytest.raises(OSError):
         env.add(Dist("x/y", "1.0"))  # a name that is a path: no folder of that name can be made in site-packages
     assert sorted(p.name for p in site.iterdir()) == ["six-1.16.0.dist-info"]
+
+
+def test_a_key_given_twice_in_an_entry_is_refused_by_each_reader(tmp_path, capsys):
+    """Sweep 7 W4: `"version"` twice in one metadata object was read as its last value, the first unsaid."""
+    twice = '{"name": "numpy", "version": "1.26.4", "version": "2.0.0"}'
+    report = tmp_path / "inspect.json"
+    report.write_text(f'{{"version": "1", "installed": [{{"metadata": {twice}}}], "environment": {{}}}}')
+    out = tmp_path / "m.json"
+    assert base_manifest.main(["--image", IMAGE, "--inspect", str(report), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    assert "'version' is given twice" in err and len(err.strip().splitlines()) == 2 and not out.exists(), err
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(f'{{"image": "{IMAGE}", "distributions": [{twice[:-1]}, "requires": []}}]}}')
+    with pytest.raises(UserError) as refused:
+        load_manifest(manifest)
+    assert "'version' is given twice" in refused.value.cause and str(manifest) in refused.value.cause

@@ -521,9 +521,9 @@ _NAME = re.compile(r"[A-Z0-9](?:[A-Z0-9._-]*[A-Z0-9])?", re.IGNORECASE | re.ASCI
 
 def listing_problems(entries: list[dict]) -> list[str]:
     """What keeps a list of distributions (is_distribution's entries) from being one an environment holds, each named:
-    a name that is no project name, a version that is no PEP 440 version, a name twice as PEP 503 normalizes it. pip
-    inspect writes none of them; taken in, a name's `../` and blanks reached the planner's path of its dist-info
-    folder (sweep 7 W4)."""
+    a name that is no project name, a version that is no PEP 440 version (nor one with blanks or a newline around it,
+    which Version takes), a name twice as PEP 503 normalizes it. pip inspect writes none of them; taken in, a name's
+    `../` and blanks reached the planner's path of its dist-info folder (sweep 7 W4)."""
     problems, seen = [], {}
     for entry in entries:
         name, version = entry["name"], entry["version"]
@@ -532,6 +532,8 @@ def listing_problems(entries: list[dict]) -> list[str]:
             continue
         try:
             Version(version)
+            if version != version.strip():  # Version takes blanks around it, a newline too: METADATA's lines split
+                raise InvalidVersion(version)
         except InvalidVersion:
             problems.append(f"{name} {version[:80]!r} is no PEP 440 version")
         if canonicalize_name(name) in seen:
@@ -546,7 +548,7 @@ def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     if not path.is_file():
         raise UserError(f"no base-image manifest at {path}", "run `make base-manifest` with Docker")
     try:
-        data = json_input.loads(path.read_text())
+        data = json_input.loads(path.read_text(), unique=True)  # a key twice: json keeps the last, unsaid
     except ValueError as exc:
         raise UserError(f"the base manifest {path} is not JSON: {exc}", fix) from None
     entries = data.get("distributions") if isinstance(data, dict) else None
