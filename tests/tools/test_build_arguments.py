@@ -50,6 +50,19 @@ FORMS = {
         "build argument EFA_INSTALLER_URL='http://[::1' is no URL: Invalid IPv6 URL",
         url_form.fix("EFA_INSTALLER_URL"),
     ),
+    # Sweep 9 F7: pip's trusted hosts took any text, a URL's password printed whole in the build's arguments.
+    "a URL with a password as a trusted host": (
+        ["PIP_TRUSTED_HOST=mirror http://u:pw@x"],
+        "build argument PIP_TRUSTED_HOST='mirror http://***@x' holds 'http://***@x', no HOST or HOST:PORT (pip "
+        "matches a trusted host to an index's host)",
+        url_form.HOSTS_FIX.format("PIP_TRUSTED_HOST"),
+    ),
+    "a shell command as a trusted host": (
+        ["PIP_TRUSTED_HOST=$(id)"],
+        "build argument PIP_TRUSTED_HOST='$(id)' holds '$(id)', no HOST or HOST:PORT (pip matches a trusted host to "
+        "an index's host)",
+        url_form.HOSTS_FIX.format("PIP_TRUSTED_HOST"),
+    ),
 }
 
 
@@ -91,6 +104,11 @@ def test_every_command_refuses_each_bad_form_in_the_same_two_lines(module, optio
 
 def test_a_well_formed_value_may_be_empty_or_hold_an_equals_sign():
     assert build_arguments.parsed(["A=", "B=x=y"]) == {"A": "", "B": "x=y"}
+
+
+@pytest.mark.parametrize("hosts", ["pypi.org", "mirror other", "10.0.0.1:3128 m.example.com:8443", "[::1]:80"])
+def test_trusted_hosts_in_pips_form_are_taken(hosts):
+    assert build_arguments.parsed([f"PIP_TRUSTED_HOST={hosts}"]) == {"PIP_TRUSTED_HOST": hosts}
 
 
 @pytest.mark.parametrize("name", ["v0.3.0", "v0.3.1"])

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
+from slime_image.errors import UserError
 from test_host_bad_input import assert_refused, tool
+
+from tools.planner import plan_env
 
 SECRET = "http://u:s3cret@127.0.0.1:1/simple"
 COMMANDS = {
@@ -34,3 +37,13 @@ def test_a_password_in_an_index_url_is_refused_unshown(module, variable):
     proc = tool(module, *COMMANDS[module], env={variable: SECRET})
     assert_refused(proc, module.rsplit(".", 1)[1], f"{variable}='http://***@127.0.0.1:1/simple'", variable)
     assert "s3cret" not in proc.stdout + proc.stderr and "carries a user name or password" in proc.stderr
+
+
+@pytest.mark.parametrize("hosts, shown", [("http://u:pw@x", "http://***@x"), ("m u:pw@x:80", "m ***@x:80")])
+def test_a_trusted_host_out_of_form_is_refused_its_password_unshown(hosts, shown, monkeypatch):
+    """Sweep 9 F7: PIP_TRUSTED_HOST was asked only not to be blank."""
+    monkeypatch.setenv("PIP_TRUSTED_HOST", hosts)
+    with pytest.raises(UserError) as refused:
+        plan_env.pip_settings()
+    assert refused.value.cause.startswith(f"PIP_TRUSTED_HOST={shown!r}: holds") and "pw" not in refused.value.cause
+    assert "HOST:PORT pairs" in refused.value.fix

@@ -1,8 +1,8 @@
 """The one reader of NAME=VALUE build arguments, as `docker build --build-arg` takes them, for every command given them:
 the plan (--build-arg), make build and the verification build (--build-arg, BUILD_ARGS) and pin_downloads
 (--build-arg NAME=URL). Each bad form has one message whatever the command: no '=', no NAME before it, a NAME given
-twice (the last would win silently), a *_URL value that is no URL (url_form: it would fail only at the download). What
-a command then allows of a well-formed one is its own to say.
+twice (the last would win silently), a *_URL value that is no URL, a host list that is none (url_form: each would
+fail only at the download). What a command then allows of a well-formed one is its own to say.
 """
 
 from __future__ import annotations
@@ -32,6 +32,10 @@ def parsed(words: list[str]) -> dict[str, str]:
             )
         if url_form.holds_url(name) and value and (why := url_form.problem(value)):
             raise UserError(f"build argument {name}={url_form.said(value)} {why}", url_form.fix(name))
+        if name in url_form.HOSTS and value and (why := url_form.hosts_problem(value)):
+            raise UserError(
+                f"build argument {name}={url_form.said_hosts(value)} {why}", url_form.HOSTS_FIX.format(name)
+            )
         given[name] = value
     return given
 

@@ -7,6 +7,8 @@ download in http.client's InvalidURL, an unclosed '[' in urllib's ValueError, an
 
 from __future__ import annotations
 
+import re
+
 from slime_image.fetch import URL_FIX, shown, url_problem
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
@@ -33,6 +35,31 @@ def problem(value: str) -> str | None:
     """Why `value` is no URL, in words that follow the value, or None: the form the build's fetch.py holds its URL to,
     declared there (fetch.py imports nothing, so the rule lives in it and this reads it)."""
     return url_problem(value)
+
+
+# The ARGs that hold host names, pip's --trusted-host: HOST or HOST:PORT, separated by spaces (sweep 9 F7: a URL with
+# a password and `$(id)` went into the build's arguments and its log, as given).
+HOSTS = ("PIP_TRUSTED_HOST",)
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])(?::([0-9]{{1,5}}))?")
+HOSTS_FIX = "set {} to host names or HOST:PORT pairs separated by spaces, with no scheme and no USER:PASSWORD@"
+
+
+def said_hosts(value: str) -> str:
+    """A host list as a message may say it: whatever stands before an '@' in a word as ***."""
+    return repr(re.sub(r"[^\s/@]*@", "***@", value))
+
+
+def hosts_problem(value: str) -> str | None:
+    """Why `value` is no list of HOST[:PORT], in words that follow the value, or None."""
+    words = value.split()
+    if not words:
+        return "names no host"
+    for word in words:
+        host = _HOST.fullmatch(word)
+        if not host or int(host.group(1) or 1) > 65535:
+            return f"holds {said_hosts(word)}, no HOST or HOST:PORT (pip matches a trusted host to an index's host)"
+    return None
 
 
 if __name__ == "__main__":

@@ -272,13 +272,14 @@ def pip_settings() -> dict[str, str]:
 
 def _refused(name: str, value: str, why: str) -> UserError:
     """The one refusal of a PASSED setting, its value shown as messages show a URL (a password as ***)."""
-    return UserError(f"{name}={url_form.said(value)}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
+    said = url_form.said_hosts(value) if name in url_form.HOSTS else url_form.said(value)
+    return UserError(f"{name}={said}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
 
 
 _GOOD = {
     "PIP_INDEX_URL": "an http(s) or file URL with no USER:PASSWORD@ (the build's log would show it)",
     "PIP_EXTRA_INDEX_URL": "http(s) or file URLs separated by spaces, with no USER:PASSWORD@",
-    "PIP_TRUSTED_HOST": "host names separated by spaces",
+    "PIP_TRUSTED_HOST": "host names or HOST:PORT pairs separated by spaces, with no scheme and no USER:PASSWORD@",
     "PIP_CERT": "a CA bundle file",
     "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
     "PIP_DEFAULT_TIMEOUT": f"a number of seconds above 0 and at most {DAY:.0f}",
@@ -302,7 +303,7 @@ def _bad_setting(name: str, value: str) -> str | None:
         return None if os.path.isfile(value) else "no such file"
     if name == "PIP_PROXY":
         return None if value.strip() and " " not in value.strip() else "not a proxy address"
-    return None if value.split() else "names no host"
+    return url_form.hosts_problem(value)  # PIP_TRUSTED_HOST, the one left
 
 
 def pip_environment(**extra: str) -> dict[str, str]:

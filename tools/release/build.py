@@ -109,6 +109,11 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
                 "not say",
                 f"change ARG {name} in slime.Dockerfile, an input of the fingerprint (or make a pairing)",
             )
+        if url_form.holds_url(name) and not value and Recipe.load().args.get(name):
+            raise UserError(  # an empty value is kept: the label, a mirror's clone, would be empty (sweep 9 F7)
+                f"build argument {name}= is empty where slime.Dockerfile's steps take a URL",
+                f"leave {name} out for its default, or give a URL",
+            )
         if name == "BASE_IMAGE":
             image_ref.check_base(value, Recipe.load(build_args=pairing.build_arg_values).args[name])
     return given
