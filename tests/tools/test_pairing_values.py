@@ -317,6 +317,17 @@ def test_a_slime_patches_prefix_not_lower_case_hex_is_refused(how, tmp_path, mon
     assert "16 lower-case hex digits each" in lines[1], lines
 
 
+def test_the_slime_patches_fix_names_a_series_command_that_runs(tmp_path, monkeypatch, capsys):
+    """Sweep 9 F8: the fix said `pairings series <slime tree>`, which pairings refuses (it takes --slime-tree)."""
+    prefix = tomllib.loads(V030)["args"]["SLIME_PATCHES"].split("@")[1][:16]
+    fix = check_refuses(V030.replace(prefix, prefix.upper()), tmp_path, monkeypatch, capsys)[1]
+    command = re.search(r"python -m tools\.inputs\.pairings (series [^<]*)<slime tree>", fix)
+    assert command, fix
+    assert pairings.main([*command.group(1).split(), str(tmp_path)]) != 0
+    said = capsys.readouterr().err
+    assert "has no docker/Dockerfile: not a slime tree" in said and "takes no" not in said, said
+
+
 @pytest.mark.parametrize(
     "key, value, said",
     [

@@ -45,6 +45,18 @@ def test_a_pairing_value_drifting_from_the_dockerfile_is_named_on_both_sides(tmp
     assert found.endswith(f"{name}.toml '9.9.9'") and "line above" not in found.fix
 
 
+def test_an_arg_losing_its_default_is_named_in_the_drift(recipe_copy):
+    """Sweep 9 F11: the drift finding ended "apart in " (apart() passed over an ARG with no default), naming nothing."""
+    name, was = pairings.default().name, pairings.default().args["SGL_ROUTER_VERSION"]
+    dockerfile = recipe_copy(lambda t: t.replace(f"ARG SGL_ROUTER_VERSION={was}\n", "ARG SGL_ROUTER_VERSION\n"))
+    found = pairings.problems(recipe=Recipe.load(dockerfile))
+    assert f"{name}: ARG SGL_ROUTER_VERSION has no default in slime.Dockerfile" in found
+    assert found[-1].endswith(
+        f"nearest {name}, apart in SGL_ROUTER_VERSION: slime.Dockerfile ARG SGL_ROUTER_VERSION with no default, "
+        f"pairings/{name}.toml {was!r}"
+    ), found
+
+
 def pairings_copy(folder, name, old, new):
     """A copy of pairings/ in `folder` with `old` replaced by `new` in pairing `name`'s file."""
     for each in pairings.names():

@@ -78,7 +78,7 @@ KINDS = {
     "_PATCHES": (
         "a patch series",
         "FOLDER: FILE@SHA256PREFIX ... (16 lower-case hex digits each), as python -m tools.inputs.pairings series "
-        "<slime tree> prints it",
+        "--slime-tree <slime tree> prints it",
         lambda v: _parses(parse_series, v),
     ),
     # NAME_REQUIREMENT bounds the package NAME (sweep 5 W3: `torch>=0`, a marker never true, or no range passed)

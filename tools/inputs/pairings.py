@@ -284,13 +284,16 @@ def drift(pairings: list[Pairing], recipe: Recipe, folder: Path) -> Finding:
     both sides, and how each side is mended (sweep 8 N9: the finding named no value, its fix "as the line above says"
     named none either)."""
 
-    def apart(pairing: Pairing) -> list[str]:
-        return [n for n, v in pairing.build_arg_values.items() if n in recipe.defaults and recipe.defaults[n] != v]
+    def apart(pairing: Pairing) -> list[str]:  # as `matches` weighs them: an ARG with no default too (sweep 9 F11)
+        return [n for n, v in pairing.build_arg_values.items() if recipe.defaults.get(n) != v]
+
+    def default_of(name: str) -> str:
+        return repr(recipe.defaults[name]) if name in recipe.defaults else f"ARG {name} with no default"
 
     near = min(pairings, key=lambda p: len(apart(p)))
     shown = as_typed(folder / f"{near.name}.toml")
     values = "; ".join(
-        f"{n}: {recipe.path.name} {recipe.defaults[n]!r}, {shown} {near.build_arg_values[n]!r}" for n in apart(near)
+        f"{n}: {recipe.path.name} {default_of(n)}, {shown} {near.build_arg_values[n]!r}" for n in apart(near)
     )
     return Finding(
         f"{recipe.path.name}'s ARG defaults are no pairing's (none of {', '.join(p.name for p in pairings)}); "
