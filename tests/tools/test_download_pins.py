@@ -237,6 +237,16 @@ def test_a_base_naming_two_digests_is_no_pin():
     assert why and "more than one digest" in why
 
 
+@pytest.mark.parametrize("credentials", ["u:p@", "u@", "u:p@x@"])
+def test_a_base_with_credentials_before_its_registry_is_named_so_unshown(credentials):
+    """Sweep 9 F12: `u:p@nvcr.io/...@sha256:...` was called a reference naming more than one digest, `u:p` shown."""
+    why = download_pins.problem("BASE_IMAGE", f"{credentials}{BASE}@sha256:{DIGEST}")
+    assert why == (
+        f"BASE_IMAGE=***@{BASE}@sha256:{DIGEST} is no image reference: a user name or password stands before the "
+        "registry (the engine's login holds them, never the reference)"
+    )
+
+
 # Every way the sweep set a download pin beside its ARG's default (rows 1, 20): the build would take the download
 # unchecked (an ENV emptying the pin wins over the ARG in every later RUN; an ARG without a default sets nothing), and
 # make lint, the fingerprint and make build all said nothing.

@@ -63,6 +63,12 @@ def problem(name: str, value: str) -> str | None:
     is a pin not yet made, and a base without a digest one named by its tag: both build with a warning (build.py)."""
     if name.endswith(SUFFIX) and value and not HEX.fullmatch(value):
         return f"{name}={value!r} is no sha256: {_why(value)}; a download pin is 64 lower-case hex digits, nothing else"
+    if name == BASE and "/" in value and "@" in value.split("/", 1)[0]:  # sweep 9 F12: was "more than one digest"
+        shown = "***@" + value.split("/", 1)[0].rpartition("@")[2] + "/" + value.split("/", 1)[1]
+        return (
+            f"{name}={shown} is no image reference: a user name or password stands before the registry (the engine's "
+            "login holds them, never the reference)"
+        )
     if name == BASE and "@" in value:
         digest = value.rpartition("@")[2]
         algorithm, colon, encoded = digest.partition(":")
