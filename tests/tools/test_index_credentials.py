@@ -39,6 +39,16 @@ def test_a_password_in_an_index_url_is_refused_unshown(module, variable):
     assert "s3cret" not in proc.stdout + proc.stderr and "carries a user name or password" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "module, variable", [*((m, "PIP_INDEX_URL") for m in COMMANDS), ("tools.planner.plan", "PIP_EXTRA_INDEX_URL")]
+)
+def test_a_file_index_is_refused_before_any_request(module, variable, tmp_path):
+    """Sweep 9 F1: a file: index passed the form check, then was dialled as a host and the network blamed."""
+    proc = tool(module, *COMMANDS[module], env={variable: tmp_path.as_uri()})
+    assert_refused(proc, module.rsplit(".", 1)[1], f"{variable}={tmp_path.as_uri()!r}", variable)
+    assert plan_env.LOCAL_INDEX in proc.stderr and "network" not in proc.stderr
+
+
 @pytest.mark.parametrize("hosts, shown", [("http://u:pw@x", "http://***@x"), ("m u:pw@x:80", "m ***@x:80")])
 def test_a_trusted_host_out_of_form_is_refused_its_password_unshown(hosts, shown, monkeypatch):
     """Sweep 9 F7: PIP_TRUSTED_HOST was asked only not to be blank."""

@@ -276,9 +276,14 @@ def _refused(name: str, value: str, why: str) -> UserError:
     return UserError(f"{name}={said}: {why}", f"set {name} to {_GOOD[name]}, or unset it", code=2)
 
 
+# Sweep 9 F1: a file: index passed the form check, then was dialled as a host ("Name or service not known").
+LOCAL_INDEX = (
+    "is a file: URL, which the planner and lock_hashes ask over HTTP and the build's pip, in its container, cannot read"
+)
 _GOOD = {
-    "PIP_INDEX_URL": "an http(s) or file URL with no USER:PASSWORD@ (the build's log would show it)",
-    "PIP_EXTRA_INDEX_URL": "http(s) or file URLs separated by spaces, with no USER:PASSWORD@",
+    "PIP_INDEX_URL": "an http(s) URL with no USER:PASSWORD@ (the build's log would show it): a local index served "
+    "over HTTP",
+    "PIP_EXTRA_INDEX_URL": "http(s) URLs separated by spaces, with no USER:PASSWORD@",
     "PIP_TRUSTED_HOST": "host names or HOST:PORT pairs separated by spaces, with no scheme and no USER:PASSWORD@",
     "PIP_CERT": "a CA bundle file",
     "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
@@ -298,6 +303,7 @@ def _bad_setting(name: str, value: str) -> str | None:
         if not value.split():
             return "not a URL pip reads an index from"
         bad = [f"{url_form.said(u)} {why}" for u in value.split() if (why := url_form.problem(u))]
+        bad += [f"{url_form.said(u)} {LOCAL_INDEX}" for u in value.split() if not u.lower().startswith("http")]
         return f"not a URL pip reads an index from: {bad[0]}" if bad else None
     if name == "PIP_CERT":
         return None if os.path.isfile(value) else "no such file"
