@@ -17,7 +17,7 @@ from slime_image.errors import UserError
 from test_host_bad_input import assert_refused, tool
 
 from tools.planner import index_http
-from tools.planner.plan_index import JSON_PAGE, PlanIndex, project_files
+from tools.planner.plan_index import DENIED_FIX, JSON_PAGE, NOTHING_FOUND_FIX, PlanIndex, project_files
 
 SHA = "a" * 64
 WHEEL = "six-1.16.0-py2.py3-none-any.whl"
@@ -108,3 +108,23 @@ def test_lock_hashes_says_two_lines_naming_the_index(answer):
         proc = tool("tools.planner.lock_hashes", "locks/v0.3.1.lock", env={"PIP_INDEX_URL": index})
     assert_refused(proc, "lock_hashes", index)
     assert len(proc.stderr.strip().splitlines()) == 2 and "locks/" not in proc.stderr, proc.stderr
+
+
+# Sweep 9 F6: an index refusing every request (credentials wanted; a mirror URL missing its path): make plan blamed the
+# recipe's steps with a dependency conflict in 88 lines, lock_hashes asked for an index serving PEP 691 JSON.
+REFUSING = {
+    ("tools.planner.plan", 401): ("answered HTTP 401 (credentials wanted) at", DENIED_FIX),
+    ("tools.planner.plan", 404): ("knows none of the projects asked:", NOTHING_FOUND_FIX),
+    ("tools.planner.lock_hashes", 401): ("answered HTTP 401 (credentials wanted) at", DENIED_FIX),
+    ("tools.planner.lock_hashes", 403): ("answered HTTP 403 (access refused) at", DENIED_FIX),
+}
+
+
+@pytest.mark.parametrize("module, status", REFUSING)
+def test_an_index_refusing_every_request_is_named_with_its_answer(module, status):
+    cause, fix = REFUSING[module, status]
+    args = ["locks/v0.3.1.lock"] if module.endswith("lock_hashes") else []
+    with answering(status, {"WWW-Authenticate": 'Basic realm="x"'}, b"") as index:
+        proc = tool(module, *args, env={"PIP_INDEX_URL": index})
+    assert_refused(proc, module.rsplit(".", 1)[1], f"the package index {index}", fix)
+    assert cause in proc.stderr and len(proc.stderr.strip().splitlines()) == 2, proc.stdout[-2000:] + proc.stderr

@@ -53,6 +53,13 @@ _LEAD = re.compile(r"\s*v?(?:(\d+)!)?(\d+)", re.IGNORECASE)  # PEP 440's epoch a
 
 
 NO_PAGE_FIX = "set PIP_INDEX_URL to an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)"
+# An index refusing every request (sweep 9 F6): its answer, and the fix each asks for.
+DENIED = {401: "credentials wanted", 403: "access refused"}
+DENIED_FIX = (
+    "set PIP_INDEX_URL to an index that asks no credentials: a mirror or proxy on the build host that holds them "
+    "(docs/building.md)"
+)
+NOTHING_FOUND_FIX = "check PIP_INDEX_URL: it names the index's simple API (https://pypi.org/simple, or a mirror's)"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # A file entry's keys the tools read, and the type each must be (PEP 691); others pass as they are.
 _ENTRY = {"filename": str, "url": str, "hashes": dict, "upload-time": str}
@@ -102,6 +109,12 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
             "check the network and PIP_INDEX_URL",
             code,
         ) from None
+    if answer.status in DENIED:
+        raise UserError(
+            f"the package index {index} answered HTTP {answer.status} ({DENIED[answer.status]}) at {url} ({why})",
+            DENIED_FIX,
+            code,
+        )
     if answer.status in (404, 410):
         raise UserError(
             f"the package index knows no project {name} ({why}): {url} answered HTTP {answer.status}",
@@ -239,6 +252,9 @@ class PlanIndex:
         self.tags: dict[str, list[str]] = {}  # real URL -> the WHEEL tags, where the metadata came from the wheel
         self.errors: list[str] = []  # what could not reach the real index
         self.refused: list[str] = []  # the real index's pages that are no PEP 691 pages (page_of), and why
+        self.denied: list[str] = []  # the real index's pages answered 401 or 403, and how
+        self.missing: list[str] = []  # the real index's pages answered 404 or 410
+        self.served = False  # whether any page came back 200
         self.server = _Server(("127.0.0.1", 0), self._handler())
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/simple/"
@@ -252,6 +268,15 @@ class PlanIndex:
         self.server.shutdown()
         self.server.server_close()
         self._threads.close()
+
+    def refusal(self) -> tuple[str, str] | None:
+        """(how, fix) where the real index refused the plan's requests (credentials wanted, or no page of any project
+        found: a URL missing its path), or None: pip then blamed the recipe's steps with a conflict (sweep 9 F6)."""
+        if self.denied:
+            return self.denied[0], DENIED_FIX
+        if self.missing and not self.served:
+            return f"knows none of the projects asked: {self.missing[0]}", NOTHING_FOUND_FIX
+        return None
 
     def prefetch(self, names) -> None:
         """Start fetching these projects' pages and their wheels' metadata now, in parallel."""
@@ -300,6 +325,12 @@ class PlanIndex:
         except index_http.Unreachable as exc:
             self.errors.append(str(exc))
             return 502, str(exc).encode(), "text/plain"
+        if answer.status in DENIED:
+            self.denied.append(f"answered HTTP {answer.status} ({DENIED[answer.status]}) at {real}")
+        elif answer.status in (404, 410):
+            self.missing.append(f"{real} answered HTTP {answer.status}")
+        else:
+            self.served = self.served or answer.status == 200
         if answer.status != 200:
             return answer.status, b"", "text/plain"
         if not answer.content_type.startswith(JSON_PAGE):

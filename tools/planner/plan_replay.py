@@ -319,6 +319,12 @@ class Replay:
                 text = "\n".join(tail[-3:])
                 if any(marker in error for marker in FULL_DISK for error in [proc.stderr, *self._index_errors()]):
                     raise full_disk(self.cache)
+                if self._index and (refusal := self._index.refusal()):
+                    raise UserError(
+                        f"the package index {index_url()} {refusal[0]} while simulating line {step.line}",
+                        refusal[1],
+                        code=2,
+                    )
                 if self._index and self._index.refused:
                     raise UserError(
                         f"the package index {index_url()} gave no PEP 691 JSON page at {self._index.refused[0]} "
