@@ -39,7 +39,13 @@ class _Trickle(http.server.BaseHTTPRequestHandler):
 @contextlib.contextmanager
 def trickling(size: int = _Trickle.size):
     """A server sending one byte each 50 ms of whatever is asked, `size` bytes long: yields its http:// URL."""
-    handler = type("Trickle", (_Trickle,), {"size": size})
+    with served(type("Trickle", (_Trickle,), {"size": size})) as url:
+        yield url
+
+
+@contextlib.contextmanager
+def served(handler):
+    """A threaded HTTP server on 127.0.0.1 answering with `handler`: yields its http:// URL, shut down after."""
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()

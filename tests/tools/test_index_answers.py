@@ -10,9 +10,9 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
-import threading
 
 import pytest
+from silent_servers import served
 from slime_image.errors import UserError
 from test_host_bad_input import assert_refused, tool
 
@@ -76,14 +76,8 @@ def answering(status: int, headers: dict[str, str], body: bytes):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), One)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with served(One) as url:
+        yield f"{url}/simple"
 
 
 @pytest.mark.parametrize("answer", ANSWERS)

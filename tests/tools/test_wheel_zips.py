@@ -6,15 +6,16 @@ the planner's WHEEL tags). The zips are this test's own, patched in their header
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import io
-import threading
 import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from silent_servers import served
 from slime_image.errors import UserError
 
 from tools.planner import plan_index, wheel_tags, wheel_zip
@@ -80,16 +81,8 @@ def test_the_planners_wheel_tags_refuse_a_wheel_zipfile_cannot_read(how, tmp_pat
 @pytest.mark.parametrize("how", UNREADABLE)
 def test_the_plan_index_refuses_a_wheel_zipfile_cannot_read(how, tmp_path):
     """Stand-in: http.server on 127.0.0.1 for an index serving the wheel (it answers no ranges: the whole file)."""
-    (tmp_path / FILE).write_bytes(UNREADABLE[how]())
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with pytest.raises(ValueError):
-            plan_index.wheel_files(f"http://127.0.0.1:{server.server_address[1]}/{FILE}")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(tmp_path, UNREADABLE[how]()) as url, pytest.raises(ValueError):
+        plan_index.wheel_files(url)
 
 
 def test_every_zip_the_pin_tools_read_is_read_through_wheel_zip():
@@ -117,13 +110,12 @@ def bomb(member: str) -> bytes:
     return out.getvalue()
 
 
-def served(tmp_path, data: bytes) -> tuple[http.server.ThreadingHTTPServer, str]:
+@contextlib.contextmanager
+def serving(tmp_path, data: bytes):
     """Stand-in: http.server on 127.0.0.1 for an index serving the wheel (it answers no ranges: the whole file)."""
     (tmp_path / FILE).write_bytes(data)
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}/{FILE}"
+    with served(functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))) as url:
+        yield f"{url}/{FILE}"
 
 
 @pytest.mark.parametrize("member", ["METADATA", "WHEEL"])
@@ -141,10 +133,5 @@ def test_every_reader_refuses_a_member_inflating_past_the_bound(member, tmp_path
         with pytest.raises(UserError) as refused:
             wheel_tags.read_tags(path.as_uri())
         assert said in refused.value.cause
-    server, url = served(tmp_path, data)
-    try:
-        with pytest.raises(ValueError, match=said):
-            plan_index.wheel_files(url)
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(tmp_path, data) as url, pytest.raises(ValueError, match=said):
+        plan_index.wheel_files(url)
