@@ -113,7 +113,8 @@ def test_the_build_check_stopped_mid_build_stops_buildah_at_once(tmp_path):
     )
     assert proc.stdout.readline().startswith("STEP 1/2")
     deadline = time.monotonic() + 10
-    while not (tmp_path / "pid").exists():
+    # Written, not only made: the shell creates the file before it writes the pid (a full run read it empty).
+    while not ((tmp_path / "pid").exists() and (tmp_path / "pid").read_text().strip()):
         assert time.monotonic() < deadline
         time.sleep(0.05)
     proc.terminate()
