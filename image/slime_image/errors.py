@@ -57,22 +57,31 @@ def report_findings(prefix: str, found: list[str], fix: str) -> None:
             print(f"fix: {fixes[number]}", file=sys.stderr)
 
 
+STOPS = (signal.SIGTERM, signal.SIGHUP)  # the signals that stop a command as Ctrl-C does, each named as received
+
+
 @contextlib.contextmanager
 def interrupts_held():
-    """Ctrl-C inside the block waits for its end: it never lands between two renames of one write (atomic_write), nor
-    inside a compiled call that cannot take it (the Dockerfile parser's)."""
-    # Only the main thread may set a handler, and one a library set in C (getsignal: None) could not be put back.
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) is None:
-        yield
-        return
+    """Ctrl-C and the stop signals inside the block wait for its end, then land as they would have: none falls between
+    two renames of one write or inside its cleanup (atomic_write: a SIGTERM there left staged files, sweep 9 F4), nor
+    inside a compiled call that cannot take it (the Dockerfile parser, Go code: a SystemError traceback or SIGSEGV)."""
+    # Only the main thread may set a handler; one a library set in C (getsignal: None) could not be put back, and one
+    # ignored (a background job's Ctrl-C, nohup's SIGHUP) stays ignored.
+    main = threading.current_thread() is threading.main_thread()
+    held = [s for s in (signal.SIGINT, *STOPS) if main and signal.getsignal(s) not in (None, signal.SIG_IGN)]
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in held}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught and previous in (signal.default_int_handler, interrupt):
-        previous(signal.SIGINT, None)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if caught:
+        handler = previous[caught[0]]
+        if callable(handler):
+            handler(caught[0], None)
+        else:  # SIG_DFL: the process ends by it, as it would have
+            signal.raise_signal(caught[0])
 
 
 def interrupt(signum, frame) -> None:
@@ -120,9 +129,6 @@ class Terminated(BaseException):
     def __init__(self, signum: int):
         super().__init__(signum)
         self.signum = signum
-
-
-STOPS = (signal.SIGTERM, signal.SIGHUP)  # the signals that stop a command as Ctrl-C does, each named as received
 
 
 def stopped(signal_raised: BaseException) -> tuple[str, int]:

@@ -67,8 +67,10 @@ URL_FIX = (
 )
 # The one control-character rule of the project (sweep 8 N4: it was written out four times, ASCII only): C0, DEL and
 # C1 (U+009B is CSI), the line breaks str.splitlines takes beyond those (U+2028/2029), and the bidi controls that show
-# text in an order other than its own. In a path, name or value it would split or disguise the message naming it.
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+# text in an order other than its own. In a path, name or value it would split or disguise the message naming it; a
+# form that excludes it (a URL's) takes CONTROL_CHARS into its own class.
+CONTROL_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # a [class]'s body
+CONTROL = re.compile(f"[{CONTROL_CHARS}]")
 
 
 class Terminated(BaseException):

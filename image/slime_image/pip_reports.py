@@ -27,6 +27,7 @@ if __name__ == "__main__":  # run by its path (the build's steps): the package i
 
 from slime_image.fetch import (
     CONTROL,
+    CONTROL_CHARS,
     HEX,
     IMAGE,
     Refused,
@@ -48,7 +49,7 @@ KEPT = re.compile(r"([0-9]+)-([a-z0-9][a-z0-9-]*)\.json")  # a kept report's fil
 # kept, so not held.
 DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+!_-]*")
-URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+")
+URL = re.compile(rf"[A-Za-z][A-Za-z0-9+.-]*:[^\s{CONTROL_CHARS}]+")
 REPORT_FIX = "pass the file `pip install --report FILE` wrote in the same step, as pip wrote it"
 
 

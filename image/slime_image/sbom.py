@@ -49,7 +49,7 @@ GIT_SOURCES = {
 # The distributions the image installs from those checkouts (editable), by canonical name.
 FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
 COMMIT = re.compile(r"[0-9a-f]{40}")
-REPO_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s#?\x00-\x1f\x7f]+")  # followed by #COMMIT in the SBOM
+REPO_URL = re.compile(rf"[A-Za-z][A-Za-z0-9+.-]*://[^\s#?{fetch.CONTROL_CHARS}]+")  # followed by #COMMIT in the SBOM
 TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # an image tag, as OCI writes one
 # What each part of a purl keeps as written (the purl spec's unreserved characters, and those it leaves in a version or
 # a qualifier's value); anything else is written %XX: a space, `#` or `?` in a file's name or a repository's URL went
@@ -68,6 +68,14 @@ def purl(kind: str, *names: str, version: str = "", **qualifiers: str) -> str:
 
 def unreadable(path: Path, why: str, fix: str = "rebuild the image: the build writes it") -> UserError:
     return UserError(f"{path}: {why}", fix)
+
+
+def plain(path: Path, what: str, value: str) -> str:
+    """`value`, which the SBOM copies as it is (a name, a version), without a control character: a line break or bidi
+    override in a dpkg field or a METADATA header went into the SBOM (sweep 9 F2); a URL's form excludes them itself."""
+    if bad := fetch.CONTROL.search(value):
+        raise unreadable(path, f"{what} {value!r} holds the control character {bad.group()!r}")
+    return value
 
 
 def read_text(path: Path) -> str:
@@ -112,7 +120,9 @@ def installed_distributions(site_packages: Path) -> list[tuple[str, str]]:
         headers = email.parser.Parser().parsestr(metadata.read_text(errors="replace"), headersonly=True)
         if not (headers["Name"] or "").strip() or not (headers["Version"] or "").strip():
             raise unreadable(metadata, "no Name or no Version: not a distribution's metadata")
-        found.append((headers["Name"].strip(), headers["Version"].strip()))
+        found.append(
+            (plain(metadata, "Name", headers["Name"].strip()), plain(metadata, "Version", headers["Version"].strip()))
+        )
     return sorted(found, key=lambda d: canonical(d[0]))
 
 
@@ -169,10 +179,11 @@ def python_components(site_packages: Path, reports: Path, versions: dict) -> tup
 
 def os_release(path: Path) -> dict[str, str]:
     found = {}
-    for line in read_text(path).splitlines() if path.is_file() else []:
+    # Lines end at a line feed alone: splitlines also ends one at U+2028 or NEL (`ID=ubu\u2028ntu` gave ID=ubu).
+    for line in read_text(path).split("\n") if path.is_file() else []:
         key, sep, value = line.partition("=")
         if sep:
-            found[key] = value.strip().strip('"')
+            found[key] = plain(path, key, value.strip().strip('"'))
     return found
 
 
@@ -186,7 +197,9 @@ def deb_components(status: Path, release: dict[str, str]) -> list[dict]:
             continue
         if not fields.get("Version"):
             raise unreadable(status, f"package {fields['Package']} is installed and has no Version")
-        name, version, arch = fields["Package"], fields["Version"], fields.get("Architecture", "all")
+        name, version, arch = (
+            plain(status, field, fields.get(field, "all")) for field in ("Package", "Version", "Architecture")
+        )
         ref = purl("deb", distro, name, version=version, arch=arch, distro=f"{distro}-{release.get('VERSION_ID', '')}")
         components.append({"type": "library", "bom-ref": ref, "name": name, "version": version, "purl": ref})
     return sorted(components, key=lambda c: c["bom-ref"])

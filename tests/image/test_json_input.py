@@ -171,6 +171,13 @@ def test_a_name_given_twice_is_refused_where_asked():
         json_input.loads('{"a": 1, "a": 2}', unique=True)
 
 
+def test_a_name_given_twice_names_its_record():
+    """A pip report holds hundreds of records: the refusal names the distribution whose record repeats (sweep 9 W4)."""
+    text = '[{"name": "a", "version": "1"}, {"name": "torch", "version": "2.9.1", "version": "2.9.0"}]'
+    with pytest.raises(ValueError, match="'version' is given twice in the object of name 'torch'"):
+        json_input.loads(text, unique=True)
+
+
 # Sweep 6 U13: what json takes and JSON is not, taken by every reader: NaN was kept and written out as no JSON, a lone
 # surrogate went into the SBOM, a name with a line break split the lines naming it. Each, and words of its refusal.
 NOT_JSON = {

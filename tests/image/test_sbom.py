@@ -8,6 +8,7 @@ import subprocess
 from unittest import mock
 
 import pytest
+from control_chars import CHARS
 from local_index import wheel
 from slime_image import fetch, pip_reports, sbom
 from slime_image.errors import UserError
@@ -384,3 +385,50 @@ def test_every_purl_is_written_percent_encoded(tmp_path, capsys):
         "pkg:deb/ubuntu/libstdc++6@1:2+b?arch=amd64"
     )
     assert sbom_check.invalid(out.read_text()) is None
+
+
+# Every text slime-sbom copies into the SBOM as it is, by the file it comes from under test_sbom.inputs and how a
+# character is written there: a URL of a pip report went in with C1 or bidi characters, as did a dpkg field, a METADATA
+# header and an os-release value (sweep 9 F2).
+METADATA = "site-packages/a-1.0.dist-info/METADATA"
+SOURCES = {
+    "METADATA Name": (METADATA, lambda c: f"Metadata-Version: 2.1\nName: a{c}b\nVersion: 1.0\n"),
+    "METADATA Version": (METADATA, lambda c: f"Metadata-Version: 2.1\nName: a\nVersion: 1.{c}0\n"),
+    "pip report from": (
+        "pip-reports/00-a.json",
+        lambda c: f'[{{"name": "a", "version": "1.0", "sha256": "{"c" * 64}", "from": "https://h/a{_json(c)}.whl"}}]',
+    ),
+    "dpkg Package": ("status", lambda c: f"Package: lib{c}c6\nStatus: install ok installed\nVersion: 2\n"),
+    "dpkg Version": ("status", lambda c: f"Package: libc6\nStatus: install ok installed\nVersion: 2{c}\n"),
+    "dpkg Architecture": (
+        "status",
+        lambda c: f"Package: libc6\nStatus: install ok installed\nVersion: 2\nArchitecture: amd{c}64\n",
+    ),
+    "os-release ID": ("os-release", lambda c: f"ID=ubu{c}ntu\nVERSION_ID=24.04\n"),
+    "os-release VERSION_ID": ("os-release", lambda c: f"ID=ubuntu\nVERSION_ID=24{c}.04\n"),
+    "download file": (
+        "downloads/x.json",
+        lambda c: f'{{"file": "x{_json(c)}y", "sha256": "{"d" * 64}", "pinned": true}}',
+    ),
+    "versions repository URL": (
+        "versions.json",
+        lambda c: f'{{"versions": {{"SLIME_REPO_URL": "https://h/s{_json(c)}"}}, "tag": "t"}}',
+    ),
+}
+
+
+def _json(char: str) -> str:
+    return f"\\u{ord(char):04x}"
+
+
+@pytest.mark.parametrize("char", CHARS)
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_text_the_sbom_copies_refuses_it(source, char, tmp_path, capsys):
+    given = inputs(tmp_path)
+    name, text = SOURCES[source]
+    (tmp_path / name).write_text(text(CHARS[char]))
+    argv = [str(word) for option, path in given.items() for word in (option, path)]
+    assert sbom.main([*argv, "--out", str(tmp_path / "sbom.cdx.json")]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"slime-sbom: {tmp_path / name}: "), lines
+    assert not (tmp_path / "sbom.cdx.json").exists()

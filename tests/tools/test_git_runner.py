@@ -110,24 +110,40 @@ def hostile(other: Path, tmp: Path) -> dict[str, dict[str, str]]:
 
 VARIABLES = list(hostile(Path("/x"), Path("/y")))
 
+# Each setting of a user's ~/.gitconfig that changes what a reader parses or what slime-patch applies (sweep 9 F10).
+CONFIGS = {
+    "apply.whitespace": "[apply]\n\twhitespace = error\n",  # slime-patch refused a patch the image applies
+    "tag.sort": "[tag]\n\tsort = no-such-key\n",  # a newer git's key: tag failed, the release read as untagged
+    "core.sharedRepository": "[core]\n\tsharedRepository = no-such-mode\n",  # status failed: read as a clean tree
+}
 
-@pytest.mark.parametrize("variable", VARIABLES)
+
+@pytest.mark.parametrize("variable", [*VARIABLES, *CONFIGS])
 def test_each_reader_of_git_answers_for_its_own_folder_whatever_git_s_variables_say(
     variable, repos, tmp_path, monkeypatch
 ):
     mine, other = repos
-    for name, value in hostile(other, tmp_path)[variable].items():
+    if variable in CONFIGS:
+        (tmp_path / "home").mkdir()
+        (tmp_path / "home" / ".gitconfig").write_text(CONFIGS[variable])
+        monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name, value in hostile(other, tmp_path).get(variable, {}).items():
         monkeypatch.setenv(name, value)
     clone_files.listing.cache_clear()
     assert build.git_head() == head(build.ROOT)  # make build's IMAGE_REVISION (W2)
     assert upstream_release._git(mine, "rev-parse", "HEAD") == head(mine)  # pairings draft's SLIME_COMMIT (W1)
     assert upstream_release._git(mine, "tag", "--points-at", "HEAD") == "v-mine"
     assert upstream_release._git(mine, "status", "--porcelain", "--untracked-files=no") == ""
+    (mine / "a").write_text("changed\n")
+    try:  # a failing status reads as a clean tree: only a changed one shows that it answered
+        assert upstream_release._git(mine, "status", "--porcelain", "--untracked-files=no") == "M a"
+    finally:
+        (mine / "a").write_text("mine\n")
     assert steps_digest._git(mine, "show", "HEAD:./a") == "mine\n"  # rules' committed pairing values
     assert clone_files.tracked(mine) == frozenset({str((mine / "a").resolve())})
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "f").write_text("one\n")
     patch = tmp_path / "p.patch"
-    patch.write_text("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two\n")
-    assert git_apply((patch,), plain, 1).returncode == 0 and (plain / "f").read_text() == "two\n"
+    patch.write_text("--- a/f\n+++ b/f\n@@ -1 +1 @@\n-one\n+two \n")  # a trailing blank, as upstream's patches hold
+    assert git_apply((patch,), plain, 1).returncode == 0 and (plain / "f").read_text() == "two \n"

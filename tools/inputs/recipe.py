@@ -11,10 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import signal
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -22,7 +18,7 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, read_as
-from slime_image.errors import STOPS, UserError, interrupts_held
+from slime_image.errors import UserError, interrupts_held
 from slime_image.lock_file import as_typed
 from slime_image.options import check_owned
 from slime_image.record import VERSION_SUFFIXES
@@ -30,31 +26,7 @@ from slime_image.record import VERSION_SUFFIXES
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
-
-@contextmanager
-def _signals_held() -> Iterator[None]:
-    """Ctrl-C, SIGTERM and SIGHUP inside the block wait for its end, then land as they would have. The parser is Go
-    code: a stop signal whose handler raised inside it ended in a SystemError traceback, or a crash (SIGSEGV, rc 139)
-    as its runtime started (sweep 9 F4); interrupts_held defers Ctrl-C alone, so the stop signals are held here."""
-    held = threading.current_thread() is threading.main_thread()
-    keep = [s for s in STOPS if held and signal.getsignal(s) not in (None, signal.SIG_IGN)]
-    caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in keep}
-    try:
-        with interrupts_held():
-            yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-    if caught:
-        handler = previous[caught[0]]
-        if callable(handler):
-            handler(caught[0], None)
-        else:  # SIG_DFL: the process ends by it, as it would have
-            signal.raise_signal(caught[0])
-
-
-with _signals_held():
+with interrupts_held():
     import dockerfile
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -144,7 +116,7 @@ def _parse(path: Path) -> tuple[Instruction, ...]:
     except UnicodeDecodeError as exc:
         raise UserError(f"{shown} is not UTF-8 text (byte {exc.start})", "save the Dockerfile as UTF-8 text") from None
     try:
-        with _signals_held():
+        with interrupts_held():
             commands = dockerfile.parse_file(str(path))
     except dockerfile.GoIOError as exc:
         raise UserError(f"cannot read {shown}: {exc}", "pass the path of a readable Dockerfile") from None
