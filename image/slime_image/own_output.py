@@ -13,6 +13,8 @@ import xml.etree.ElementTree as ET
 from slime_image.json_input import loads
 
 JUNIT_SUITE = '<testsuite name="slime-image '  # smoke.report.as_junit's suite, named for the tool that wrote it
+# The name upstream_tests.gathered gives its <testsuites>, which pytest's never bears.
+UPSTREAM_SUITES = "slime-upstream-tests"
 HEAD = 64 * 1024  # bytes: the start of every report, SBOM or record a writer gives its shape in
 
 
@@ -107,7 +109,8 @@ def report_junit(text: str) -> bool:
 
 
 def sbom(text: str) -> bool:
-    """An SBOM slime-sbom wrote: CycloneDX, its metadata naming slime-sbom as its tool."""
+    """An SBOM slime-sbom wrote: CycloneDX, its metadata naming slime-sbom as its tool (written before the components,
+    sbom.as_text, so that a head cut short holds it)."""
     found = _json(text)
     if not isinstance(found, dict) or found.get("bomFormat") != "CycloneDX":
         return False
@@ -139,8 +142,9 @@ def record(text: str) -> bool:
 
 
 def pytest_junit(text: str) -> bool:
-    """slime-upstream-tests' JUnit XML: a <testsuites> root whose every suite is pytest's own (named pytest), or one
-    it wrote for a file whose pytest left no report (named for the file)."""
+    """slime-upstream-tests' JUnit XML: a <testsuites> root bearing its name (UPSTREAM_SUITES), each child a suite.
+    pytest's own files have that shape too, and a user's was taken and replaced (sweep 9): the name is what only
+    upstream_tests.gathered writes."""
     parser = ET.XMLPullParser(("start", "end"))
     try:
         parser.feed(text)
@@ -148,16 +152,16 @@ def pytest_junit(text: str) -> bool:
             parser.close()
     except ET.ParseError:
         return False
-    depth, tags, named = 0, [], []
+    depth, elements = 0, []
     for event, element in parser.read_events():
         depth += 1 if event == "start" else -1
         if event == "start" and depth <= 2:
-            tags.append(element.tag)
-            named += [element.get("name", "")] if depth == 2 else []
+            elements.append(element)
     return (
-        tags[:1] == ["testsuites"]
-        and all(tag == "testsuite" for tag in tags[1:])
-        and all(name == "pytest" or name.endswith(".py") for name in named)
+        bool(elements)
+        and elements[0].tag == "testsuites"
+        and elements[0].get("name") == UPSTREAM_SUITES
+        and all(element.tag == "testsuite" for element in elements[1:])
     )
 
 
@@ -172,5 +176,5 @@ REPORT_JSON = ("JSON report", report_json)
 REPORT_JUNIT = ("JUnit report", report_junit)
 SBOM = ("SBOM", sbom)
 RECORD = ("record of slime-record", record)
-PYTEST_JUNIT = ("JUnit XML of pytest", pytest_junit)
+PYTEST_JUNIT = ("JUnit XML", pytest_junit)
 UPSTREAM_JSON = ("result of slime-upstream-tests", upstream_json)

@@ -42,7 +42,7 @@ def upstream_patches(slime_root: Path) -> dict:
     """slime's patch folder chosen for the installed SGLang, and each patch file's sha256."""
     site = importable_root("sglang")
     choice = upstream.choose(slime_root, upstream.sglang_version(site) if site else None)
-    files = sorted(choice.folder.glob("*.patch")) if choice.folder else []
+    files = upstream.patch_files(choice.folder) if choice.folder else []
     return {"chosen": choice.why, "files": {str(f.relative_to(slime_root)): upstream.sha256(f) for f in files}}
 
 

@@ -344,6 +344,14 @@ def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, st
     }
 
 
+def as_text(document: dict) -> str:
+    """The SBOM as slime-sbom writes it: its keys in the order `sbom` gives them, identifying ones (bomFormat,
+    specVersion, metadata naming slime-sbom) before the components, so that own_output.sbom knows it from the head it
+    reads; sorted, `components` came before `metadata`, and a rerun over an SBOM of more than that head was refused as
+    no SBOM of its own. The same inputs give the same order, and the same bytes."""
+    return json.dumps(document, indent=1) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(guards_clone=True, prog="slime-sbom", description=__doc__.split("\n\n")[0])
     add_output(parser, "--out", own=SBOM, required=True, help="the SBOM's file, or - for stdout")
@@ -373,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         versions = read_versions(args.versions)
         reads = (args.pip_reports, args.downloads, args.dpkg_status, args.os_release)
         document = sbom(args.site_packages, *reads[:2], versions, *reads[2:])
-        write_output(args.out, json.dumps(document, indent=1, sort_keys=True) + "\n")
+        write_output(args.out, as_text(document))
         print(f"slime-sbom: {len(document['components'])} components in {args.out}", file=sys.stderr)
         return 0
 

@@ -159,6 +159,14 @@ def run_file(args, file: Path, xml: Path, shown) -> ET.Element:
     return suite
 
 
+def gathered(suites: list[ET.Element]) -> ET.Element:
+    """Each file's pytest suite under one <testsuites>, named for this command (own_output.UPSTREAM_SUITES): pytest
+    writes that same shape, and --junit replaces only a file it wrote, known by that name alone."""
+    junit = ET.Element("testsuites", name=own_output.UPSTREAM_SUITES)
+    junit.extend(suites)
+    return junit
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(
         guards_clone=True,
@@ -192,8 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         shown = sys.stderr if on_stdout else None
         with tempfile.TemporaryDirectory() as scratch:
             suites = [run_file(args, file, Path(scratch) / f"{i}.xml", shown) for i, file in enumerate(chosen)]
-        junit = ET.Element("testsuites")
-        junit.extend(suites)
+        junit = gathered(suites)
         result = summary(per_file(junit, [str(c) for c in chosen]), [str(p) for p in left])
         print(table(result), file=sys.stderr if on_stdout else sys.stdout, flush=True)
         write_output(args.junit, ET.tostring(junit, encoding="unicode") + "\n")

@@ -320,7 +320,7 @@ def test_a_series_that_is_not_one_is_bad_usage(trees):
     args = [sys.executable, str(PATCHER), "--slime-root", str(trees[0]), "--series", "megatron.patch"]
     proc = subprocess.run(args, capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "--series: 'megatron.patch' is not a series: FOLDER: FILE@SHA256PREFIX" in proc.stderr
+    assert "--series 'megatron.patch' is not a patch series: its form is FOLDER: FILE@SHA256PREFIX" in proc.stderr
 
 
 def test_each_pairing_declares_its_slime_trees_series():

@@ -129,6 +129,35 @@ def test_junit_dash_is_stdout_not_a_file_named_dash(slime_tree, tmp_path):
     assert not (tmp_path / "-").exists()
 
 
+@pytest.mark.parametrize("family", ["xunit1", "xunit2"])
+def test_junit_replaces_its_own_file_and_refuses_a_pytest_junit_of_the_user_s(slime_tree, tmp_path, family):
+    """Sweep 9: --junit took any <testsuites> of pytest's suites for its own and replaced it, so a user's own pytest
+    JUnit file given by mistake was lost. That file, written here by real pytest (--junitxml), is refused and kept;
+    what slime-upstream-tests wrote, named for it (own_output.UPSTREAM_SUITES), is replaced on a second run."""
+    (slime_tree / "tests" / "test_broken.py").unlink()
+    theirs = tmp_path / "theirs.xml"
+    junitxml = ["-p", "no:cacheprovider", "-o", f"junit_family={family}", f"--junitxml={theirs}"]
+    pytest_run = [sys.executable, "-m", "pytest", "-q", *junitxml, str(slime_tree / "tests" / "test_sound.py")]
+    subprocess.run(pytest_run, check=True, capture_output=True, cwd=tmp_path)
+    written = theirs.read_bytes()
+    assert ET.fromstring(written).tag == "testsuites"  # the shape slime-upstream-tests writes, but for the name
+    command = [sys.executable, str(IMAGE_BIN / "slime-upstream-tests"), "--runner", str(RUNNER)]
+    command += ["--slime-root", str(slime_tree), "--junit"]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path / "Megatron-LM")}
+    proc = subprocess.run([*command, str(theirs)], capture_output=True, text=True, timeout=300, env=env)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode != 0 and len(lines) == 2 and theirs.read_bytes() == written, proc.stderr
+    assert lines[0] == (
+        f"slime-upstream-tests: --junit {theirs}: it exists and is no JUnit XML this command wrote: "
+        "it would be replaced"
+    )
+    ours = tmp_path / "ours.xml"
+    for _ in range(2):
+        proc = subprocess.run([*command, str(ours)], capture_output=True, text=True, timeout=300, env=env)
+        assert proc.returncode == 0, proc.stderr
+    assert ET.parse(ours).getroot().get("name") == "slime-upstream-tests"
+
+
 def test_a_file_that_hangs_is_stopped_and_counted(slime_tree, tmp_path):
     """A real hang, in a process the test file starts, as slime's distributed tests start ranks."""
     hang = "import subprocess, sys, time\n\n\ndef test_wait():\n"

@@ -631,8 +631,7 @@ def each_writers_output(tmp_path: Path) -> dict[tuple, str]:
     xml = tmp_path / "junit.xml"
     pytest_args = ["-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", f"--junitxml={xml}", str(test)]
     subprocess.run([sys.executable, "-m", "pytest", *pytest_args], check=True, capture_output=True, cwd=tmp_path)
-    junit = ET.Element("testsuites")
-    junit.append(ET.parse(xml).getroot().find("testsuite"))  # as slime-upstream-tests gathers each file's suite
+    junit = upstream_tests.gathered([ET.parse(xml).getroot().find("testsuite")])  # as slime-upstream-tests does
     record_out = tmp_path / "versions.json"
     record.record(["SLIME_REF", "SGLANG_VERSION"], {"SLIME_REF": "v0.3.1", "SGLANG_VERSION": "0.5.1"}, str(record_out))
     # the plan's JSON as plan --json writes it (Plan.as_json), of a plan that found nothing
@@ -693,35 +692,106 @@ def test_an_output_refuses_a_file_its_command_did_not_write_wherever_it_lies():
             Output("--report-json", own=REPORT_JSON).check_own(str(path))
 
 
-def every_recogniser(tmp_path: Path) -> dict[tuple, str]:
-    """Each `own` of every output option (sweep 7 T2, U10), with what its writer writes: a smoke report of many rows
-    and an SBOM of many components, each longer than the head a recogniser reads."""
-    from slime_image import own_output
+# The writers whose output stays far below own_output.HEAD whatever they are given, each with why; every other's, as
+# every_recogniser writes it, is larger than the head, and still recognised from it.
+BOUNDED = {
+    "record of slime-record": "the build's arguments by name, a line each: own_output.record reads no cut head",
+    "rendering": "the templates of tools/k8s with one overlay's values: 14 KB",
+}
+
+
+def large_sbom(tmp_path: Path) -> str:
+    """What slime-sbom writes (its main, run) of an image of 600 distributions: stand-ins for the image's
+    site-packages, pip report and versions.json, as those of tests/image/test_sbom.py are."""
+    from slime_image import sbom
+
+    site, reports = tmp_path / "sbom-site", tmp_path / "sbom-reports"
+    records = []
+    for n in range(600):
+        (site / f"p{n}-1.0.dist-info").mkdir(parents=True)
+        (site / f"p{n}-1.0.dist-info" / "METADATA").write_text(f"Metadata-Version: 2.1\nName: p{n}\nVersion: 1.0\n")
+        records.append({"name": f"p{n}", "version": "1.0", "sha256": f"{n:064x}"})
+    reports.mkdir()
+    (reports / "00-all.json").write_text(json.dumps(records))
+    (tmp_path / "sbom-versions.json").write_text(json.dumps({"versions": {"BASE_IMAGE": "cuda:13"}, "tag": "t"}))
+    out = tmp_path / "sbom.cdx.json"
+    given = {"--site-packages": site, "--pip-reports": reports, "--versions": tmp_path / "sbom-versions.json"}
+    (tmp_path / "sbom-downloads").mkdir()
+    (tmp_path / "none").write_text("")
+    given |= {
+        "--downloads": tmp_path / "sbom-downloads",
+        "--dpkg-status": tmp_path / "none",
+        "--os-release": tmp_path / "none",
+    }
+    assert sbom.main([*(str(w) for flag, path in given.items() for w in (flag, path)), "--out", str(out)]) == 0
+    return out.read_text()
+
+
+@pytest.fixture(scope="module")
+def every_recogniser(tmp_path_factory) -> dict[tuple, str]:
+    """Each `own` of every output option (sweep 7 T2, U10), with what its writer writes, larger than the head a
+    recogniser reads but for BOUNDED's: a smoke report of many rows, an SBOM of many components (sweep 9: slime-sbom
+    wrote its keys sorted, its components before the metadata naming it, and a rerun over its own SBOM of 170 KB was
+    refused), real pytest's JUnit of many failing tests and slime-upstream-tests' result of them, a plan of many steps,
+    a lock of many pins, a base manifest of many distributions. Made once: the three tests below read it."""
+    import xml.etree.ElementTree as ET
+
+    from slime_image import own_output, upstream_tests
     from slime_image.smoke import report
     from slime_image.smoke.core import Check, Result
 
+    from tools.planner import base_manifest, plan, plan_report
+
+    tmp_path = tmp_path_factory.mktemp("writers")
     check = [Check(f"check-{n}", (), "build", "x" * 100, "y" * 100, None) for n in range(1000)]
     rows = [report.Row(each, Result("pass", "s" * 300), 0.0) for each in check]
-    components = [{"type": "library", "bom-ref": f"pkg:pypi/p{n}@1", "name": f"p{n}"} for n in range(2000)]
-    sbom = {
-        "bomFormat": "CycloneDX",
-        "specVersion": "1.6",
-        "version": 1,
-        "metadata": {"tools": {"components": [{"type": "application", "name": "slime-sbom"}]}},
-        "components": components,
-    }
+    test = tmp_path / "test_many.py"
+    test.write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', range(400))\ndef test_n(n):\n    assert n < 0, 'x' * 150\n"
+    )
+    xml = tmp_path / "many.xml"
+    pytest_args = ["-q", "-p", "no:cacheprovider", "--tb=no", "-o", "junit_family=xunit1", f"--junitxml={xml}"]
+    subprocess.run([sys.executable, "-m", "pytest", *pytest_args, str(test)], capture_output=True, cwd=tmp_path)
+    junit = upstream_tests.gathered([ET.parse(xml).getroot().find("testsuite")])
+    result = upstream_tests.summary(upstream_tests.per_file(junit, [test.name]), [])
+    steps = [plan_report.StepResult(n, f"pip install p{n}", 1.0, False, findings=["f" * 100]) for n in range(1000)]
+    fields = {f.name: {} if f.type.startswith("dict") else [] for f in dataclasses.fields(plan_report.Plan)}
+    the_plan = plan_report.Plan(**{**fields, "platform": "linux/amd64", "lock": None, "uploaded_prior_to": None})
+    the_plan.steps, the_plan.final = steps, {f"distribution-{n}": "1.0.0" for n in range(5000)}
+    installed = [{"metadata": {"name": f"p{n}", "version": "1.0", "requires_dist": ["q>=1"]}} for n in range(2000)]
+    inspect = {"installed": installed, "environment": {"python_version": "3.12"}}
     written = {
         **each_writers_output(tmp_path),
         own_output.REPORT_JSON: report.as_json(rows, "rules", "rules"),
         own_output.REPORT_JUNIT: report.as_junit(rows, "rules", "rules"),
-        own_output.SBOM: json.dumps(sbom, indent=2) + "\n",
+        own_output.SBOM: large_sbom(tmp_path),
+        own_output.PYTEST_JUNIT: ET.tostring(junit, encoding="unicode") + "\n",  # as main writes them
+        own_output.UPSTREAM_JSON: json.dumps(result, indent=1) + "\n",
+        plan.PLAN_JSON: json.dumps(the_plan.as_json(), indent=2) + "\n",
+        plan.LOCK: the_plan.lock_text(),
+        base_manifest.MANIFEST: json.dumps(base_manifest.manifest("nvcr.io/x:1", inspect, ""), indent=1) + "\n",
     }
     declared = {case[3].type.own[1] for case in output_options() if case[3].type.own is not None}
     assert declared == {recognise for _, recognise in written}, "give the test what each new recogniser's writer writes"
     return written
 
 
-def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
+def test_every_writer_s_output_larger_than_the_head_is_its_own(every_recogniser, tmp_path):
+    """Sweep 9: every recogniser, given its writer's output larger than the head it reads, takes it for its own (a
+    rerun of slime-sbom over its own SBOM was refused); those that never write so much are named in BOUNDED."""
+    from slime_image import own_output
+
+    written = every_recogniser
+    large = {what for (what, _), text in written.items() if len(text.encode()) > own_output.HEAD}
+    assert large == {what for what, _ in written} - set(BOUNDED)
+    assert all(len(text.encode()) < own_output.HEAD / 2 for (what, _), text in written.items() if what in BOUNDED)
+    path = tmp_path / "existing"
+    for (what, recognise), text in written.items():
+        path.write_text(text)
+        assert own_output.recognised(str(path), recognise), f"the {what} its writer wrote is not taken for its own"
+
+
+def test_every_recogniser_reads_a_bounded_head_and_never_raises(every_recogniser, tmp_path):
     """Each recogniser, through own_output.recognised, given an empty, a cut, a binary, a deeply nested and a huge
     (sparse) file: a yes or no, never an exception, and never more than the head read; its writer's output cut at
     several points is no one else's, and its own where the head holds it."""
@@ -729,8 +799,7 @@ def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
 
     from slime_image import own_output
 
-    written = every_recogniser(tmp_path)
-    assert {"JSON report", "JUnit report", "SBOM"} <= {w for (w, _), t in written.items() if len(t) > own_output.HEAD}
+    written = every_recogniser
     path = tmp_path / "existing"
     hostile = [b"", b"<?xml", b"<?xml\n", b"<?xml\r\n<testsuite", bytes(range(256)) * 64, b"[" * 200_000]
     hostile += [b"{" * 200_000, b'{"tool": ' + b"[" * 200_000, b'{"a": 1,' * 20_000, b"\xff\xfe<\x00?\x00"]
@@ -758,7 +827,7 @@ def test_every_recogniser_reads_a_bounded_head_and_never_raises(tmp_path):
     assert not any(own_output.recognised(str(path), recognise) for _, recognise in written)
 
 
-def test_a_cut_head_is_its_writer_s_only_where_it_proves_it(tmp_path):
+def test_a_cut_head_is_its_writer_s_only_where_it_proves_it(every_recogniser, tmp_path):
     """Sweep 8 N2: a user's 125 KB JSON beginning with a "tool" string was taken for rules' report (its head, cut, held
     a key the report has) and replaced. Each JSON writer's long output is its own still; a user's file over the head
     holding any one of its keys, then its own, is no writer's."""
@@ -766,7 +835,7 @@ def test_a_cut_head_is_its_writer_s_only_where_it_proves_it(tmp_path):
 
     from tools.planner import base_manifest, plan
 
-    written = every_recogniser(tmp_path)
+    written = every_recogniser
     big = [{"file": f"src/x{n}.js", "messages": []} for n in range(3000)]
     # the writers whose output may run past the head, made long as they write it
     long = {recognise: text for (_, recognise), text in written.items() if len(text) > own_output.HEAD}

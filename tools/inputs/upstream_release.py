@@ -14,7 +14,7 @@ from pathlib import Path
 from slime_image import git
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
-from slime_image.patches.upstream import declaration_of, refuse_link_out, slime_order
+from slime_image.patches.upstream import declaration_of, patch_files, refuse_link_out, slime_order
 
 from tools.inputs.recipe import Recipe, substitute
 
@@ -133,7 +133,7 @@ def read(tree: Path) -> Release:
     version = sglang["version"] if sglang else None
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
-    refuse_link_out(tree, tree / "requirements.txt", *([folder, *folder.glob("*.patch")] if has_folder else []))
+    refuse_link_out(tree, tree / "requirements.txt", *([folder, *patch_files(folder)] if has_folder else []))
     return Release(
         ref=ref,
         commit=commit,

@@ -107,7 +107,7 @@ def patch_all(
     choice = upstream.choose(roots["slime_root"], version)
     if choice.folder is not None:  # what slime-patch reads of the tree, before it is hashed or applied
         slime_root = roots["slime_root"]
-        patches = sorted(choice.folder.glob("*.patch"))
+        patches = upstream.patch_files(choice.folder)
         upstream.refuse_link_out(slime_root, slime_root / upstream.ORDER_SOURCE, choice.folder, *patches)
     differences = upstream.series_differences(choice, series) if series and choice.folder else []
     if differences:
@@ -246,7 +246,7 @@ def parsed(parser: argparse.ArgumentParser, argv: list[str] | None) -> tuple[arg
             upstream.parse_series(args.series)
         except ValueError as exc:
             raise UserError(
-                f"--series: {exc}",
+                f"--series {args.series!r} is not a patch series: {exc}",
                 "pass --series the pairing's SLIME_PATCHES value (FOLDER: FILE@SHA256PREFIX ..., each file once)",
                 code=2,
             ) from None

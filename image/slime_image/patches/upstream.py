@@ -34,7 +34,15 @@ from slime_image.patches.base import ALREADY_APPLIED, ERROR, NOT_NEEDED, WOULD_A
 PATCH_ROOT = Path("docker/patch")
 FALLBACK = "latest"  # what slime's Dockerfile picks when PATCH_VERSION is not given
 ORDER_SOURCE = Path("docker/Dockerfile")  # slime's image recipe: it names its patch files in the order it applies them
-PATCH_FILE = re.compile(r"[\w.-]+\.patch")  # a named file; a glob (`sglang*.patch`) names none
+# The one form of a patch file's name and of its folder's, wherever one enters: a series declared (a pairing's
+# SLIME_PATCHES, the build argument slime-patch --series takes), a slime tree's docker/patch/, its Dockerfile's names.
+# A series is words apart, so a name with a space was split into two (sweep 9 F9: `my fix.patch@...` was "not a
+# series", a folder `my folder` was taken, and slime-patch --series over a tree holding `sglang-my fix.patch` ended
+# in a traceback).
+PATCH_FILE = re.compile(r"\w[\w.-]*\.patch")  # a named file; a glob (`sglang*.patch`) names none
+PATCH_FOLDER = re.compile(r"\w[\w.+-]*")  # v<an SGLang version> or latest
+FILE_FORM = "letters, digits and . _ -, ending .patch, no space"
+FOLDER_FORM = "letters, digits and . _ + -, as v0.5.15.post1 or latest, no space"
 
 
 @dataclass(frozen=True)
@@ -230,31 +238,62 @@ class UpstreamPatch:
 DIGEST_PREFIX = 16
 
 
+def name_problem(name: str, folder: bool = False) -> str | None:
+    """Why `name` is no patch file's name (a patch folder's, with `folder`), or None."""
+    if (PATCH_FOLDER if folder else PATCH_FILE).fullmatch(name):
+        return None
+    return f"{name!r} is no patch {'folder' if folder else 'file'}'s name ({FOLDER_FORM if folder else FILE_FORM})"
+
+
 def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
-    """'v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@...' -> (folder, [(file, sha256 prefix)])."""
+    """'v0.5.15.post1: megatron.patch@976fd8bbe1f4e386 sglang.patch@...' -> (folder, [(file, sha256 prefix)]); a
+    ValueError saying why not. Words without an @ belong to the next one's name, so that a name with a space is
+    refused as a name, naming it."""
     folder, colon, rest = text.partition(":")
-    entries = [word.partition("@") for word in rest.split()]
+    entries, pending = [], []
+    for word in rest.split():
+        if "@" not in word:
+            pending.append(word)
+            continue
+        entries.append(" ".join([*pending, word]).rpartition("@"))
+        pending = []
     if (
         not colon
         or not folder.strip()
         or not entries
-        or any(not (f and at and re.fullmatch(f"[0-9a-f]{{{DIGEST_PREFIX}}}", d)) for f, at, d in entries)
+        or pending
+        or any(not (at and re.fullmatch(f"[0-9a-f]{{{DIGEST_PREFIX}}}", d)) for _, at, d in entries)
     ):  # lower case, as sha256sum writes it: an upper-case prefix was taken, then "not the series" (sweep 8 N9)
-        raise ValueError(
-            f"{text!r} is not a series: FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} lower-case hex digits each)"
-        )
+        raise ValueError(f"its form is FOLDER: FILE@SHA256PREFIX ... ({DIGEST_PREFIX} lower-case hex digits each)")
     files = [f for f, _, _ in entries]
+    if why := name_problem(folder.strip(), folder=True) or next(filter(None, map(name_problem, files)), None):
+        raise ValueError(why)
     twice = sorted({f for f in files if files.count(f) > 1})
     if twice:  # sweep 6 U9: read as "declared in another order than slime applies them"
-        raise ValueError(f"{text!r} declares {', '.join(twice)} twice: a series names each patch file once")
+        raise ValueError(f"it declares {', '.join(twice)} twice: a series names each patch file once")
     return folder.strip(), [(f, d) for f, _, d in entries]
+
+
+def patch_files(folder: Path) -> list[Path]:
+    """The patch files of a slime patch folder, by name, each named as a series can declare it: every reader of the
+    folder (pairings draft and series, slime-patch, slime-record) asks here, so that one no series could declare is
+    refused, naming it."""
+    found = sorted(folder.glob("*.patch"))
+    for path in [folder, *found]:
+        if why := name_problem(path.name, folder=path == folder):
+            raise UserError(
+                f"{path}: {why}: no series could declare it",
+                "pass a slime tree whose patch files are named as slime names its own (sglang-top_p.patch)",
+                code=2,
+            )
+    return found
 
 
 def declaration_of(folder: Path, order: tuple[str, ...]) -> str:
     """The series a patch folder holds, written as a declaration: its files in slime's order (`order`, read from
     slime's Dockerfile; those it does not name last, by name, so that they fail the comparison loudly rather than go
     unapplied)."""
-    present = sorted(p.name for p in folder.glob("*.patch"))
+    present = [p.name for p in patch_files(folder)]
     ordered = [f for f in order if f in present] + [f for f in present if f not in order]
     return f"{folder.name}: " + " ".join(f"{f}@{sha256(folder / f)[:DIGEST_PREFIX]}" for f in ordered)
 
