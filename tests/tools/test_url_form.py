@@ -56,14 +56,14 @@ ENTRY_POINTS = {"pairing": refused_by_pairing, "build argument": refused_by_buil
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 @pytest.mark.parametrize("value", NOT_URLS)
 def test_every_entry_point_refuses_a_value_no_url_can_be(entry, value, recipe_copy):
-    assert url_form.problem(value)
+    assert url_form.problem("EFA_INSTALLER_URL", value)
     refused = ENTRY_POINTS[entry] or (lambda v: refused_by_rules(v, recipe_copy))
     assert refused(value), f"the {entry} took {value!r}"
 
 
 @pytest.mark.parametrize("value", URLS)
 def test_a_url_is_taken_by_the_form(value):
-    assert url_form.problem(value) is None and not refused_by_build_argument(value)
+    assert url_form.problem("EFA_INSTALLER_URL", value) is None and not refused_by_build_argument(value)
 
 
 def test_pin_downloads_refuses_a_scheme_no_step_fetches_from_naming_it(capsys):

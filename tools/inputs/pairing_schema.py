@@ -198,7 +198,7 @@ def _is_version(value: str) -> bool:
 def value_problem(name: str, value: str) -> tuple[str, str] | None:
     """(why, fix) where `value` is not what an [args] value named `name` must be, or None: one whose name ends like a
     KINDS key is of that kind (no value holds a control character: _one_line holds every string of a pairing)."""
-    if url_form.holds_url(name) and (why := url_form.problem(value)):
+    if url_form.holds_url(name) and (why := url_form.problem(name, value)):
         return f"{name} = {url_form.said(value)} {why}", url_form.fix(name)
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):

@@ -366,7 +366,7 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
     problems += [
         f"line {line}: ARG {name}={url_form.said(url)} {why}"
         for line, name, sep, value in defaults
-        if sep and url_form.holds_url(name) and (url := value.strip('"')) and (why := url_form.problem(url))
+        if sep and url_form.holds_url(name) and (url := value.strip('"')) and (why := url_form.problem(name, url))
     ]
     te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[[^\]]*pytorch", _text(i))]
     problems += [
