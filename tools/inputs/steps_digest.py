@@ -24,10 +24,16 @@ NAME = "slime.Dockerfile pip steps"  # the input's name on its lock line
 
 def text(recipe: Recipe) -> str:
     """What the digest is taken of: every pip step's words (ARGs substituted) and the value of every ARG that reaches
-    them (each is in the environment of every RUN after it), but a download's pin: a `*_SHA256` checks the bytes its
-    URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads wrote
-    it, each then called stale with no pip step changed (sweep 7 U1)."""
-    reaching = {name: value for name, value in recipe.args.items() if not name.endswith(download_pins.SUFFIX)}
+    one (PipStep.arg_names: in scope at its RUN, or carried by an ENV), but a download's pin: a `*_SHA256` checks the
+    bytes its URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads
+    wrote it, each then called stale with no pip step changed (sweep 7 U1). An ARG declared after the last pip step
+    reaches none: IMAGE_SOURCE, a label's URL, staled both locks when its default moved (sweep 9 F5)."""
+    reached = {name for step in recipe.steps for name in step.arg_names}
+    reaching = {
+        name: value
+        for name, value in recipe.args.items()
+        if name in reached and not name.endswith(download_pins.SUFFIX)
+    }
     return json.dumps([[s.words for s in recipe.steps], reaching])
 
 
