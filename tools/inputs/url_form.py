@@ -84,6 +84,17 @@ def hosts_problem(value: str) -> str | None:
     return None
 
 
+def refused(name: str, value: str) -> tuple[str, str, str] | None:
+    """(the value as a message may say it, why, the fix) where the ARG `name` may not hold `value`, or None: the one
+    rule of a URL's and a host list's form, whichever way the value enters (a build argument, a pairing's [args], the
+    Dockerfile's default). A pairing's PIP_TRUSTED_HOST was held to none, where the build argument was (sweep 9 F7)."""
+    if holds_url(name) and (why := problem(name, value)):
+        return said(value), why, fix(name)
+    if name in HOSTS and (why := hosts_problem(value)):
+        return said_hosts(value), why, HOSTS_FIX.format(name)
+    return None
+
+
 if __name__ == "__main__":
     from tools import library_module
 
