@@ -17,9 +17,8 @@ from slime_image import git
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import download_pins, pairings
+from tools.inputs.input_names import STEPS
 from tools.inputs.recipe import Recipe
-
-NAME = "slime.Dockerfile pip steps"  # the input's name on its lock line
 
 
 def text(recipe: Recipe) -> str:
@@ -51,7 +50,7 @@ def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str,
     committed = _committed_args(path, lock.path)
     moved = [args for args in committed if {**recipe.defaults, **args} != now]
     if committed and not moved:
-        return NAME, False  # the pairing's values are the ones committed with the lock
+        return STEPS, False  # the pairing's values are the ones committed with the lock
     for args in moved:
         then = replace(recipe, build_args=tuple(sorted(args.items())))
         if short(text(then)) == recorded:
@@ -60,7 +59,7 @@ def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str,
             )
             return f"{as_typed(path)}'s {was}", True
     keys = sorted({k for args in moved for k in _differ({**recipe.defaults, **args}, now)})
-    return f"{NAME} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
+    return f"{STEPS} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
 
 
 def _differ(a: dict[str, str], b: dict[str, str]) -> list[str]:
