@@ -5,7 +5,9 @@
 The command's module is imported once, from the scratch tree; each case writes its lock files, runs the command's
 main(argv) in this process as `python -m` would, its stdout and stderr kept, and puts the files back. (Not a fork per
 case: the Dockerfile parser runs Go, whose threads a forked child lacks, and a child then hangs.) An audit hook names
-every opening for reading of a *.lock file that lock_file.read_lock, the one reader, did not make.
+every opening for reading of a *.lock file that lock_file.read_lock, the one reader, did not make; but own_output's
+(options.check_owned: whether make lock wrote the file its --lock would replace, from the file's first line, before the
+reader is asked to read it as a lock), which takes nothing of a lock from it.
 """
 
 import contextlib
@@ -19,6 +21,7 @@ from pathlib import Path
 
 sys.path[:0] = [os.getcwd(), os.path.join(os.getcwd(), "image")]  # the scratch tree's tools and slime_image
 OUTSIDE: list[str] = []  # what opened a lock other than the one reader, in the case running
+READERS = (("read_lock", "slime_image/lock_file.py"), ("head", "slime_image/own_output.py"))
 
 
 def _reads(args) -> bool:
@@ -33,7 +36,7 @@ def _hook(event, args):
         return
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "read_lock" and frame.f_code.co_filename.endswith("slime_image/lock_file.py"):
+        if any(frame.f_code.co_name == name and frame.f_code.co_filename.endswith(file) for name, file in READERS):
             return
         frame = frame.f_back
     OUTSIDE.append(f"{args[0]}: " + "".join(traceback.format_stack(limit=6)[:-1]).strip().splitlines()[-2])

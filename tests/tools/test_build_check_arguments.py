@@ -49,7 +49,7 @@ def test_build_check_refuses_what_make_build_refuses_before_any_work(case, stand
     code = run.main(argv)
     lines = said(capsys)
     name, _, value = case.partition("=")
-    no_url = name.endswith("_URL") and value and url_form.problem(value)  # the one reader refuses it first, for both
+    no_url = name.endswith("_URL") and value and url_form.problem(name, value)  # the one reader refuses it first
     if name in OWN and not no_url:
         assert code != 0 and len(lines) == 2 and "the verification build's own" in lines[0], lines
     elif built != 0:

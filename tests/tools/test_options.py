@@ -23,6 +23,8 @@ from conftest import path_without
 from slime_image.errors import UserError
 from slime_image.options import InputPath, Number, Output, Parser, add_number, add_output, add_path
 
+from tools.inputs import pairings
+
 ROOT = Path(__file__).resolve().parents[2]
 # What a command that went on past its parsing could start here: a build, a cluster's job, a registry. None is on the
 # PATH the commands of these tests see, and no index is reachable: a regression ends in a refusal, not in a real
@@ -583,28 +585,38 @@ def every_valued_output_positionals():
 def test_an_output_option_refuses_an_existing_file_its_command_did_not_write(
     module, words, flag, action, tmp_path, capsys
 ):
-    mine = tmp_path / "notes.txt"
+    mine = tmp_path / NAMED.get((module, flag), "notes.txt")
     parser = next(p for p, w in commands(module) if w == words)
-    argv = list(words)
+    argv = list(words) + [w for need in NEEDS.get(module, ()) for w in need(tmp_path)]
     for other_flag, other in valued(parser):
         if other_flag != flag and (other.required or (not other.option_strings and other.nargs in (None, "+"))):
             argv += ([other.option_strings[-1]] if other.option_strings else []) + [good_value(other, tmp_path)]
-    for text in ("precious\n", '{"precious": true}\n', '<?xml version="1.0"?>\n<notes/>\n', "", "<?xml"):
+    # The user's files: notes, JSON, XML, an empty one, and hash-pinned requirements (read as a lock, and replaced)
+    pinned = f"six==1.16.0 \\\n    --hash=sha256:{'0' * 64}\n"
+    for text in ("precious\n", '{"precious": true}\n', '<?xml version="1.0"?>\n<notes/>\n', "", "<?xml", pinned):
         mine.write_text(text)
         code = importlib.import_module(module).main([*argv, action.option_strings[-1], str(mine)])
         lines = capsys.readouterr().err.strip().splitlines()
         assert code != 0 and len(lines) == 2, (text, lines)
-        said = EARLIER.get((module, flag), f"{flag} {mine}: it exists and is no ").format(mine=mine)
-        assert said in lines[0] and lines[1].startswith("fix: "), lines
+        assert f"{flag} {mine}: it exists and is no " in lines[0] and lines[1].startswith("fix: "), lines
         assert mine.read_text() == text
 
 
-# Where the command refuses its other arguments, or reads the file itself, before the outputs are checked (check_owned
-# runs after the commands' own checks): its refusal, the file named and left as it was.
-EARLIER = {
-    ("tools.planner.base_manifest", "--out"): "nothing to write: no --inspect",
-    ("tools.planner.plan", "--lock"): "{mine} is no lock file",
-}
+def pip_inspect_report(tmp_path: Path) -> list[str]:
+    """--inspect and a real pip inspect report (this interpreter's environment's)."""
+    report = tmp_path / "inspect.json"
+    run = subprocess.run([sys.executable, "-m", "pip", "inspect", "--local"], capture_output=True, timeout=120)
+    report.write_bytes(run.stdout)
+    return ["--inspect", str(report)]
+
+
+# What a command needs, beyond the arguments argparse requires, to write at all: given, the refusal of a file it did not
+# write is the own-output check's and nothing else's (base_manifest refused "nothing to write: no --inspect" first,
+# which hid that its --out was never checked).
+NEEDS = {"tools.planner.base_manifest": [pip_inspect_report]}
+# The name an output takes, where the command refuses any other before it looks at the file (make lock writes the lock
+# slime.Dockerfile is planned with, by its name, wherever it is asked to).
+NAMED = {("tools.planner.plan", "--lock"): f"{pairings.default().name}.lock"}
 
 
 def test_a_file_each_writer_wrote_is_its_own():

@@ -59,8 +59,11 @@ BROKEN = {
     "version-args-once-and-used": lambda t: t.replace("ARG SLIME_REF=", "ARG RAY_ADDRESS=auto\nARG SLIME_REF="),
     "record-names-every-version": lambda t: t.replace(" SLIME_COMMIT MBRIDGE_VERSION", " SLIME_COMMIT"),
     "copy-sources-exist": lambda t: t.replace("COPY requirements.txt", "COPY requirements-gpu.txt"),
-    # Any ARG is an input of the plan's (plan_steps.input_digests), so a changed default leaves the locks stale.
-    "pairing-locks-current": lambda t: t.replace("ARG IMAGE_REVISION=unknown\n", "ARG IMAGE_REVISION=changed\n"),
+    # An ARG a pip step runs with is an input of the plan's (steps_digest), so its default moved leaves the locks
+    # stale.
+    "pairing-locks-current": lambda t: t.replace(
+        "ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com\n", "ARG EFA_INSTALLER_URL=https://m.example/efa\n"
+    ),
     "copies-only-the-image-side": lambda t: t.replace(
         "COPY image/ /opt/slime-image/", "COPY image/ /opt/slime-image/\nCOPY slime.Dockerfile /opt/slime-image/"
     ),

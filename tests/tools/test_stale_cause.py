@@ -18,7 +18,7 @@ from test_lock_readers import READS, git, repo, run_all  # noqa: F401 (repo, and
 from test_lock_sources import JUDGE
 from test_pairing_files import tree  # noqa: F401
 
-from tools.inputs import download_pins, pairings
+from tools.inputs import download_pins, pairings, steps_digest
 from tools.inputs.recipe import Recipe
 from tools.planner import plan_steps
 
@@ -29,8 +29,17 @@ EDITED = ", or the lock's line was edited"
 STEP = "pip install --report /tmp/report.json torch"  # a pip step of slime.Dockerfile, edited to another
 DOCKERFILE_EDITS = {
     "a pip step's text": (STEP, STEP + " numpy"),
-    "an ARG default no pairing sets": ("ARG IMAGE_REVISION=unknown\n", "ARG IMAGE_REVISION=changed\n"),
+    "an ARG default no pairing sets": (
+        "ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com\n",
+        "ARG EFA_INSTALLER_URL=https://m.example/efa\n",
+    ),
 }
+# The ARGs no pip step reads, by where the Dockerfile declares them: after the last pip step (one stage: no ENV after
+# it precedes one), so what the build takes of them never reaches pip (sweep 9 F5: IMAGE_SOURCE, a label's URL).
+RECIPE = Recipe.load()
+LAST_STEP = max(step.line for step in RECIPE.steps)
+DECLARED_AT = {item.partition("=")[0]: ins.line for ins in RECIPE.of("ARG") for item in ins.value}
+LATE = sorted(name for name, line in DECLARED_AT.items() if line > LAST_STEP)
 
 
 def _other(value: str) -> str:
@@ -60,7 +69,7 @@ def test_each_arg_edited_is_named_as_the_pairing_s(name, monkeypatch):
     assert {"MEGATRON_COMMIT", "SLIME_COMMIT", "SLIME_REF", "SGL_ROUTER_SHA256"} <= set(pairing.args)
     wrong = []
     for key, value in pairing.args.items():
-        if key.endswith(download_pins.SUFFIX):  # no input of the digest: test_a_download_pin_stales_no_lock
+        if key.endswith(download_pins.SUFFIX) or key in LATE:  # no input of the digest: tested below
             continue
         recipe = Recipe.load(build_args={**pairing.build_arg_values, key: _other(value)})
         said = _cause(plan_steps.stale_lock(recipe, read_lock(pairing.lock), name))
@@ -86,6 +95,49 @@ def test_a_download_pin_stales_no_lock(name, monkeypatch):
     for key in ("EFA_INSTALLER_VERSION", "SGL_ROUTER_VERSION", "PIP_VERSION"):
         moved = Recipe.load(build_args={**pairing.build_arg_values, key: "9.9.9"})
         assert plan_steps.stale_lock(moved, read_lock(pairing.lock), name), key
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_arg_no_pip_step_reads_stales_no_lock(name, tmp_path, monkeypatch):
+    """Sweep 9 F5: IMAGE_SOURCE's default changed, and both locks were stale, "slime.Dockerfile pip steps changed":
+    the digest took every ARG in. The members: every ARG declared after the last pip step, its default edited and
+    its value given as a build argument, for every pairing; every other ARG but a download pin, its value moved,
+    still stales the lock."""
+    monkeypatch.chdir(ROOT)
+    pairing = pairings.load(name)
+    assert {"IMAGE_SOURCE", "IMAGE_REVISION"} <= set(LATE) and len(LATE) < len(DECLARED_AT) / 2, LATE
+    lock, built = read_lock(pairing.lock), Recipe.load(build_args=pairing.build_arg_values)
+    fresh = []
+    for key in LATE:
+        given = Recipe.load(build_args={**pairing.build_arg_values, key: "moved"})
+        if key in RECIPE.defaults:
+            line = next(
+                line for line in (ROOT / "slime.Dockerfile").read_text().splitlines() if line.startswith(f"ARG {key}=")
+            )
+            path = _dockerfile(tmp_path, (line, f"ARG {key}=moved"))
+            edited = Recipe.load(path, context=ROOT, build_args=pairing.build_arg_values)
+            assert plan_steps.stale_lock(edited, lock, name) is None, key
+        assert plan_steps.stale_lock(given, lock, name) is None, key
+    for key in sorted(set(DECLARED_AT) - set(LATE)):
+        if key.endswith(download_pins.SUFFIX):
+            continue
+        moved = Recipe.load(build_args={**pairing.build_arg_values, key: _other(built.args.get(key, ""))})
+        if plan_steps.stale_lock(moved, lock, name) is None:
+            fresh.append(key)
+    assert fresh == []
+
+
+def test_an_arg_an_env_carries_into_a_later_stage_reaches_its_pip_step(tmp_path):
+    """An ARG is out of scope in a later stage, but an ENV made from it carries its value there, into pip's
+    environment (and a build backend's): its value is in the digest; one read only after the step is not."""
+    path = tmp_path / "Dockerfile"
+    path.write_text(
+        "FROM python:3.12 AS one\nARG ARCH_LIST=9.0\nENV TORCH_CUDA_ARCH_LIST=${ARCH_LIST}\n"
+        "FROM one\nRUN pip install numpy==2.0.0\nARG SOURCE=a\nLABEL source=${SOURCE}\n"
+    )
+    digest = steps_digest.text(Recipe.load(path))
+    assert steps_digest.text(Recipe.load(path, build_args={"ARCH_LIST": "10.0"})) != digest
+    assert steps_digest.text(Recipe.load(path, build_args={"SOURCE": "b"})) == digest
 
 
 @pytest.mark.parametrize("edit", DOCKERFILE_EDITS)

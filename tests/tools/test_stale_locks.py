@@ -24,7 +24,12 @@ DEFAULT = pairings.default().name
 
 def _args_changed(root: Path) -> None:
     path = root / "slime.Dockerfile"
-    path.write_text(path.read_text().replace("ARG IMAGE_REVISION=unknown\n", "ARG IMAGE_REVISION=changed\n"))
+    path.write_text(
+        path.read_text().replace(
+            "ARG EFA_INSTALLER_URL=https://efa-installer.amazonaws.com\n",
+            "ARG EFA_INSTALLER_URL=https://m.example/efa\n",
+        )
+    )
 
 
 def _appended(name: str):

@@ -56,14 +56,14 @@ ENTRY_POINTS = {"pairing": refused_by_pairing, "build argument": refused_by_buil
 @pytest.mark.parametrize("entry", ENTRY_POINTS)
 @pytest.mark.parametrize("value", NOT_URLS)
 def test_every_entry_point_refuses_a_value_no_url_can_be(entry, value, recipe_copy):
-    assert url_form.problem(value)
+    assert url_form.problem("EFA_INSTALLER_URL", value)
     refused = ENTRY_POINTS[entry] or (lambda v: refused_by_rules(v, recipe_copy))
     assert refused(value), f"the {entry} took {value!r}"
 
 
 @pytest.mark.parametrize("value", URLS)
 def test_a_url_is_taken_by_the_form(value):
-    assert url_form.problem(value) is None and not refused_by_build_argument(value)
+    assert url_form.problem("EFA_INSTALLER_URL", value) is None and not refused_by_build_argument(value)
 
 
 def test_pin_downloads_refuses_a_scheme_no_step_fetches_from_naming_it(capsys):
@@ -111,3 +111,38 @@ def test_every_entry_point_refuses_a_url_with_a_password_without_saying_it(entry
     said = SAID[entry](name, value, recipe_copy)
     assert "carries a user name or password" in said and "***@" in said, said
     assert "s3cr3t" not in said, said
+
+
+# Sweep 9 F7 held a build argument PIP_TRUSTED_HOST to pip's host form; a pairing's [args] and the Dockerfile's default
+# took any text. Every entry point of a host list now says the one refusal (url_form.refused), the password unsaid.
+HOST_ARGS = sorted(url_form.HOSTS)
+NOT_HOSTS = ["http://u:s3cr3t@m.example", "$(id)", "m.example/simple", "m.example:99999", "m.example u:s3cr3t@x:80"]
+HOSTS = ["pypi.org", "m.example other", "10.0.0.1:3128 m.example:8443", "[::1]:80"]
+
+
+def host_said(entry: str, name: str, value: str, recipe_copy) -> str:
+    """What `entry` says of `name` given `value`: the value as said, then why, then the fix; "" where taken."""
+    if entry == "pairing":
+        return " ".join(pairing_schema.value_problem(name, value) or ())
+    if entry == "build argument":
+        return said_by_build_argument(name, value, recipe_copy)
+    # An ARG with no default (the Dockerfile's own) given one.
+    dockerfile = recipe_copy(lambda t: t.replace(f"ARG {name}\n", f'ARG {name}="{value}"\n'))
+    return " ".join(rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"])
+
+
+@pytest.mark.parametrize("entry", SAID)
+@pytest.mark.parametrize("name", HOST_ARGS)
+@pytest.mark.parametrize("value", NOT_HOSTS)
+def test_every_entry_point_holds_a_host_list_to_one_form(entry, name, value, recipe_copy):
+    assert sorted(n for n in Recipe.load().declared if n.endswith("_HOST")) == HOST_ARGS
+    said, why, fix = url_form.refused(name, value)
+    told = host_said(entry, name, value, recipe_copy)
+    assert f"{said} {why}" in told and "s3cr3t" not in told, told
+    assert fix in told or entry == "ARG default", told  # a rule's line is its cause: make lint gives each rule's fix
+
+
+@pytest.mark.parametrize("entry", SAID)
+@pytest.mark.parametrize("value", HOSTS)
+def test_every_entry_point_takes_a_host_list_in_form(entry, value, recipe_copy):
+    assert host_said(entry, "PIP_TRUSTED_HOST", value, recipe_copy) == ""

@@ -30,12 +30,8 @@ def parsed(words: list[str]) -> dict[str, str]:
                 f"build argument {name} is given twice ({name}={given[name]}, then {word}): the last would win unsaid",
                 f"give {name} once",
             )
-        if url_form.holds_url(name) and value and (why := url_form.problem(value)):
-            raise UserError(f"build argument {name}={url_form.said(value)} {why}", url_form.fix(name))
-        if name in url_form.HOSTS and value and (why := url_form.hosts_problem(value)):
-            raise UserError(
-                f"build argument {name}={url_form.said_hosts(value)} {why}", url_form.HOSTS_FIX.format(name)
-            )
+        if value and (found := url_form.refused(name, value)):  # empty: the ARG unset, as its default leaves it
+            raise UserError(f"build argument {name}={found[0]} {found[1]}", found[2])
         given[name] = value
     return given
 

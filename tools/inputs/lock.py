@@ -37,6 +37,7 @@ from slime_image.lock_file import (
     write_again,
 )
 
+from tools.inputs.input_names import may_be_input
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 
 # A lock's first line, as make lock writes it: plan --lock knows its own output by it.
@@ -163,12 +164,10 @@ def regular_files(paths) -> None:
 
 
 def named_inputs(lock: Lock, recipe: Recipe) -> None:
-    """Refuse a lock's `# input` line that names nothing an input of the recipe can be (plan_steps.may_be_input),
+    """Refuse a lock's `# input` line that names nothing an input of the recipe can be (input_names.may_be_input),
     naming the line, for every command that reads the recipe's locks and lock_hashes: make lock writes one line per
     input, and a line beside them was kept by every command and carried along by lock_hashes (sweep 5 U5). A line of
     an input the recipe no longer reads is stale_lock's: the recipe moved, and make lock mends it."""
-    from tools.planner.plan_steps import may_be_input  # the planner reads locks through this module
-
     for number, line in enumerate(lock.text.split("\n"), 1):
         name = line[len(INPUT_LINE) :].rpartition(" = ")[0] if line.startswith(INPUT_LINE) else None
         if name is not None and not may_be_input(recipe, name):

@@ -51,7 +51,8 @@ TEST_ID = re.compile(r"tests/(?:[\w-][\w.-]*/)*[\w-][\w.-]*\.py::[A-Za-z_]\w*(?:
 # commit builds whatever it holds that day; a version `>=0.5` or with a newline leaves the tag and the Dockerfile that
 # promote writes meaning something else; a series slime-patch cannot parse, or a requirement by URL that pip takes
 # unpinned, passed check and promote and failed at the build or not at all). Download pins are download_pins' (their
-# own form and note). A *_URL is first a URL at all (url_form, as every place a URL value enters holds it).
+# own form and note). A *_URL is first a URL at all, a host list a list of hosts (url_form.refused, as every place such
+# a value enters holds it).
 _TAG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 # What git check-ref-format refuses in a ref name, and a leading '-' (read as an option by git and pip's VCS URLs):
 # sweep 7 W3 (`transformer_engine_git = "-x"`, `"rélease..//x"` passed).
@@ -211,8 +212,8 @@ def _is_version(value: str) -> bool:
 def value_problem(name: str, value: str) -> tuple[str, str] | None:
     """(why, fix) where `value` is not what an [args] value named `name` must be, or None: one whose name ends like a
     KINDS key is of that kind (no value holds a control character: _one_line holds every string of a pairing)."""
-    if url_form.holds_url(name) and (why := url_form.problem(value)):
-        return f"{name} = {url_form.said(value)} {why}", url_form.fix(name)
+    if found := url_form.refused(name, value):
+        return f"{name} = {found[0]} {found[1]}", found[2]
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
             why = f": {WHY[ending](value)}" if ending in WHY else ""

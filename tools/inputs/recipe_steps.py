@@ -64,6 +64,9 @@ class PipStep:
     # The RUN gives the command its own PIP_CONSTRAINT (`PIP_CONSTRAINT= pip install ...`): the ENV's lock is not its
     constrained_here: bool = False
     via: tuple[str, ...] = ()  # the constructs it was read through (SCOPE_BRANCHES, run_shell.BRANCHES)
+    # The ARGs whose values it runs with: those in scope at its RUN, and those an ENV it inherits was made from. pip and
+    # every build backend it starts read their environment, so no narrower set is safe, and none wider reaches it.
+    arg_names: frozenset[str] = frozenset()
 
     @property
     def command(self) -> str:
@@ -134,6 +137,7 @@ class _Scope:
     args: dict[str, str] = field(default_factory=dict)
     unset: set[str] = field(default_factory=set)  # ARGs the stage declares with no value
     env: dict[str, str] = field(default_factory=dict)
+    env_args: set[str] = field(default_factory=set)  # the ARGs an ENV so far was made from: carried as the ENV is
     cwd: str = "/"
     shell: tuple[str, ...] = DEFAULT_SHELL
     via: tuple[str, ...] = ()
@@ -212,6 +216,8 @@ def _arg(recipe, scope: _Scope, ins, steps, unsimulated) -> None:
 
 
 def _env(recipe, scope: _Scope, ins, steps, unsimulated) -> None:
+    named = {m.group(1) or m.group(2) for value in ins.pairs.values() for m in _VAR.finditer(value)}
+    scope.env_args |= named & set(scope.args)
     scope.env.update({k: substitute(v, scope.variables) for k, v in ins.pairs.items()})
     scope.via += ("ENV",)
 
@@ -254,6 +260,7 @@ def _run(recipe, scope: _Scope, ins, steps, unsimulated) -> None:
             continue
         step = pip_step(ins.line, item.action, list(item.args), cwd=item.cwd, env=dict(item.env))
         step.via, step.constrained_here = (*via, *item.via), "PIP_CONSTRAINT" in dict(item.env)
+        step.arg_names = frozenset({*scope.args, *scope.env_args})
         unresolved = [w for w in step.packages + step.requirements + step.constraints if "$" in w.replace(UNAME, "")]
         if unresolved:
             names = dict.fromkeys(m.group(1) or m.group(2) for w in unresolved for m in _VAR.finditer(w))

@@ -356,7 +356,8 @@ def build_time_assertions(recipe: Recipe) -> list[str]:
 
 def downloads_from_build_args(recipe: Recipe) -> list[str]:
     """Every download is named by a build argument, so a mirror can stand in for it; no build fetches what it does
-    not declare (W32). A *_URL ARG's default is a URL (url_form), as a pairing's or a build argument's value is."""
+    not declare (W32). A *_URL ARG's default is a URL and a host list's a list of hosts (url_form.refused), as a
+    pairing's or a build argument's value is."""
     problems = [
         f"line {i.line}: a literal URL in RUN ({url_form.said(url)[1:-1]}): name it by an ARG defaulting to upstream"
         for i in recipe.of("RUN")
@@ -364,9 +365,9 @@ def downloads_from_build_args(recipe: Recipe) -> list[str]:
     ]
     defaults = [(i.line, *item.partition("=")) for i in recipe.of("ARG") for item in i.value]
     problems += [
-        f"line {line}: ARG {name}={url_form.said(url)} {why}"
+        f"line {line}: ARG {name}={found[0]} {found[1]}"
         for line, name, sep, value in defaults
-        if sep and url_form.holds_url(name) and (url := value.strip('"')) and (why := url_form.problem(url))
+        if sep and (given := value.strip('"')) and (found := url_form.refused(name, given))
     ]
     te = [i for i in recipe.of("RUN") if re.search(r"pip install[^;]*transformer_engine\[[^\]]*pytorch", _text(i))]
     problems += [

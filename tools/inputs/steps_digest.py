@@ -17,17 +17,22 @@ from slime_image import git
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import download_pins, pairings
+from tools.inputs.input_names import STEPS
 from tools.inputs.recipe import Recipe
-
-NAME = "slime.Dockerfile pip steps"  # the input's name on its lock line
 
 
 def text(recipe: Recipe) -> str:
     """What the digest is taken of: every pip step's words (ARGs substituted) and the value of every ARG that reaches
-    them (each is in the environment of every RUN after it), but a download's pin: a `*_SHA256` checks the bytes its
-    URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads wrote
-    it, each then called stale with no pip step changed (sweep 7 U1)."""
-    reaching = {name: value for name, value in recipe.args.items() if not name.endswith(download_pins.SUFFIX)}
+    one (PipStep.arg_names: in scope at its RUN, or carried by an ENV), but a download's pin: a `*_SHA256` checks the
+    bytes its URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads
+    wrote it, each then called stale with no pip step changed (sweep 7 U1). An ARG declared after the last pip step
+    reaches none: IMAGE_SOURCE, a label's URL, staled both locks when its default moved (sweep 9 F5)."""
+    reached = {name for step in recipe.steps for name in step.arg_names}
+    reaching = {
+        name: value
+        for name, value in recipe.args.items()
+        if name in reached and not name.endswith(download_pins.SUFFIX)
+    }
     return json.dumps([[s.words for s in recipe.steps], reaching])
 
 
@@ -45,7 +50,7 @@ def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str,
     committed = _committed_args(path, lock.path)
     moved = [args for args in committed if {**recipe.defaults, **args} != now]
     if committed and not moved:
-        return NAME, False  # the pairing's values are the ones committed with the lock
+        return STEPS, False  # the pairing's values are the ones committed with the lock
     for args in moved:
         then = replace(recipe, build_args=tuple(sorted(args.items())))
         if short(text(then)) == recorded:
@@ -54,7 +59,7 @@ def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str,
             )
             return f"{as_typed(path)}'s {was}", True
     keys = sorted({k for args in moved for k in _differ({**recipe.defaults, **args}, now)})
-    return f"{NAME} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
+    return f"{STEPS} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
 
 
 def _differ(a: dict[str, str], b: dict[str, str]) -> list[str]:

@@ -3,6 +3,8 @@ NAME=VALUE build argument (build_arguments: plan, build, build-check, pin_downlo
 Dockerfile (rules).
 A value out of form is taken by each of those and fails only where it is used: a space or a tab ends the build's
 download in http.client's InvalidURL, an unclosed '[' in urllib's ValueError, and git reads it as another repository.
+An index ARG's value (INDEXES) is held besides to an index's form, as is the planner's and lock_hashes' PIP_INDEX_URL
+(plan_env), by the same problem().
 """
 
 from __future__ import annotations
@@ -21,8 +23,13 @@ def holds_url(name: str) -> bool:
     return name.endswith("_URL") or name in NAMED
 
 
+# The ARGs that name a package index, pip's --index-url and --extra-index-url: the root pip appends <project>/ to.
+INDEXES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
+INDEX_FIX = "; an index as its root alone, with no ?QUERY and no #FRAGMENT, such as https://pypi.org/simple"
+
+
 def fix(name: str) -> str:
-    return URL_FIX.format(name)
+    return URL_FIX.format(name) + (INDEX_FIX if name in INDEXES else "")
 
 
 def said(value: str) -> str:
@@ -31,10 +38,25 @@ def said(value: str) -> str:
     return repr(shown(value))
 
 
-def problem(value: str) -> str | None:
-    """Why `value` is no URL, in words that follow the value, or None: the form the build's fetch.py holds its URL to,
-    declared there (fetch.py imports nothing, so the rule lives in it and this reads it)."""
-    return url_problem(value)
+def problem(name: str, value: str) -> str | None:
+    """Why `value` is no URL the ARG `name` may hold, in words that follow the value, or None: the form the build's
+    fetch.py holds its URL to, declared there (fetch.py imports nothing, so the rule lives in it and this reads it), and
+    for an index (INDEXES) an index's root besides."""
+    return url_problem(value) or (index_problem(value) if name in INDEXES else None)
+
+
+def index_problem(value: str) -> str | None:
+    """Why a URL is no index root pip can append <project>/ to, or None (sweep 9 F3: each was taken by every entry
+    point). pip joins the project to the URL's text as it stands: after a query it asks `simple?k=v/torch/`, which the
+    index reads as a query; after a fragment, never sent, it asks the root page for every project."""
+    at = min((i for i in (value.find("?"), value.find("#")) if i >= 0), default=-1)
+    if at < 0:
+        return None
+    part = "a query" if value[at] == "?" else "a fragment"
+    return (
+        f"carries {part} ({value[at]!r} at character {at + 1}): pip appends <project>/ to an index's URL as written, "
+        f"after the {part.split()[1]}, and would ask the index's root page for every project"
+    )
 
 
 # The ARGs that hold host names, pip's --trusted-host: HOST or HOST:PORT, separated by spaces (sweep 9 F7: a URL with
@@ -59,6 +81,17 @@ def hosts_problem(value: str) -> str | None:
         host = _HOST.fullmatch(word)
         if not host or int(host.group(1) or 1) > 65535:
             return f"holds {said_hosts(word)}, no HOST or HOST:PORT (pip matches a trusted host to an index's host)"
+    return None
+
+
+def refused(name: str, value: str) -> tuple[str, str, str] | None:
+    """(the value as a message may say it, why, the fix) where the ARG `name` may not hold `value`, or None: the one
+    rule of a URL's and a host list's form, whichever way the value enters (a build argument, a pairing's [args], the
+    Dockerfile's default). A pairing's PIP_TRUSTED_HOST was held to none, where the build argument was (sweep 9 F7)."""
+    if holds_url(name) and (why := problem(name, value)):
+        return said(value), why, fix(name)
+    if name in HOSTS and (why := hosts_problem(value)):
+        return said_hosts(value), why, HOSTS_FIX.format(name)
     return None
 
 

@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         platform = platforms.canonical(args.platform)  # published_weight reads its os and its architecture
         out = Path(args.out) if args.out else manifest_for(args.image)
-        Recipe.load().check_outputs({"--out": out}, fills=FOLDER, replaces=True)  # it remakes a manifest there
+        # It remakes a manifest there. --out as parsed, the value check_owned knows: a Path made of it was never held
+        # to its own output, and a user's file given as --out was replaced.
+        Recipe.load().check_outputs({"--out": args.out or out}, fills=FOLDER, replaces=True)
         if args.inspect:
             if args.constraint and not args.constraint.is_file():  # a mistyped path was read as no constraint
                 raise UserError(

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import check_cutoff
-from slime_image.options import Parser, add_output, add_path
+from slime_image.options import Parser, add_output, add_path, check_owned
 from slime_image.own_output import json_shaped
 
 from tools import guard_report
@@ -47,7 +47,9 @@ from tools.planner.plan_report import summary, verdicts, warned
 # Plan.as_json's keys up to its steps, in its order: what proves a plan's JSON whose head alone is read
 PLAN_LEAD = ("base", "built_from_source", "platform", "lock", "uploaded_prior_to", "inputs", "steps")
 PLAN_JSON = ("plan's JSON", lambda text: json_shaped(text, PLAN_LEAD, base=dict, steps=list, final=dict, ok=bool))
-LOCK = ("lock", lambda text: text.partition("\n")[0] == FIRST_LINE)
+# A byte-order mark an editor put before it leaves a lock make lock's, which the reader then names (refused as none of
+# its writer's, it would be told to be moved away).
+LOCK = ("lock", lambda text: text.removeprefix("\ufeff").partition("\n")[0] == FIRST_LINE)
 
 
 def check_cache(cache: Path) -> None:
@@ -96,7 +98,14 @@ def run(args, arch: str) -> int:
         )
     # What make lock replaces, read now: a malformed lock is refused before the plan, and every hash it holds for a
     # pin kept at its version is kept (lock_hashes.kept_hashes).
-    old = existing_locks([Path(args.lock), *stack_locks(Path(args.lock), recipe)]) if args.lock else {}
+    old = {}
+    if args.lock:
+        locks = [Path(args.lock), *stack_locks(Path(args.lock), recipe)]  # named as the recipe's lock, else refused
+        regular_files(locks)
+        # A file there that no make lock wrote is refused as such, not read as a lock: a user's hash-pinned
+        # requirements file named v0.3.1.lock read as one, and was replaced by the plan's lock.
+        check_owned({"--lock": args.lock})
+        old = existing_locks(locks)
     options = {
         "manifest": args.base_manifest,
         "arch": arch,

@@ -9,12 +9,12 @@ from pathlib import Path
 
 from slime_image import pip_conflicts
 
+from tools.inputs.input_names import shown
 from tools.inputs.lock import lock_gaps, unlisted
 from tools.planner import plan_steps, plan_symbols
 from tools.planner.plan_findings import EndState, forced_nccl
 from tools.planner.plan_replay import Replay
 from tools.planner.plan_report import Plan
-from tools.planner.plan_steps import shown
 
 
 class Planner(Replay):

@@ -281,9 +281,10 @@ LOCAL_INDEX = (
     "is a file: URL, which the planner and lock_hashes ask over HTTP and the build's pip, in its container, cannot read"
 )
 _GOOD = {
-    "PIP_INDEX_URL": "an http(s) URL with no USER:PASSWORD@ (the build's log would show it): a local index served "
-    "over HTTP",
-    "PIP_EXTRA_INDEX_URL": "http(s) URLs separated by spaces, with no USER:PASSWORD@",
+    "PIP_INDEX_URL": "the http(s) URL of an index's root, with no USER:PASSWORD@ (the build's log would show it), no "
+    "?QUERY and no #FRAGMENT: a local index served over HTTP",
+    "PIP_EXTRA_INDEX_URL": "http(s) URLs of index roots separated by spaces, with no USER:PASSWORD@, no ?QUERY and no "
+    "#FRAGMENT",
     "PIP_TRUSTED_HOST": "host names or HOST:PORT pairs separated by spaces, with no scheme and no USER:PASSWORD@",
     "PIP_CERT": "a CA bundle file",
     "PIP_PROXY": "a proxy URL, [scheme://][user:password@]host:port",
@@ -302,7 +303,7 @@ def _bad_setting(name: str, value: str) -> str | None:
     if name in ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL"):
         if not value.split():
             return "not a URL pip reads an index from"
-        bad = [f"{url_form.said(u)} {why}" for u in value.split() if (why := url_form.problem(u))]
+        bad = [f"{url_form.said(u)} {why}" for u in value.split() if (why := url_form.problem(name, u))]
         bad += [f"{url_form.said(u)} {LOCAL_INDEX}" for u in value.split() if not u.lower().startswith("http")]
         return f"not a URL pip reads an index from: {bad[0]}" if bad else None
     if name == "PIP_CERT":

@@ -10,12 +10,12 @@ from pathlib import Path
 from slime_image.atomic_write import write_all
 from slime_image.lock_file import Lock, Pin, canonical, parse_lock
 
+from tools.inputs.input_names import shown
 from tools.inputs.lock import layer_lock_text, lock_cutoff, pin_changes, same_but_cutoff, stack_locks
 from tools.inputs.recipe import Recipe
 from tools.planner import lock_hashes
 from tools.planner.plan_check import Planner
 from tools.planner.plan_report import Plan
-from tools.planner.plan_steps import shown
 
 
 def write_locks(texts: dict[Path, str], old: dict[Path, Lock], log) -> None:

@@ -24,6 +24,7 @@ from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 from slime_image.lock_file import Lock
 
+from tools.inputs.input_names import shown
 from tools.inputs.lock import existing_locks, lock_cutoff, recipe_locks
 from tools.inputs.recipe import ROOT, Recipe
 from tools.inputs.recipe_steps import PipStep, Unsimulated
@@ -43,7 +44,7 @@ from tools.planner.plan_env import (
 from tools.planner.plan_findings import BLIND, TORCH_EXTENSIONS, Findings
 from tools.planner.plan_index import NO_PAGE_FIX, PlanIndex
 from tools.planner.plan_report import StepResult, describe, shorten
-from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files, shown
+from tools.planner.plan_steps import exact_pin, invalid_requirement, requirement_files
 from tools.planner.progress import ticking
 from tools.planner.wheel_tags import wheel_tags
 

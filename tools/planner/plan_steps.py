@@ -15,8 +15,9 @@ from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
 from tools.inputs import pairings, steps_digest
+from tools.inputs.input_names import STEPS, shown
 from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources, named_inputs
-from tools.inputs.recipe import ROOT, Recipe
+from tools.inputs.recipe import Recipe
 from tools.inputs.recipe_steps import UNAME, PipStep, Unsimulated, substitute
 from tools.planner import base_manifest
 from tools.planner.plan_env import Dist
@@ -46,14 +47,6 @@ class Asked:
     targets: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unseen: list[str] = field(default_factory=list)  # what of the step the plan cannot see (blind)
-
-
-def shown(path: Path, base: Path = ROOT) -> str:
-    """A path as the user knows it: relative to the repository (or `base`) when inside it."""
-    try:
-        return str(path.resolve().relative_to(base.resolve()))
-    except ValueError:
-        return str(path)
 
 
 def wheel_name_version(url: str, arch: str) -> tuple[str, str] | None:
@@ -163,7 +156,7 @@ def router_wheel_lines(recipe: Recipe) -> list[int]:
 
 def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
-    digests = {steps_digest.NAME: steps_digest.text(recipe)}
+    digests = {STEPS: steps_digest.text(recipe)}
     for path, name in input_files(recipe, manifest):
         # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
         digests[name] = path.read_text() if path.is_file() else ""
@@ -177,14 +170,6 @@ def input_files(recipe: Recipe, manifest: Path | None) -> list[tuple[Path, str]]
     # A file the build COPYs is named within its build context, as the lock beside it is found: a recipe copied whole
     # out of the clone reads its own, under the names its locks recorded (sweep 6 U7: taken absolute, called stale).
     return [(path, shown(path, recipe.context)) for path in sorted(files)] + [(m, shown(m)) for m in [manifest] if m]
-
-
-def may_be_input(recipe: Recipe, name: str) -> bool:
-    """Whether an `# input` line of `recipe`'s lock may name `name`: the pip steps, a file the recipe COPYs, or one of
-    the forms an input takes whatever the recipe says now (a requirements file, *.txt; a base manifest, *.json), so
-    that a recipe moved since make lock reads as stale (stale_lock). A name of none is a line no make lock wrote."""
-    copied = {shown(path, recipe.context) for path in recipe.copies.values()}
-    return name == steps_digest.NAME or name in copied or name.endswith((".txt", ".json"))
 
 
 def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
@@ -214,7 +199,7 @@ def stale_lock(recipe: Recipe, lock: Lock, pairing: str) -> str | None:
         # The pip steps' digest takes the pairing's values in too: which of the two moved is named where git tells.
         causes = [
             steps_digest.cause(recipe, lock, pairing, recorded[name])
-            if name == steps_digest.NAME and name in recorded
+            if name == STEPS and name in recorded
             else (where.get(name, name), False)
             for name in changed
         ]
