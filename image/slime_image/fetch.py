@@ -214,6 +214,8 @@ def url_problem(value: str) -> str | None:
 def source_url(given: str) -> str:
     """The URL to download: `given` when it is one (SCHEME://), else the file:// URL of the path `given`, %-escaped (a
     '#' or '%' in a file's name was read as a fragment or an escape: another file, or none)."""
+    if (scheme := given.partition(":")[0]).lower() in SCHEMES and not given[len(scheme) :].startswith("://"):
+        raise Refused(*without_slashes(given, scheme), code=2)
     if "://" in given:
         if why := url_problem(given):
             raise Refused(
@@ -225,6 +227,23 @@ def source_url(given: str) -> str:
     if bad := CONTROL.search(given):
         raise Refused(f"the path {given!r} holds the control character {bad.group()!r}", "name the file without it", 2)
     return pathlib.Path(os.path.abspath(given)).as_uri()
+
+
+def without_slashes(given: str, scheme: str) -> tuple[str, str]:
+    """Why a URL without // after its scheme is refused, and the form it needs: `file:/etc/hostname` (RFC 8089's short
+    form) was read as the relative path ./file:/etc/hostname, and the download named that, blaming the URL or the disk
+    (sweep 10 U10). Which file or host was meant is not guessed; an http one is not shown (it may hold a password)."""
+    if scheme.lower() == "file":
+        rest = given[len(scheme) + 1 :]
+        example = f": file://{rest}" if rest.startswith("/") and not rest.startswith("//") else ""
+        return (
+            f"the URL {given!r} has no // after {scheme}:, so it would be read as a path in this folder",
+            f"write a file URL as file:///ABS/PATH (three slashes{example}), or give the path itself",
+        )
+    return (
+        f"the URL beginning {scheme}: has no // after it, so it would be read as a path in this folder",
+        URL_FIX.format("it"),
+    )
 
 
 def shown(url: str) -> str:

@@ -6,7 +6,7 @@ Each NAME is a version ARG of slime.Dockerfile; a RUN step sees its value in the
 may have overridden the default). With --slime-root, the record also names slime's own patch files the image
 applied (the folder chosen for the installed SGLang) with their sha256. The Dockerfile's record step names
 every version ARG, and a structural rule (tools/inputs/rules.py) fails when it leaves one out. The image tag's
-format is defined here, once.
+format is defined here, once. Each value is held to the rule its reader, slime-sbom, holds it to (recorded_values).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import os
 from pathlib import Path
 
-from slime_image import own_output, standins
+from slime_image import fetch, own_output, recorded_values, standins
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path, write_output
 from slime_image.patches import upstream
@@ -55,6 +55,12 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
             f"name upper-case ARGs of slime.Dockerfile: {', '.join(NAMED)}, or ending in "
             f"{', '.join((*VERSION_SUFFIXES, SOURCE_SUFFIX))}",
         )
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise UserError(
+            f"{', '.join(twice)}: named twice, once is its record",
+            "name each ARG once (slime.Dockerfile's slime-record step)",
+        )
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise UserError(
@@ -62,7 +68,15 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
             "run slime-record in a RUN step of slime.Dockerfile, after the ARG lines, naming version ARGs",
         )
     values = {name: env[name] for name in names}
+    for name, value in values.items():
+        if why := recorded_values.value_problem(name, value):
+            raise UserError(f"the build argument {why}", value_fix(name))
     tag = image_tag(values) if {"SLIME_REF", "SGLANG_VERSION"} <= set(values) else None
+    if tag is not None and (why := recorded_values.tag_problem(tag)):
+        raise UserError(
+            f"the image's {why}: it is made of SLIME_REF and SGLANG_VERSION",
+            "give SLIME_REF and SGLANG_VERSION values of letters, digits and _ . - (a tag or a version, as released)",
+        )
     data = {"versions": values, "tag": tag}
     if slime_root is not None:
         data["upstream_patches"] = upstream_patches(slime_root)
@@ -70,6 +84,16 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
     if present:  # a declared version of a component a stand-in replaced was not installed
         data["standins"] = present
     write_output(out, json.dumps(data, indent=2) + "\n")
+
+
+def value_fix(name: str) -> str:
+    """What mends a value versions.json may not hold: the build argument that gave it (recorded_values says why)."""
+    if name.endswith(SOURCE_SUFFIX):
+        return fetch.URL_FIX.format(f"the build argument {name}")
+    return (
+        f"give the build argument {name} a value of that form, on one line "
+        f"(docker build --build-arg {name}=VALUE, or the pairing's [args])"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,7 +28,7 @@ import urllib.parse
 import uuid
 from pathlib import Path
 
-from slime_image import fetch, json_input, pip_reports
+from slime_image import fetch, json_input, pip_reports, recorded_values
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import canonical
 from slime_image.options import Parser, add_output, add_path, write_output
@@ -48,9 +48,6 @@ GIT_SOURCES = {
 }
 # The distributions the image installs from those checkouts (editable), by canonical name.
 FROM_CHECKOUT = {"slime": "slime", "megatron-core": "Megatron-LM"}
-COMMIT = re.compile(r"[0-9a-f]{40}")
-REPO_URL = re.compile(rf"[A-Za-z][A-Za-z0-9+.-]*://[^\s#?{fetch.CONTROL_CHARS}]+")  # followed by #COMMIT in the SBOM
-TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # an image tag, as OCI writes one
 # What each part of a purl keeps as written (the purl spec's unreserved characters, and those it leaves in a version or
 # a qualifier's value); anything else is written %XX: a space, `#` or `?` in a file's name or a repository's URL went
 # in as written, and ended the purl's name or began its qualifiers (sweep 6 U13).
@@ -281,34 +278,12 @@ def read_versions(path: Path) -> dict:
         raise unreadable(path, "its versions are not names with text values", "run slime-record again")
     if not isinstance(recorded.get("tag"), (str, type(None))):
         raise unreadable(path, f"its tag {recorded['tag']!r} is not text", "run slime-record again")
-    if (tag := recorded.get("tag")) is not None and not TAG.fullmatch(tag):
-        raise unreadable(path, f"its tag {tag!r} is no image tag (letters, digits and _ . -)", "run slime-record again")
     for name, value in given.items():
-        _held(path, name, value)
+        if why := recorded_values.value_problem(name, value):
+            raise unreadable(path, why, "run slime-record again")
+    if (tag := recorded.get("tag")) is not None and (why := recorded_values.tag_problem(tag)):
+        raise unreadable(path, f"its {why}", "run slime-record again")
     return {**given, "tag": recorded.get("tag")}
-
-
-def _held(path: Path, name: str, value: str) -> None:
-    """A commit or the base's digest, held to its form before the SBOM names bytes by it (`main; rm -rf` went in as a
-    SHA-1, `NOTADIGEST` as the base's SHA-256); a line break or other control character, in neither (sweep 5 U14: a
-    name so written went into the SBOM)."""
-    if bad := fetch.CONTROL.search(name + value):
-        raise unreadable(
-            path, f"{name!r}: {value!r} holds the control character {bad.group()!r}", "run slime-record again"
-        )
-    if name.endswith("_COMMIT") and not COMMIT.fullmatch(value):
-        raise unreadable(path, f"{name} {value!r} is no commit (40 lower-case hex digits)", "run slime-record again")
-    if name.endswith("_REPO_URL") and not REPO_URL.fullmatch(value):
-        raise unreadable(
-            path,
-            f"{name} {value!r} is no repository's URL (SCHEME://HOST/PATH, no space, # or ?)",
-            "run slime-record again",
-        )
-    _, at, digest = value.partition("@")
-    if name == "BASE_IMAGE" and at and not (digest.startswith("sha256:") and fetch.HEX.fullmatch(digest[7:])):
-        raise unreadable(
-            path, f"BASE_IMAGE {value!r}: its digest is no sha256:<64 lower-case hex digits>", "run slime-record again"
-        )
 
 
 def sbom(site_packages: Path, reports: Path, downloads: Path, versions: dict, status: Path, release: Path) -> dict:

@@ -534,3 +534,24 @@ def test_an_answer_longer_than_its_content_length_is_read_no_further(tmp_path):
         server.server_close()
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "o" / "T").read_bytes() == b"yyy"
+
+
+# Sweep 10 U10: a URL without // after its scheme was read as a relative path (./file:/etc/hostname), and the download
+# named that, its fix blaming the URL's reach or the disk. Each scheme the build fetches from, in each case it may be
+# written: refused before anything is made, the file: form asked for, an http one not shown.
+NO_SLASHES = {
+    "file: one slash": ("file:/etc/hostname", "three slashes: file:///etc/hostname"),
+    "file: none": ("file:etc/hostname", "file:///ABS/PATH (three slashes)"),
+    "FILE: upper-case": ("FILE:/etc/hostname", "three slashes: file:///etc/hostname"),
+    "https: one slash": ("https:/user:s3cr3t@127.0.0.1:9/x", "SCHEME://HOST/PATH"),
+    "http: none": ("http:user:s3cr3t@127.0.0.1:9/x", "SCHEME://HOST/PATH"),
+}
+
+
+@pytest.mark.parametrize("case", NO_SLASHES)
+def test_a_url_without_its_slashes_is_refused_saying_the_form_it_needs(tmp_path, case):
+    url, fix = NO_SLASHES[case]
+    proc = run("fetch.py", url, "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    refused(proc, "has no // after")
+    assert fix in proc.stderr.splitlines()[1], proc.stderr
+    assert "s3cr3t" not in proc.stderr + proc.stdout and sorted(tmp_path.iterdir()) == []

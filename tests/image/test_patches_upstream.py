@@ -15,6 +15,7 @@ import artifacts
 import pytest
 import shapes
 from conftest import IMAGE_BIN, by_id, run_suite
+from slime_image.patches import PATCHES, upstream
 
 pytestmark = pytest.mark.slow
 PATCHER = IMAGE_BIN / "slime-patch"
@@ -328,8 +329,6 @@ def test_each_pairing_declares_its_slime_trees_series():
     mirror = os.environ.get("SLIME_MIRROR", "/work/.mirror/THUDM+slime/repo")
     if not os.path.isdir(mirror):
         pytest.skip(f"no slime mirror at {mirror} (SLIME_MIRROR)")
-    from slime_image.patches import upstream
-
     from tools.inputs import pairings
 
     for name in pairings.names():
@@ -373,8 +372,6 @@ def test_the_order_of_a_series_is_slime_s_dockerfile_s(trees):
     code, report, statuses = patch(*trees, "--only", "slime-sglang-patch")
     assert code == 0 and statuses == {"slime-sglang-patch": "applied"}, report
     assert '@app.post("/post_process_weights")  # ordered' in (site / HTTP_SERVER).read_text()
-    from slime_image.patches import upstream
-
     assert upstream.slime_order(slime) == ("megatron.patch", "sglang.patch", "sglang-deterministic.patch")
 
 
@@ -534,3 +531,44 @@ def test_a_file_of_the_slime_tree_that_links_out_of_it_is_refused(trees, link, c
     assert err[0] == f"slime-patch: {path} {said}", err
     assert err[1].startswith("fix: pass a checkout of the release whose files are its own"), err
     assert snapshot(megatron, site) == before
+
+
+def test_a_series_unmet_for_want_of_an_installed_sglang_names_that_cause(trees):
+    """Sweep 10 U6: with no SGLang found, slime's choice fell to latest/, and the fix asked to set the pairing's
+    SLIME_PATCHES to latest/'s, though the pairing was right: the cause is the missing SGLang."""
+    slime, megatron, _site = trees
+    shutil.copytree(slime / "docker/patch/v0.5.12.post1", slime / "docker/patch/latest")
+    series = declared(slime, "megatron.patch", "sglang.patch")
+    given = ["--slime-root", str(slime), "--megatron-root", str(megatron), "--series", series, "--check"]
+    code, out, err = run_patcher(*given, "--only", "slime-megatron-patch")
+    assert code == 1 and any(
+        "no SGLang is installed here or under --sglang-root, so slime's choice fell to latest/" in line for line in out
+    ), out
+    assert err == [
+        "fix: pass --sglang-root the folder holding the sglang package the pairing installs, or run in the image"
+    ]
+
+
+TREE_PATCHES = [p for p in (*upstream.UPSTREAM, *PATCHES) if p.TARGET != "slime_root"]
+
+
+@pytest.mark.parametrize("patch_", TREE_PATCHES, ids=lambda p: p.ID)
+def test_every_patch_whose_tree_is_not_found_asks_for_that_tree(trees, patch_):
+    """Sweep 10 U7: the rows said `pass --megatron-root`, and the one fix line `update the patch for this source
+    shape`. Every patch of a tree beside slime's, with that tree neither given nor importable."""
+    slime = trees[0]
+    shutil.copytree(slime / "docker/patch/v0.5.12.post1", slime / "docker/patch/latest")
+    option = "--" + patch_.TARGET.replace("_", "-")
+    code, out, err = run_patcher("--slime-root", str(slime), "--only", patch_.ID, "--check")
+    assert code == 1 and any(option in line for line in out), out
+    assert err == [f"fix: pass {option} DIR (or run slime-patch in the image, where it is importable)"]
+
+
+def test_two_trees_not_found_are_both_asked_for(trees):
+    slime = trees[0]
+    shutil.copytree(slime / "docker/patch/v0.5.12.post1", slime / "docker/patch/latest")
+    code, _, err = run_patcher("--slime-root", str(slime), "--only", UPSTREAM, "--check")
+    assert code == 1 and err == [
+        "fix: pass --megatron-root DIR (or run slime-patch in the image, where it is importable); "
+        "pass --sglang-root DIR (or run slime-patch in the image, where it is importable)"
+    ]

@@ -28,6 +28,7 @@ class Outcome:
     message: str
     edits: dict[Path, str] = field(default_factory=dict)  # file -> its full new text
     patch: tuple[tuple[Path, ...], Path, int] | None = None  # or (patch series, tree, -p strip count) for `git apply`
+    fix: str | None = None  # what mends it, where that is not the patch's update (a tree not found: sweep 10 U7)
 
 
 def parsed(path: Path) -> tuple[str, ast.Module] | Outcome:

@@ -73,10 +73,23 @@ class Transaction:
         self.undo.clear()
 
 
+def no_root(target: str, message: str) -> Outcome:
+    """A patch whose tree was not given and is not importable: the fix is the tree, not the patch (sweep 10 U7: the
+    rows said pass --megatron-root, and the one fix line `update the patch for this source shape`)."""
+    option = "--" + target.replace("_", "-")
+    return Outcome(ERROR, message, fix=f"pass {option} DIR (or run slime-patch in the image, where it is importable)")
+
+
+def result(patch_id: str, outcome: Outcome, message: str | None = None) -> dict:
+    """A patch's outcome as a result row, carrying its own fix when it has one."""
+    made = {"id": patch_id, "status": outcome.status, "message": outcome.message if message is None else message}
+    return {**made, "fix": outcome.fix} if outcome.fix else made
+
+
 def own_outcome(patch, root: Path | None) -> Outcome:
     if root is None:
         option = "--" + patch.TARGET.replace("_", "-")
-        return Outcome(ERROR, f"no {patch.TARGET.split('_')[0]} is importable here: pass {option} DIR")
+        return no_root(patch.TARGET, f"no {patch.TARGET.split('_')[0]} is importable here: pass {option} DIR")
     outcome = patch.plan(root)
     for path, text in outcome.edits.items():
         problem = compile_check(path, text)
@@ -113,6 +126,15 @@ def patch_all(
     if differences:
         why = f"{choice.why}, which is not the series the pairing declares: {'; '.join(differences)}; nothing written"
         fix = series_fix(roots["slime_root"], choice)
+        declared = upstream.parse_series(series)[0]
+        if version is None and declared != choice.folder.name:
+            # Sweep 10 U6: no SGLang found, slime's choice fell to its default folder, and the fix blamed the pairing.
+            why = (
+                f"no SGLang is installed here or under --sglang-root, so slime's choice fell to {choice.folder.name}/ "
+                f"(its Dockerfile's default), not the {declared}/ the pairing declares for the SGLang it installs; "
+                "nothing written"
+            )
+            fix = "pass --sglang-root the folder holding the sglang package the pairing installs, or run in the image"
         return [
             {"id": p.ID, "status": ERROR, "message": why, "fix": fix} for p in upstream.UPSTREAM if p.ID in selected
         ], choice.why
@@ -124,25 +146,21 @@ def patch_all(
             if choice.folder is None:
                 outcome = patch.plan(Path(), roots["slime_root"], choice)
             elif root is None:
-                outcome = Outcome(
-                    ERROR, f"no {patch.TARGET.replace('_', ' ')} here: pass --{patch.TARGET.replace('_', '-')}"
+                outcome = no_root(
+                    patch.TARGET, f"no {patch.TARGET.replace('_', ' ')} here: pass --{patch.TARGET.replace('_', '-')}"
                 )
             else:
                 outcome = patch.plan(root, roots["slime_root"], choice)
             planned.append((patch.ID, outcome))
     if any(o.status == ERROR for _, o in planned):
-        return [{"id": i, "status": o.status, "message": o.message} for i, o in planned], choice.why
+        return [result(i, o) for i, o in planned], choice.why
     own = [(p.ID, own_outcome(p, roots[p.TARGET])) for p in PATCHES if p.ID in selected]
     blocked = {i: unwritable(written(o)) for i, o in [*planned, *own] if o.status == WOULD_APPLY and not check}
     if any(blocked.values()):  # found before anything is written: every tree stays as it was
         return [
             {"id": i, "status": ERROR, "message": f"cannot write {', '.join(blocked[i])}; nothing written"}
             if blocked.get(i)
-            else {
-                "id": i,
-                "status": o.status,
-                "message": o.message if o.status != WOULD_APPLY else f"not applied: {o.message}",
-            }
+            else result(i, o, o.message if o.status != WOULD_APPLY else f"not applied: {o.message}")
             for i, o in [*planned, *own]
         ], choice.why
     transaction, failed = Transaction(), False
@@ -156,7 +174,7 @@ def patch_all(
                 outcome = Outcome(APPLIED, outcome.message)
             except OSError as exc:
                 outcome = Outcome(ERROR, f"could not write it: {exc}")
-        results.append({"id": patch_id, "status": outcome.status, "message": outcome.message})
+        results.append(result(patch_id, outcome))
         if outcome.status == ERROR and not failed:
             failed = True  # every later patch is only planned, and what this run wrote is undone
             transaction.roll_back()
@@ -184,12 +202,12 @@ def series_fix(slime_root: Path, choice: upstream.Choice) -> str:
 
 
 def failure_fix(results: list[dict]) -> str:
-    """The fix of a run that failed: a result's own, else running without --check where every failure is a patch
-    still due, else the patch's update."""
+    """The fix of a run that failed: the results' own (each once: two trees not found are two options to pass), else
+    running without --check where every failure is a patch still due, else the patch's update."""
     failed = [r for r in results if r["status"] not in GOOD]
-    own = [r["fix"] for r in failed if "fix" in r]
+    own = dict.fromkeys(r["fix"] for r in failed if "fix" in r)
     if own:
-        return own[0]
+        return "; ".join(own)
     return CHECK_FIX if all(r["status"] == WOULD_APPLY for r in failed) else UPDATE_FIX
 
 

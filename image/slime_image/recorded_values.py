@@ -1,0 +1,42 @@
+"""The one rule for what versions.json may hold, for its writer (slime-record) and its reader (slime-sbom) both: the
+writer took a value with a line break, a bidi override or a user:password@ URL, and the build failed one step later at
+the reader, whose fix (run slime-record again) wrote the same value (sweep 10 W5, W6). Held in one place, the two
+cannot drift apart. The reader holds a commit and the base's digest to their form before the SBOM names bytes by
+them (`main; rm -rf` went in as a SHA-1), and a name or value to no control character (sweep 5 U14).
+"""
+
+from __future__ import annotations
+
+import re
+
+from slime_image import fetch
+
+COMMIT = re.compile(r"[0-9a-f]{40}")
+TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # an image tag, as OCI writes one
+# A git source's URL is followed by #COMMIT in the SBOM: a '#' or '?' of its own would end it early.
+REPO_URL = re.compile(r"[^#?]*://[^#?]+")
+
+
+def value_problem(name: str, value: str) -> str | None:
+    """Why `value` cannot be the record's `name`, in words that follow the name (a URL shown without its user name or
+    password), or None: a control character anywhere (fetch.CONTROL, the project's one rule); a commit not 40 hex
+    digits; a URL out of the form every host tool holds a *_URL to (fetch.url_problem); a base image whose digest is no
+    sha256."""
+    if bad := fetch.CONTROL.search(name + value):
+        return f"{name!r}: {value!r} holds the control character {bad.group()!r}"
+    if name.endswith("_COMMIT") and not COMMIT.fullmatch(value):
+        return f"{name} {value!r} is no commit (40 lower-case hex digits)"
+    if name.endswith("_URL"):
+        if why := fetch.url_problem(value):
+            return f"{name} {fetch.shown(value)!r} {why}"
+        if name.endswith("_REPO_URL") and not REPO_URL.fullmatch(value):
+            return f"{name} {fetch.shown(value)!r} is no repository's URL (SCHEME://HOST/PATH, no # or ?)"
+    _, at, digest = value.partition("@")
+    if name == "BASE_IMAGE" and at and not (digest.startswith("sha256:") and fetch.HEX.fullmatch(digest[7:])):
+        return f"BASE_IMAGE {value!r}: its digest is no sha256:<64 lower-case hex digits>"
+    return None
+
+
+def tag_problem(tag: str) -> str | None:
+    """Why `tag` is no image tag, or None."""
+    return None if TAG.fullmatch(tag) else f"tag {tag!r} is no image tag (letters, digits and _ . -, at most 128)"

@@ -1,0 +1,94 @@
+"""versions.json's writer (slime-record) and its reader (slime-sbom) hold every value to one rule (sweep 10 W5, W6): the
+writer took a line break, a bidi override or a user:password@ URL, and the build failed one step later at the reader,
+whose fix (run slime-record again) wrote the same value. Each rule is tried on both."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from control_chars import CHARS
+from slime_image import record, sbom
+from slime_image.errors import UserError
+
+from tools.inputs.recipe import DOCKERFILE, Recipe
+
+GOOD = {"SLIME_REF": "v0.3.1", "SGLANG_VERSION": "0.5.15.post1"}
+
+# name -> (a value out of its rule, words the refusal says). Every rule recorded_values holds.
+BAD = {
+    **{f"control {kind}": ("SLIME_REF", f"v0.3{char}1", "control character") for kind, char in CHARS.items()},
+    "control line break": ("SLIME_REF", "v0.3\n1", "control character"),
+    "control in a URL": ("SLIME_REPO_URL", "https://github.com/THUDM/slime\u202e.git", "control character"),
+    "commit a branch": ("SLIME_COMMIT", "main", "no commit"),
+    "commit upper-case": ("APEX_COMMIT", "A" * 40, "no commit"),
+    "commit short": ("MEGATRON_COMMIT", "a" * 39, "no commit"),
+    "URL with a password": ("SLIME_REPO_URL", "https://user:token@github.com/THUDM/slime.git", "user name or password"),
+    "URL with a user": ("SGL_ROUTER_URL", "https://user@github.com/zhuzilin/sgl-router", "user name or password"),
+    "URL no scheme": ("EFA_INSTALLER_URL", "efa-installer.amazonaws.com", "SCHEME://"),
+    "URL other scheme": ("APEX_REPO_URL", "ssh://github.com/NVIDIA/apex.git", "ssh://"),
+    "URL with a space": ("MEGATRON_REPO_URL", "https://github.com/NVIDIA/Megatron LM.git", "%-escaped"),
+    "repository URL with #": ("SLIME_REPO_URL", "https://github.com/THUDM/slime.git#x", "no repository's URL"),
+    "repository URL with ?": ("SLIME_REPO_URL", "https://github.com/THUDM/slime.git?x", "no repository's URL"),
+    "base digest no sha256": ("BASE_IMAGE", "nvidia/cuda:13@NOTADIGEST", "no sha256"),
+    "tag with a space": ("SLIME_REF", "v0.3 1", "no image tag"),
+    "tag with a slash": ("SGLANG_VERSION", "0.5/x", "no image tag"),
+}
+SECRET = "token"
+
+
+def write(tmp_path, values: dict[str, str]) -> tuple[str, object]:
+    out = tmp_path / "versions.json"
+    try:
+        record.record(list(values), values, str(out))
+    except UserError as refused:
+        assert not out.exists()
+        return f"{refused.cause}\n{refused.fix}", out
+    return "", out
+
+
+def read(tmp_path, values: dict[str, str]) -> str:
+    """What slime-sbom says of a versions.json holding `values`, as slime-record shapes it (written here, the writer
+    refusing it)."""
+    path = tmp_path / "read.json"
+    tag = record.image_tag(values) if {"SLIME_REF", "SGLANG_VERSION"} <= set(values) else None
+    path.write_text(json.dumps({"versions": values, "tag": tag}))
+    try:
+        sbom.read_versions(path)
+    except UserError as refused:
+        return f"{refused.cause}\n{refused.fix}"
+    return ""
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_every_rule_refuses_the_value_in_the_writer_and_the_reader(tmp_path, case):
+    name, value, said = BAD[case]
+    values = {**GOOD, name: value}
+    written, _ = write(tmp_path, values)
+    assert said in written.splitlines()[0], written
+    assert name in written, written  # the build argument to mend
+    assert said in read(tmp_path, values).splitlines()[0]
+    assert SECRET not in written + read(tmp_path, values)
+
+
+def test_a_record_of_every_declared_default_is_read_back_as_written(tmp_path):
+    """Every ARG of slime.Dockerfile the record may name, at its default, passes both (no real value refused)."""
+    defaults = {k: v for k, v in Recipe.load(DOCKERFILE).defaults.items() if record.recordable(k) and v}
+    assert {"SLIME_REPO_URL", "SGL_ROUTER_URL", "MEGATRON_COMMIT", "BASE_IMAGE", "SLIME_REF"} <= set(defaults)
+    written, out = write(tmp_path, defaults)
+    assert written == ""
+    assert {k: v for k, v in sbom.read_versions(out).items() if k != "tag"} == defaults
+
+
+def test_a_name_given_twice_is_refused(tmp_path, capsys, monkeypatch):
+    """`SLIME_REF SLIME_REF` was taken in silence (sweep 10 W5)."""
+    for name, value in GOOD.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "versions.json"
+    assert record.main(["--out", str(out), "SLIME_REF", "SGLANG_VERSION", "SLIME_REF"]) == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "slime-record: SLIME_REF: named twice, once is its record",
+        "fix: name each ARG once (slime.Dockerfile's slime-record step)",
+    ]
+    assert not out.exists()
