@@ -48,12 +48,15 @@ AWS_ACCOUNT_ID ?=
 # run leaves none behind (an empty reports/ was made before `make plan` refused its lock). An empty REPORTS, or one
 # that is no folder and none can be made at (its nearest existing path no folder, or one that takes none: a probe
 # folder is made there and removed), is named in two lines. `reports_mount`: made, for a container to write in.
+# `$(call makeable,NAME,DEFAULT)`: the folder variable NAME (unset: DEFAULT) refused in two lines unless it is a folder,
+# or none yet where one can be made (sweep 10 U3: VENV naming a file, or under /proc, ended in venv's own one line).
+makeable = at=$(call q,$($(1))); while [ ! -e "$$at" ] && [ ! -L "$$at" ]; do at=$$(dirname -- "$$at"); done; \
+	{ [ -d "$$at" ] && probe=$$(mktemp -d -p "$$at" 2>/dev/null) && rmdir "$$probe"; } || { \
+	echo "make $@: $(1)="$(call q,$($(1)))" is no folder that can be made" >&2; \
+	echo "fix: name a folder you may write, or leave $(1) unset ($(2))" >&2; exit 1; }
 reports_dir = [ -n $(call q,$(strip $(REPORTS))) ] || { echo "make $@: REPORTS is empty: the reports have no folder" >&2; \
 	echo "fix: leave REPORTS unset (reports/) or name a folder: REPORTS=out" >&2; exit 1; }; \
-	at=$(call q,$(REPORTS)); while [ ! -e "$$at" ] && [ ! -L "$$at" ]; do at=$$(dirname -- "$$at"); done; \
-	{ [ -d "$$at" ] && probe=$$(mktemp -d -p "$$at" 2>/dev/null) && rmdir "$$probe"; } || { \
-	echo "make $@: REPORTS="$(call q,$(REPORTS))" is no folder that can be made" >&2; \
-	echo "fix: name a folder you may write, or leave REPORTS unset (reports/)" >&2; exit 1; }
+	$(call makeable,REPORTS,reports/)
 reports_mount = $(reports_dir); mkdir -p $(call q,$(REPORTS))
 
 # Variables that name one thing (a path, a name, a source): one given empty, on the command line or in the
@@ -97,12 +100,20 @@ help: ## List the targets
 
 # The virtualenv is made again when pyproject.toml is newer than its stamp: a test in the shell rather than a rule's
 # target, so VENV is a path the shell reads, never text of make's own syntax.
+python_fix = set PYTHON to a Python interpreter, by its name on PATH or its path (PYTHON --version prints its \
+	version): make venv PYTHON=python3.12
 .PHONY: venv
 venv: ## Create the project virtualenv with the pinned tools (other targets do it themselves)
 	@$(refuse_empty)
 	@$(refuse_unread)
 	@venv=$(call q,$(VENV)); [ -e "$$venv/.installed" ] && [ ! pyproject.toml -nt "$$venv/.installed" ] && exit 0; \
+	$(call makeable,VENV,.venv); \
 	python=$(call q,$(PYTHON)); \
+	command -v "$$python" >/dev/null 2>&1 || { echo "make $@: PYTHON="$(call q,$(PYTHON))" is no command (none of \
+	that name on PATH, nor a program at that path)" >&2; echo "fix: $(python_fix)" >&2; exit 1; }; \
+	[ "$$("$$python" -c 'import sys; sys.stdout.write("%d.%d" % sys.version_info[:2])' 2>/dev/null)" ] || { \
+	echo "make $@: PYTHON="$(call q,$(PYTHON))" is no Python: run as one, it prints no version" >&2; \
+	echo "fix: $(python_fix)" >&2; exit 1; }; \
 	"$$python" -c 'import sys; sys.path.insert(0, "image"); from slime_image.python_needed import check; check("set PYTHON to one for the project tools: make venv PYTHON=python3.12", "make venv")' && \
 	"$$python" -m venv "$$venv" && \
 	"$$python" -c 'import tomllib; print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["dev"]))' > "$$venv/dev-requirements.txt" && \

@@ -431,6 +431,7 @@ def test_a_file_the_draft_reads_that_links_out_of_the_tree_is_refused(command, l
             patches.mkdir(parents=True)
             (patches / "sglang.patch").write_text("the release's\n")
             target = tree / "requirements.txt" if link == "requirements.txt" else patches / "megatron.patch"
+            target.unlink(missing_ok=True)  # the fixture's own requirements.txt
             target.symlink_to(outside / "megatron.patch")
 
     tree = tagged_tree(tmp_path, "v0.3.2", edit=edit)

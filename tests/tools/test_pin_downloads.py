@@ -355,7 +355,57 @@ def test_a_url_no_download_can_take_is_refused_in_two_lines(tree, capsys, url):
     shown = repr(url)[1:-1]
     assert len(lines) == 2 and "Traceback" not in err and shown in lines[0] and lines[1].startswith("fix: "), lines
     assert tree.texts() == before
-    download = pin_downloads.Download(f"{url}/x.tar.gz", "a file", lambda path: None)
+    download = pin_downloads.Download(f"{url}/x.tar.gz", "a file", lambda path: None, ("EFA_INSTALLER_VERSION",))
     with pytest.raises(UserError) as refused:
         pin_downloads.digests({pin_downloads.EFA: download})
     assert refused.value.cause.startswith(f"{pin_downloads.EFA}: the URL {f'{url}/x.tar.gz'!r} "), refused.value.cause
+
+
+# A status of each entry of pin_downloads.HTTP_ANSWERS (an exact status, or one of its class), and one of none.
+ANSWERED = {key: int(key.ljust(3, "0")) for key in pin_downloads.HTTP_ANSWERS} | {"other": 600}
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    """A stand-in mirror that answers every GET with the status its server was made for, and no file."""
+
+    def do_GET(self):
+        self.send_response(self.server.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("key", sorted(ANSWERED))
+def test_every_http_error_answer_is_named_with_its_own_fix(tree, capsys, key):
+    """Sweep 10 U4: a mirror answering 404 was told `fix: run it where the URL is reachable`, though it was reached:
+    each class of HTTP error answer is named, its status in the cause, with the fix for that class."""
+    status = ANSWERED[key]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    server.status = status
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/efa"
+    before = tree.texts()
+    try:
+        assert pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"]) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capsys.readouterr().err
+    efa = pin_downloads.downloads({**Recipe.load(tree.dockerfile).args, "EFA_INSTALLER_URL": url})[pin_downloads.EFA]
+    cause, fix = pin_downloads.http_answer(status, pin_downloads.EFA, efa)
+    if status == 404:  # the row's own: the version that names the file, and the mirror that lacks it
+        assert "EFA_INSTALLER_VERSION" in fix and "EFA_INSTALLER_URL" in fix, fix
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err, err
+    assert lines[0].startswith(f"pin_downloads: EFA_INSTALLER_SHA256: {url}/aws-efa-installer-"), lines
+    assert f" answered HTTP {status} " in lines[0] and lines[0].endswith(f"{cause}; nothing was pinned"), lines
+    assert lines[1] == f"fix: {fix}" and "reachable" not in fix, lines
+    assert tree.texts() == before
+
+
+def test_each_class_of_http_error_answer_has_a_fix_of_its_own():
+    fixes = [pin_downloads.HTTP_ANSWERS[key][1] for key in pin_downloads.HTTP_ANSWERS] + [pin_downloads.OTHER_ANSWER[1]]
+    assert len(set(fixes)) == len(fixes), fixes
+    assert "404" in pin_downloads.HTTP_ANSWERS and "the mirror" in pin_downloads.HTTP_ANSWERS["404"][1]

@@ -1,7 +1,8 @@
 """The image's fingerprint: one digest over every input of a pairing's build (slime.Dockerfile, requirements.txt,
-image/ and the pairing's locks, as the verification build's record lists them). The build stamps it on the image (the
-`org.slime-image.inputs` label and versions.json's IMAGE_INPUTS); the preflight Job and `make submit` compare the
-cluster's image with the tree, so a job never runs on an image the tree did not build without saying so.
+image/ and the pairing's locks, as the verification build's record lists them, and the pairing's build arguments).
+The build stamps it on the image (the `org.slime-image.inputs` label and versions.json's IMAGE_INPUTS); the preflight
+Job and `make submit` compare the cluster's image with the tree, so a job never runs on an image the tree did not
+build without saying so.
 
     python -m tools.inputs.fingerprint [--pairing NAME]    the tree's fingerprint for a pairing (default: the default)
 """
@@ -23,6 +24,7 @@ from tools.planner import plan_steps
 ALLOW = "ALLOW_OTHER_IMAGE"  # the setting that lets a job run on an image other inputs built
 
 INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's locks, locks/<pairing>[.stack].lock
+ARGS = "pairing build arguments"  # of_tree's name for the pairing's values, beside the files' digests
 
 
 def tree_digest(path: Path) -> str:
@@ -67,9 +69,14 @@ def pairing_inputs(pairing: pairings.Pairing) -> dict[str, str]:
 def of_tree(pairing: pairings.Pairing, base: str | None = None) -> str:
     """The fingerprint of this tree's inputs for `pairing`, built on `base` (default: the Dockerfile's BASE_IMAGE).
 
+    Every build argument the pairing gives enters it as its value: a value reaches the lock's `# input` digest only
+    where pip reads it, and a download's pin does not (steps_digest.text), so a non-default pairing's
+    SGL_ROUTER_SHA256 moved left its fingerprint as it was, one fingerprint on images of other router bytes (sweep 10
+    W3; the default pairing's pins are slime.Dockerfile's ARG defaults, which INPUTS holds).
+
     Another base is another input, so it enters the digest; the Dockerfile's own base pinned by its digest (what
     slime.Dockerfile asks of production builds) is the same input and leaves the fingerprint as it is."""
-    digests = pairing_inputs(pairing)
+    digests = {**pairing_inputs(pairing), ARGS: json.dumps(pairing.build_arg_values, sort_keys=True)}
     if base is not None and not same_base(base, Recipe.load().defaults["BASE_IMAGE"]):
         digests["BASE_IMAGE"] = base
     return hashlib.sha256(json.dumps(digests, sort_keys=True).encode()).hexdigest()[:16]

@@ -1,12 +1,13 @@
 """What a slime release's own image pairs it with, read from the slime tree at its tag: its docker/Dockerfile
 (SGLang base image tag, Megatron-LM commit, TransformerEngine, apex, the router wheel's URL, the numpy/scipy pins), its
-docker/patch/ folders, and slime's own requirements.txt (the image installs slime --no-deps, so it must install
-each of them itself). The first step of turning a new upstream release into a pairing (tools.inputs.pairings draft).
+docker/patch/ folders, and slime's own requirements.txt as pip reads it (requirements_file: the image installs slime
+--no-deps, so it must install each of them itself). The first step of turning a new upstream release into a pairing
+(tools.inputs.pairings draft).
 """
 
 from __future__ import annotations
 
-import codecs
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,9 @@ from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import declaration_of, patch_files, refuse_link_out, slime_order
 
+from tools.inputs import requirements_file
 from tools.inputs.recipe import Recipe, substitute
+from tools.inputs.requirements_file import text
 
 SGLANG_TAG = re.compile(r"^v?(?P<version>\d[\w.]*?)(?:-cu\d+)?$")  # v0.5.15.post1-cu129: the image's CUDA 12.9 build
 ROUTER_URL = re.compile(r"/releases/download/(?P<release>[^/\s]+)/sglang_router-(?P<version>[^-\s]+)-\S+\.whl")
@@ -29,14 +32,6 @@ APEX_GIT = re.compile(r"apex\.git@(?P<ref>[0-9a-f]{40})")
 PIN = r"[\"']?{name}(?P<spec>[<>=!~]=?[^\"'\s]+)[\"']?"
 # Every text file of a slime tree the tools read, each through text() (the patches are hashed as bytes, not read).
 TEXT_FILES = ("docker/Dockerfile", "requirements.txt")
-# The byte-order marks pip's reader of a requirements file decodes by, longest first (UTF-32's begin as UTF-16's).
-BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
 
 
 @dataclass
@@ -68,29 +63,6 @@ def _git(tree: Path, *args: str) -> str:
 def _last(pattern: re.Pattern | str, text: str, group: str) -> str | None:
     found = list(re.finditer(pattern, text))
     return found[-1][group] if found else None
-
-
-def text(path: Path) -> str:
-    """A text file of the slime tree as pip reads a requirements file: a byte-order mark read and dropped (sweep 6 U5:
-    a BOM'd requirements.txt was drafted as `\\ufeffnumpy`), else UTF-8; text of neither refused naming the file."""
-    data = path.read_bytes()
-    bom, encoding = next(((b, e) for b, e in BOMS if data.startswith(b)), (b"", "utf-8"))
-    try:
-        return data[len(bom) :].decode(encoding)
-    except UnicodeDecodeError as exc:
-        line = data[: len(bom) + exc.start].count(b"\n") + 1
-        raise UserError(
-            f"{as_typed(path)}:{line}: not {encoding.upper()} text ({exc.reason})",
-            "save it as UTF-8 text (a byte-order mark may begin it, as pip reads it), then commit and tag it again",
-            code=2,
-        ) from None
-
-
-def requirements(path: Path) -> list[str]:
-    """The requirement lines of a requirements file, comments and blank lines left out."""
-    if not path.is_file():
-        return []
-    return [line.split("#", 1)[0].strip() for line in text(path).splitlines() if line.split("#", 1)[0].strip()]
 
 
 def read(tree: Path) -> Release:
@@ -133,7 +105,16 @@ def read(tree: Path) -> Release:
     version = sglang["version"] if sglang else None
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
-    refuse_link_out(tree, tree / "requirements.txt", *([folder, *patch_files(folder)] if has_folder else []))
+    if has_folder:
+        refuse_link_out(tree, folder, *patch_files(folder))
+    slime_requires, files = requirements_file.read(tree / "requirements.txt", tree)
+    untracked = [path for path in files if not _git(tree, "ls-files", "--", os.path.abspath(path))]
+    if untracked:  # read from the working tree, recorded as the commit's (sweep 5 W5's kin)
+        raise UserError(
+            f"{as_typed(untracked[0])} is read by pip from requirements.txt, but no commit of {tree} holds it",
+            f"commit it with the release's files, or draft from a fresh git clone --branch {ref}",
+            code=2,
+        )
     return Release(
         ref=ref,
         commit=commit,
@@ -149,7 +130,7 @@ def read(tree: Path) -> Release:
         nccl=_last(NCCL_PIN, runs, "version"),
         scipy=_last(PIN.format(name="scipy"), runs, "spec"),
         patch_series=declaration_of(folder, slime_order(tree)) if has_folder else None,
-        slime_requires=requirements(tree / "requirements.txt"),
+        slime_requires=slime_requires,
     )
 
 
