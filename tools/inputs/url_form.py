@@ -56,9 +56,18 @@ def hosts_problem(value: str) -> str | None:
     if not words:
         return "names no host"
     for word in words:
-        host = _HOST.fullmatch(word)
-        if not host or int(host.group(1) or 1) > 65535:
+        if host_problem(word):
             return f"holds {said_hosts(word)}, no HOST or HOST:PORT (pip matches a trusted host to an index's host)"
+    return None
+
+
+def host_problem(word: str) -> str | None:
+    """Why `word` is no HOST or HOST:PORT, or None: the one host rule, for pip's trusted hosts and the registry of an
+    image the referrer is handed (sweep 10 T1: a space, an unclosed '[', a '?' or '#' reached urllib, which raised or
+    sent the request to another host)."""
+    host = _HOST.fullmatch(word)
+    if not host or int(host.group(1) or 1) > 65535:
+        return "is no HOST or HOST:PORT (a name or [IPv6 address], then :PORT up to 65535)"
     return None
 
 
