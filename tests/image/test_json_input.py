@@ -50,8 +50,6 @@ NOT_HANDED = {
     ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
     ("tools/inputs/steps_digest.py", "args = tomllib.loads(_git("): "a pairing as git holds it; unparsed is no history",
     ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",
-    ("tools/release/referrer.py", "index = json.loads(old)"): "the registry's answer",
-    ("tools/release/referrer.py", 'return json.loads(body).get("manifests", [])'): "the registry's answer",
     ("tools/release/build_check/record.py", "return {k: v for line"): "build-check's own record",
     ("tools/release/build_check/sbom_check.py", 'return json.loads((out / "scan.cdx.json")'): "the scanner's output",
     ("tools/release/build_check/sbom_check.py", "sbom = json.loads(document)"): "the SBOM, checked just before",

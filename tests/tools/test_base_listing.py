@@ -34,7 +34,7 @@ BAD = {
 def inspect_report(tmp_path, entries) -> str:
     installed = [{"metadata": {"name": n, "version": v}} for n, v in entries]
     path = tmp_path / "inspect.json"
-    path.write_text(json.dumps({"version": "1", "installed": installed, "environment": {}}))
+    path.write_text(json.dumps({"version": "1", "installed": installed, "environment": {"python_version": "3.12"}}))
     return str(path)
 
 

@@ -33,7 +33,7 @@ def test_the_weight_of_the_builds_platform_is_summed_over_its_layers():
 def test_a_single_platform_image_is_one_entry_without_a_platform():
     single = entry("amd64", [2_000_000_000], kind="SchemaV2Manifest")
     del single["Descriptor"]["platform"]
-    assert base_manifest.published_weight(single, "linux/amd64", "s")["compressed_gb"] == 2.0
+    assert base_manifest.published_weight([single], "linux/amd64", "s")["compressed_gb"] == 2.0
 
 
 def weigh(tmp_path, registry, out):
@@ -65,13 +65,15 @@ def test_the_weight_is_added_to_a_manifest_written_by_hand(tmp_path):
     assert data["source"] == "by hand" and data["published"]["compressed_gb"] == 4.0
 
 
-def test_no_inspect_and_no_manifest_to_add_to_is_refused(tmp_path):
+def test_a_registry_manifest_and_no_manifest_to_add_to_is_told_to_pass_inspect_too(tmp_path):
+    """Sweep 10 U9: the fix said to pass --inspect, --registry-manifest or both; --registry-manifest was passed."""
     out = tmp_path / "absent.json"
     assert_refused(
         weigh(tmp_path, [entry("amd64", [1])], out),
         "base-manifest",
-        f"nothing to write: no --inspect, and no manifest of b at {out} to add the weight to",
-        "pass --inspect (pip inspect in the image), --registry-manifest, or both",
+        f"nothing to write: --registry-manifest alone adds the weight to a manifest there is, and there is no "
+        f"manifest of b at {out}",
+        "pass --inspect too (a first manifest is written from pip inspect in the image), or --out the manifest",
     )
     assert not out.exists()
 
@@ -112,18 +114,29 @@ def test_an_image_that_is_no_reference_is_refused_before_it_names_a_file(tmp_pat
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["inspect.json", "manifests"]
 
 
-@pytest.mark.parametrize(
-    "inspect",
-    [
-        {"installed": 5},
-        {"installed": [5]},
-        {"installed": [{"metadata": 5}]},
-        {"installed": [{"metadata": {"name": "pip", "version": 26}}]},
-        {"installed": [{"metadata": {"name": "pip", "version": "26", "requires_dist": "six"}}]},
+PY = {"python_version": "3.12"}
+MALFORMED_INSPECTS = {
+    "installed a number": ({"installed": 5, "environment": PY}, "installed is 5, not a list"),
+    "an entry a number": ({"installed": [5], "environment": PY}, "installed[0] is 5, not an object"),
+    "metadata a number": ({"installed": [{"metadata": 5}], "environment": PY}, "installed[0].metadata is 5"),
+    "a version a number": (
+        {"installed": [{"metadata": {"name": "pip", "version": 26}}], "environment": PY},
+        "installed[0].metadata.version is 26, not text",
+    ),
+    "requires_dist text": (
+        {"installed": [{"metadata": {"name": "pip", "version": "26", "requires_dist": "six"}}], "environment": PY},
+        'installed[0].metadata.requires_dist is "six", not a list',
+    ),
+    "environment a number": (
         {"installed": [{"metadata": {"name": "pip", "version": "26"}}], "environment": 3},
-    ],
-)
-def test_a_malformed_pip_inspect_report_is_refused_in_two_lines(tmp_path, inspect):
+        "environment is 3, not an object",
+    ),
+}
+
+
+@pytest.mark.parametrize("bad", MALFORMED_INSPECTS)
+def test_a_malformed_pip_inspect_report_is_refused_in_two_lines(tmp_path, bad):
+    inspect, said = MALFORMED_INSPECTS[bad]
     (tmp_path / "inspect.json").write_text(json.dumps(inspect))
     out = tmp_path / "base.json"
     proc = tool(
@@ -132,33 +145,124 @@ def test_a_malformed_pip_inspect_report_is_refused_in_two_lines(tmp_path, inspec
     assert_refused(
         proc,
         "base-manifest",
-        f"{tmp_path / 'inspect.json'} is not a pip inspect report (installed[].metadata.name/version)",
+        f"{tmp_path / 'inspect.json'} is not a pip inspect report: {said}",
         base_manifest.INSPECT_FIX,
     )
     assert not out.exists()
 
 
-@pytest.mark.parametrize(
-    "registry",
-    [
-        [{"Descriptor": []}],
-        [{"Descriptor": {"platform": "linux/amd64"}, "OCIManifest": {"layers": [{"size": 1}]}}],
-        {"OCIManifest": {"layers": [1]}},
-        {"OCIManifest": {"layers": {"size": 1}}},
-        {"OCIManifest": []},
-        [5],
-    ],
-)
-def test_a_malformed_registry_manifest_is_refused_in_two_lines(tmp_path, registry):
+def with_changed(change) -> list[dict]:
+    """A well-formed listing of two platforms, with `change` made to its amd64 entry."""
+    listing = [entry("arm64", [1]), entry("amd64", [1_000_000_000, 2_000_000])]
+    change(listing[1])
+    return listing
+
+
+# Each value of the listing out of form (sweep 10 W7: a size of -5000000000 was weighed as -4.0 GB, `true` as a
+# byte, a digest `x` written), and where the refusal finds it.
+LAYER_SIZES = {"negative": -5_000_000_000, "true": True, "false": False, "a fraction": 1.5, "text": "1", "null": None}
+DIGESTS = {
+    "x": "x",
+    "upper-case": "sha256:" + "A" * 64,
+    "short": "sha256:" + "a" * 63,
+    "another algorithm": "sha512:" + "a" * 128,
+    "a number": 5,
+    "with a newline": "sha256:" + "a" * 64 + "\n",
+}
+BAD_LISTINGS = {
+    **{
+        f"a layer size {name}": (
+            with_changed(lambda e, v=value: e["OCIManifest"]["layers"][1].update(size=v)),
+            "[1].OCIManifest.layers[1].size is",
+        )
+        for name, value in LAYER_SIZES.items()
+    },
+    "a layer with no size": (
+        with_changed(lambda e: e["OCIManifest"]["layers"][0].pop("size")),
+        "[1].OCIManifest.layers[0].size is missing",
+    ),
+    **{
+        f"a digest {name}": (
+            with_changed(lambda e, v=value: e["Descriptor"].update(digest=v)),
+            "[1].Descriptor.digest is",
+        )
+        for name, value in DIGESTS.items()
+    },
+    "no digest": (with_changed(lambda e: e["Descriptor"].pop("digest")), "[1].Descriptor.digest is missing"),
+    "a layer's digest x": (
+        with_changed(lambda e: e["OCIManifest"]["layers"][0].update(digest="x")),
+        "[1].OCIManifest.layers[0].digest is",
+    ),
+    "another platform's size negative": (
+        [entry("arm64", [-1]), entry("amd64", [1])],
+        "[0].OCIManifest.layers[0].size is -1",
+    ),
+    "a platform as text": (
+        with_changed(lambda e: e["Descriptor"].update(platform="linux/amd64")),
+        "[1].Descriptor.platform is",
+    ),
+    "a platform's os a number": (
+        with_changed(lambda e: e["Descriptor"]["platform"].update(os=1)),
+        "[1].Descriptor.platform.os is",
+    ),
+    "no Descriptor": (with_changed(lambda e: e.pop("Descriptor")), "[1].Descriptor is missing"),
+    "a Descriptor as a list": (with_changed(lambda e: e.update(Descriptor=[])), "[1].Descriptor is [], not an object"),
+    "layers as an object": (
+        with_changed(lambda e: e["OCIManifest"].update(layers={"size": 1})),
+        "[1].OCIManifest.layers is",
+    ),
+    "a layer as a number": (with_changed(lambda e: e["OCIManifest"].update(layers=[1])), "[1].OCIManifest.layers[0]"),
+    "a manifest as a list": (with_changed(lambda e: e.update(OCIManifest=[])), "[1].OCIManifest is [], not an object"),
+    "an entry as a number": ([5], "[0] is 5, not an object"),
+    "one entry, its size negative": (entry("amd64", [-1]), "OCIManifest.layers[0].size is -1"),
+}
+
+
+@pytest.mark.parametrize("bad", BAD_LISTINGS)
+def test_each_value_of_the_registry_listing_out_of_form_is_refused_naming_the_file(tmp_path, bad):
+    listing, said = BAD_LISTINGS[bad]
     out = tmp_path / "base.json"
     out.write_text('{"image": "b", "distributions": []}\n')
     assert_refused(
-        weigh(tmp_path, registry, out),
+        weigh(tmp_path, listing, out),
         "base-manifest",
-        "the registry's manifest holds no linux/amd64 image with its layers' sizes",
+        f"{tmp_path / 'registry.json'} is not what `docker manifest inspect -v` prints: {said}",
         base_manifest.REGISTRY_FIX,
     )
     assert out.read_text() == '{"image": "b", "distributions": []}\n'
+
+
+PYTHONS = {"a number": 12, "a fraction": 3.12, "with a newline": "3.12\n", "empty": "", "a major alone": "3",
+           "null": None, "a list": ["3", "12"]}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "environment",
+    [*({"python_version": v} for v in PYTHONS.values()), {}, None],
+    ids=[*PYTHONS, "no python_version", "no environment"],
+)
+def test_an_inspect_report_whose_python_is_no_version_is_refused_naming_the_file(tmp_path, environment):
+    """Sweep 10 W7: python_version 12, "3.12\\n" or none was written into the manifest as its base's Python."""
+    report = {"installed": [{"metadata": {"name": "pip", "version": "26"}}]}
+    report.update({} if environment is None else {"environment": environment})
+    (tmp_path / "inspect.json").write_text(json.dumps(report))
+    out = tmp_path / "base.json"
+    said = "environment is missing" if environment is None else "environment.python_version is"
+    assert_refused(
+        tool(
+            "tools.planner.base_manifest",
+            "--image",
+            "b",
+            "--inspect",
+            str(tmp_path / "inspect.json"),
+            "--out",
+            str(out),
+        ),
+        "base-manifest",
+        f"{tmp_path / 'inspect.json'} is not a pip inspect report: {said}",
+        base_manifest.INSPECT_FIX,
+    )
+    assert not out.exists()
 
 
 def test_a_base_manifest_with_malformed_requirements_is_refused_in_two_lines(tmp_path):

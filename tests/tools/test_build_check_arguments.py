@@ -65,3 +65,30 @@ def test_make_build_check_passes_build_args_on():
     printed = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "tools.release.build_check.run" in printed
     assert "--build-args 'PIP_INDEX_URL='\\''https://m/a b'\\'''" in printed, printed
+
+
+# A source's repository given as a URL make build refuses: a user and password, a scheme no build fetches from, a
+# space, an unclosed '[', a port out of range.
+BAD_REPOS = (
+    "https://u:s3cret@github.com/x",
+    "ftp://x/y",
+    "https://git hub.com/x",
+    "http://[bad/x",
+    "https://x:99999/y",
+)
+
+
+@pytest.mark.parametrize("url", BAD_REPOS)
+@pytest.mark.parametrize("source", sorted(run.UPSTREAM))
+def test_repro_check_refuses_the_repositories_build_check_refuses_before_any_work(source, url, standins, capsys):
+    """repro-check read its --*-repo URLs only in prepare(), after it claimed --work, started the local registry and
+    pushed the stand-in base (sweep 10 W4); it now checks them through build-check's own check (checked_sources)."""
+    from tools.release.build_check import repro
+
+    work = standins / "work"
+    code = run.main(["--work", str(work), "--out", str(standins / "out"), f"--{source}-repo", url])
+    build_check_said = said(capsys)
+    assert code != 0 and len(build_check_said) == 2 and "s3cret" not in str(build_check_said), build_check_said
+    assert repro.main(["--work", str(work), f"--{source}-repo", url]) != 0
+    assert said(capsys) == build_check_said
+    assert not (standins / "reached").exists() and not work.exists()

@@ -348,7 +348,10 @@ def test_the_manifest_file_name_rule_is_spelt_once(tmp_path, monkeypatch):
     """make base-manifest writes where the planner looks: the rule lives in tools.planner.base_manifest alone."""
     from tools.planner import base_manifest
 
-    inspect = {"installed": [{"metadata": {"name": "pip", "version": "26.3"}}]}
+    inspect = {
+        "installed": [{"metadata": {"name": "pip", "version": "26.3"}}],
+        "environment": {"python_version": "3.12"},
+    }
     (tmp_path / "inspect.json").write_text(json.dumps(inspect))
     monkeypatch.setattr(base_manifest, "FOLDER", tmp_path / "manifests")
     (tmp_path / "manifests").mkdir()

@@ -35,7 +35,7 @@ def pushed_image(store: referrer.Registry) -> str:
         "config": {**config, "mediaType": "application/vnd.oci.image.config.v1+json"},
         "layers": [{**layer, "mediaType": "application/vnd.oci.image.layer.v1.tar"}],
     }
-    return store.put_manifest("v1", manifest, referrer.MANIFEST)["digest"]
+    return store.put_manifest("v1", manifest, referrer.MANIFEST)[0]["digest"]
 
 
 def test_the_sbom_becomes_a_referrer_of_the_image_its_registry_lists(local_registry):
@@ -44,9 +44,9 @@ def test_the_sbom_becomes_a_referrer_of_the_image_its_registry_lists(local_regis
     digest = referrer.attach(local_registry, image, sbom)
     listed = referrer.referrers(local_registry, image)
     assert [(m["digest"], m["artifactType"]) for m in listed] == [(digest, referrer.ARTIFACT)]
-    status, _, body = local_registry.call("GET", f"/manifests/{digest}", headers={"Accept": referrer.MANIFEST})
-    manifest = json.loads(body)
-    assert status == 200 and manifest["subject"]["digest"] == image
+    answer = local_registry.call("GET", f"/manifests/{digest}", headers={"Accept": referrer.MANIFEST})
+    manifest = json.loads(answer.body)
+    assert answer.status == 200 and manifest["subject"]["digest"] == image
     layer = manifest["layers"][0]
     assert layer["digest"] == "sha256:" + hashlib.sha256(sbom).hexdigest()
     assert referrer.attach(local_registry, image, sbom) == digest  # once more: still one referrer

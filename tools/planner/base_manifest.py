@@ -28,8 +28,9 @@ from slime_image.own_output import json_shaped
 
 from tools.inputs import download_pins
 from tools.inputs.recipe import Recipe
-from tools.planner import platforms
-from tools.planner.plan_env import is_distribution, listing_problems, load_manifest
+from tools.planner import input_shape, platforms
+from tools.planner.input_shape import DIGEST, SIZE, TEXT, Leaf
+from tools.planner.plan_env import listing_problems, load_manifest
 
 FOLDER = Path(__file__).resolve().parents[2] / "base-manifests"
 INSPECT_FIX = "run `python3 -m pip inspect --local` in the base image and pass its output"
@@ -72,43 +73,64 @@ def read_json(path: Path, what: str, fix: str):
         raise UserError(f"{what} {path} is not JSON: {exc}", fix) from None
 
 
-def _mapping(value: object) -> dict:
-    """A part of a JSON input that should be an object; any other value reads as an empty one, which the checks that
-    follow refuse (a pip inspect report) or pass over (an entry of the registry's manifest)."""
-    return value if isinstance(value, dict) else {}
+# The inputs' shapes (input_shape), every value of each held to them before any is read (sweep 10 W7).
+# pip inspect's report: its distributions, and the environment's Python, which the manifest records as the base's.
+PYTHON = Leaf(
+    "a Python version such as 3.12", lambda v: isinstance(v, str) and bool(re.fullmatch(r"[0-9]+\.[0-9]+", v))
+)
+INSPECT = {
+    "installed": [{"metadata": {"name": TEXT, "version": TEXT, "requires_dist?": [TEXT]}}],
+    "environment": {"python_version": PYTHON},
+}
+# One entry of what `docker manifest inspect -v` prints (a list of them for a multi-platform image, one alone
+# otherwise): its Descriptor (digest, platform: none on a single-platform image's entry) and its SchemaV2Manifest or
+# OCIManifest, whose layers' compressed sizes are the weight.
+_LAYERS = {"layers": [{"size": SIZE, "digest?": DIGEST}]}
+ENTRY = {
+    "Descriptor": {"digest": DIGEST, "platform?": {"os": TEXT, "architecture": TEXT}},
+    "SchemaV2Manifest?": _LAYERS,
+    "OCIManifest?": _LAYERS,
+}
+
+
+def _shaped(path: Path, data: object, shape: object, what: str, fix: str):
+    found = input_shape.problems(data, shape)
+    if found:
+        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+        raise UserError(f"{path} is not {what}: {'; '.join(found[:3])}{more}", fix)
+    return data
 
 
 def read_inspect(path: Path) -> dict:
     data = read_json(path, "the pip inspect report", INSPECT_FIX)
-    installed = data.get("installed", []) if isinstance(data, dict) else None
-    environment = data.get("environment", {}) if isinstance(data, dict) else None
-    if (
-        not isinstance(installed, list)
-        or not all(is_distribution(_mapping(i).get("metadata"), "requires_dist") for i in installed)
-        or not isinstance(environment, dict)
-    ):
-        raise UserError(f"{path} is not a pip inspect report (installed[].metadata.name/version)", INSPECT_FIX)
-    problems = listing_problems([i["metadata"] for i in installed])
+    _shaped(path, data, INSPECT, "a pip inspect report", INSPECT_FIX)
+    problems = listing_problems([i["metadata"] for i in data["installed"]])
     if problems:
         raise UserError(f"{path} lists what no environment holds: {'; '.join(problems)}", INSPECT_FIX)
     return data
 
 
-def published_weight(registry: object, platform: str, source: str) -> dict:
-    """The base's compressed weight for `platform`, summed over the layers of its manifest in what
-    `docker manifest inspect -v` prints: a list of one entry per platform for a multi-platform image, one entry
-    otherwise, each with its Descriptor (digest, platform) and its SchemaV2Manifest or OCIManifest (layers, sizes)."""
+def read_registry(path: Path) -> list[dict]:
+    """What `docker manifest inspect -v` printed, as a list of its entries."""
+    data = read_json(path, "the registry's manifest", REGISTRY_FIX)
+    shape = [ENTRY] if isinstance(data, list) else ENTRY
+    _shaped(path, data, shape, "what `docker manifest inspect -v` prints", REGISTRY_FIX)
+    return data if isinstance(data, list) else [data]
+
+
+def published_weight(registry: list[dict], platform: str, source: str) -> dict:
+    """The base's compressed weight for `platform`, summed over the layers of its manifest in the entries of
+    `docker manifest inspect -v` (read_registry's): the entry of the platform, or the one entry with none."""
     os_name, arch = platform.split("/", 1)
-    for entry in map(_mapping, registry if isinstance(registry, list) else [registry]):
-        descriptor = _mapping(entry.get("Descriptor"))
-        found = descriptor.get("platform")  # none on a single-platform image's one entry
-        if found and (_mapping(found).get("os"), _mapping(found).get("architecture")) != (os_name, arch):
+    for entry in registry:
+        found = entry["Descriptor"].get("platform")  # none on a single-platform image's one entry
+        if found and (found["os"], found["architecture"]) != (os_name, arch):
             continue
-        layers = _mapping(entry.get("SchemaV2Manifest") or entry.get("OCIManifest")).get("layers")
-        if isinstance(layers, list) and layers and all(isinstance(_mapping(x).get("size"), int) for x in layers):
+        layers = (entry.get("SchemaV2Manifest") or entry.get("OCIManifest") or {}).get("layers")
+        if layers:
             return {
                 "platform": platform,
-                "digest": descriptor.get("digest"),
+                "digest": entry["Descriptor"]["digest"],
                 "layers": len(layers),
                 "compressed_gb": round(sum(layer["size"] for layer in layers) / 1e9, 2),
                 "source": source,
@@ -123,7 +145,7 @@ def manifest(image: str, inspect: dict, constraint: str) -> dict:
         dists.append({"name": meta["name"], "version": meta["version"], "requires": meta.get("requires_dist", [])})
     if not dists:
         raise UserError("the pip inspect report lists no installed distributions", INSPECT_FIX)
-    python = inspect.get("environment", {}).get("python_version", "")
+    python = inspect["environment"]["python_version"]
     return {
         "image": image,
         "partial": False,
@@ -173,13 +195,20 @@ def main(argv: list[str] | None = None) -> int:
             data = manifest(args.image, read_inspect(args.inspect), constraint)
         elif args.registry_manifest and out.is_file():
             data, _ = load_manifest(out)  # the planner's reading of it: a broken one is refused the same way
+        elif args.registry_manifest:  # sweep 10 U9: its fix was to pass what had been passed
+            raise UserError(
+                f"nothing to write: --registry-manifest alone adds the weight to a manifest there is, and there is no "
+                f"manifest of {args.image} at {out}",
+                "pass --inspect too (a first manifest is written from pip inspect in the image), or --out the manifest "
+                "to add the weight to",
+            )
         else:
             raise UserError(
                 f"nothing to write: no --inspect, and no manifest of {args.image} at {out} to add the weight to",
                 "pass --inspect (pip inspect in the image), --registry-manifest, or both",
             )
         if args.registry_manifest:
-            registry = read_json(args.registry_manifest, "the registry's manifest", REGISTRY_FIX)
+            registry = read_registry(args.registry_manifest)
             data["published"] = published_weight(registry, platform, f"docker manifest inspect -v {args.image}")
         write_atomically(out, json.dumps(data, indent=1) + "\n")
         published = data.get("published")

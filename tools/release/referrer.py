@@ -15,16 +15,22 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import re
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
+from dataclasses import dataclass
+from email.message import Message
 
-from slime_image import fetch
+from slime_image import fetch, json_input
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
 
+from tools.inputs import url_form
+from tools.release import image_ref
 from tools.release.build_check import sbom_check
 
 ARTIFACT = "application/vnd.cyclonedx+json"
@@ -32,53 +38,177 @@ EMPTY = "application/vnd.oci.empty.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 INDEX = "application/vnd.oci.image.index.v1+json"
 ACCEPT = ", ".join([MANIFEST, INDEX, "application/vnd.docker.distribution.manifest.v2+json"])
-REFERENCE = re.compile(r"(?P<host>[^/]+)/(?P<repo>[a-z0-9._/-]+)@(?P<digest>sha256:[0-9a-f]{64})")
+DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+IMAGE_FIX = "pass the reference make push prints, REGISTRY/REPO@sha256:<digest>, with no USER:PASSWORD@"
+UNREACHABLE_FIX = (
+    "check the registry's HOST:PORT in --image and that this machine reaches it; a registry that speaks plain HTTP "
+    "(one on localhost) needs --insecure"
+)
+REGISTRY_FIX = "check that --image names an OCI distribution registry (its API at /v2/) and read the registry's log"
+LOGIN = "(ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS)"
+
+
+def _shown(text: str) -> str:
+    """--image as a message may say it: everything before an '@' that opens no digest as *** (a USER:PASSWORD@)."""
+    return re.sub(r"^.*@(?!sha256:)", "***@", text)
+
+
+def parse_image(text: str) -> tuple[str, str, str]:
+    """--image's registry, repository and digest: the one parse of it, every part held to its form before a request is
+    made (sweep 10 T1: a USER:PASSWORD@ reached http.client, whose traceback printed the password; a space or an
+    unclosed '[' ended in urllib's traceback; a '?' or '#' sent the requests to another host)."""
+    at = text.count("@")
+    if at > 1 or (at == 1 and not text.partition("@")[2].startswith("sha256:") and "/" not in text.partition("@")[0]):
+        raise UserError(
+            f"--image {_shown(text)!r} carries a user name or password before the registry",
+            f"{IMAGE_FIX}; the registry's user is --user NAME, its password read from stdin",
+        )
+    name, _, digest = text.rpartition("@")
+    if not DIGEST.fullmatch(digest):
+        raise UserError(f"--image {_shown(text)!r} has no @sha256:<64 lower-case hex digits> digest", IMAGE_FIX)
+    host = name.partition("/")[0]
+    if why := url_form.host_problem(host):
+        raise UserError(f"--image {text!r} names the registry {host!r}, which {why}", IMAGE_FIX)
+    found = image_ref.parse(text)  # the repository by the grammar the engines share
+    if found is None:
+        raise UserError(f"--image {text!r} {image_ref.problem(text)}", IMAGE_FIX)
+    if found.domain != host:  # a first part with no '.' or ':' that is not localhost: the engines read Docker Hub's
+        raise UserError(f"--image {text!r} names no registry: docker reads {host!r} as a path on Docker Hub", IMAGE_FIX)
+    if found.tag:
+        raise UserError(f"--image {text!r} has a tag beside its digest: the digest alone names the image", IMAGE_FIX)
+    return host, found.path, digest
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A registry's answer, read through its own methods only: each out-of-form part refused, naming the request."""
+
+    host: str
+    request: str  # METHOD PATH
+    status: int
+    headers: Message
+    body: bytes
+
+    def expect(self, *statuses: int, meaning: str) -> Answer:
+        if self.status not in statuses:
+            raise UserError(
+                f"the registry {self.host} answered {self.request} with HTTP {self.status}, not {meaning}: "
+                f"{self.body[:200]!r}",
+                REGISTRY_FIX,
+            )
+        return self
+
+    def header(self, name: str, meaning: str) -> str:
+        value = self.headers.get(name)
+        if not value:
+            raise UserError(
+                f"the registry {self.host} answered {self.request} (HTTP {self.status}) with no {name} header "
+                f"({meaning})",
+                REGISTRY_FIX,
+            )
+        return value
+
+    def index(self) -> dict:
+        """The OCI image index the answer holds: JSON, with a `manifests` list of descriptors, each with a digest."""
+        try:
+            document = json_input.loads(self.body)
+        except ValueError as exc:
+            document, why = None, f"no JSON ({str(exc)[:120]})"
+        else:
+            why = "no OCI index (a `manifests` list of descriptors with their digests)"
+        manifests = document.get("manifests") if isinstance(document, dict) else None
+        if not isinstance(manifests, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("digest"), str) for m in manifests
+        ):
+            raise UserError(
+                f"the registry {self.host} answered {self.request} (HTTP {self.status}) with {why}", REGISTRY_FIX
+            )
+        return document
 
 
 class Registry:
     def __init__(self, host: str, repo: str, insecure: bool, auth: str | None):
+        self.host, self.repo, self.auth = host, repo, auth
         self.base = f"{'http' if insecure else 'https'}://{host}/v2/{repo}"
-        self.auth = auth
 
-    def call(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None):
-        request = urllib.request.Request(self.base + path if path.startswith("/") else path, body, method=method)
+    def call(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
+        """The one reader of the registry's answers (sweep 10 T2, U1, U2): a network error, refused credentials and
+        every part of an answer become two lines naming the registry and the request, never a traceback or another
+        cause's fix."""
+        url = self.base + path if path.startswith("/") else path
+        said = f"{method} {urllib.parse.urlsplit(url).path}"
+        request = urllib.request.Request(url, body, method=method)
         for name, value in {**(headers or {}), **({"Authorization": self.auth} if self.auth else {})}.items():
             request.add_header(name, value)
         try:
-            with urllib.request.urlopen(request, timeout=fetch.TIMEOUT) as answer:
-                return answer.status, dict(answer.headers), answer.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers), exc.read()
+            try:
+                with urllib.request.urlopen(request, timeout=fetch.TIMEOUT) as answer:
+                    status, found, data = answer.status, answer.headers, answer.read()
+            except urllib.error.HTTPError as exc:
+                status, found, data = exc.code, exc.headers, exc.read()
+        except (OSError, http.client.HTTPException) as exc:
+            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            raise UserError(
+                f"the registry {self.host} could not be reached ({said}): {reason}", UNREACHABLE_FIX
+            ) from None
+        if status in (401, 403):
+            whose = "the credentials of --user" if self.auth else "a request without credentials"
+            fix = (
+                f"check --user and the password given on stdin, and that the user may push to {self.repo}"
+                if self.auth
+                else "pass --user NAME, its password on stdin"
+            )
+            raise UserError(f"the registry {self.host} refused {whose} (HTTP {status} to {said})", f"{fix} {LOGIN}")
+        return Answer(self.host, said, status, found, data)
 
     def blob(self, data: bytes) -> dict:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        status, headers, _ = self.call("POST", "/blobs/uploads/")
-        if status != 202:
-            raise UserError(f"the registry refused a blob upload (HTTP {status})", "check the credentials and the URL")
-        location = headers["Location"]
-        location = location if "://" in location else self.base.split("/v2/")[0] + location
-        status, _, text = self.call(
+        started = self.call("POST", "/blobs/uploads/").expect(202, meaning="202, an upload begun")
+        location = urllib.parse.urljoin(self.base, started.header("Location", "where the blob is to be uploaded"))
+        if urllib.parse.urlsplit(location).scheme not in ("http", "https") or url_form.problem(location):
+            raise UserError(
+                f"the registry {self.host} answered {started.request} with the Location {url_form.said(location)}, "
+                "which is no http(s) URL",
+                REGISTRY_FIX,
+            )
+        self.call(
             "PUT", f"{location}{'&' if '?' in location else '?'}digest={digest}", data,
             {"Content-Type": "application/octet-stream"},
-        )  # fmt: skip
-        if status != 201:
-            raise UserError(f"the registry refused the blob {digest} (HTTP {status}): {text[:200]!r}", "check it")
+        ).expect(201, meaning="201, the blob stored")  # fmt: skip
         return {"digest": digest, "size": len(data)}
 
-    def put_manifest(self, reference: str, document: dict, kind: str) -> dict:
+    def put_manifest(self, reference: str, document: dict, kind: str) -> tuple[dict, Answer]:
+        """The pushed manifest's descriptor, and the registry's answer (its OCI-Subject header says whether it
+        indexes referrers itself)."""
         data = json.dumps(document, separators=(",", ":")).encode()
-        status, headers, text = self.call("PUT", f"/manifests/{reference}", data, {"Content-Type": kind})
-        if status != 201:
-            raise UserError(f"the registry refused the manifest (HTTP {status}): {text[:200]!r}", "check it")
-        return {"mediaType": kind, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data), **headers}
+        answer = self.call("PUT", f"/manifests/{reference}", data, {"Content-Type": kind})
+        answer.expect(201, meaning="201, the manifest stored")
+        return {"mediaType": kind, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}, answer
+
+
+def tag_index(registry: Registry, subject_digest: str) -> dict | None:
+    """The referrers tag schema's index of an image (tagged sha256-<hex>), None where there is none yet."""
+    tag = subject_digest.replace(":", "-")
+    answer = registry.call("GET", f"/manifests/{tag}", headers={"Accept": INDEX})
+    if answer.status == 404:
+        return None
+    return answer.expect(200, meaning="200 or 404 for the referrers tag").index()
 
 
 def attach(registry: Registry, subject_digest: str, sbom: bytes) -> str:
-    """Push the SBOM as a referrer of the image `subject_digest`; the artifact manifest's digest."""
-    status, headers, body = registry.call("GET", f"/manifests/{subject_digest}", headers={"Accept": ACCEPT})
-    if status != 200:
-        raise UserError(f"the registry has no image {subject_digest} (HTTP {status})", "push the image first")
-    subject = {"mediaType": headers["Content-Type"], "digest": subject_digest, "size": len(body)}
+    """Push the SBOM as a referrer of the image `subject_digest`; the artifact manifest's digest. Every answer read
+    before pushing anything is read first, the tag schema's index among them: an out-of-form one stops the push before
+    it begins (sweep 10 T2: a tag answering no JSON was read only after the SBOM's manifest was pushed)."""
+    found = registry.call("GET", f"/manifests/{subject_digest}", headers={"Accept": ACCEPT})
+    if found.status == 404:
+        raise UserError(f"the registry has no image {subject_digest} (HTTP 404)", "push the image first")
+    found.expect(200, meaning="200, the image's manifest")
+    subject = {
+        "mediaType": found.header("Content-Type", "the image manifest's media type"),
+        "digest": subject_digest,
+        "size": len(found.body),
+    }
+    old = tag_index(registry, subject_digest)
     empty = {**registry.blob(b"{}"), "mediaType": EMPTY}
     layer = {
         **registry.blob(sbom),
@@ -94,26 +224,22 @@ def attach(registry: Registry, subject_digest: str, sbom: bytes) -> str:
         "subject": subject,
     }
     data = json.dumps(manifest, separators=(",", ":")).encode()
-    pushed = registry.put_manifest("sha256:" + hashlib.sha256(data).hexdigest(), manifest, MANIFEST)
-    if not any(name.lower() == "oci-subject" for name in pushed):
-        tag = subject_digest.replace(":", "-")
-        status, _, old = registry.call("GET", f"/manifests/{tag}", headers={"Accept": INDEX})
-        index = json.loads(old) if status == 200 else {"schemaVersion": 2, "mediaType": INDEX, "manifests": []}
+    pushed, answer = registry.put_manifest("sha256:" + hashlib.sha256(data).hexdigest(), manifest, MANIFEST)
+    if not answer.headers.get("OCI-Subject"):
+        index = old or {"schemaVersion": 2, "mediaType": INDEX, "manifests": []}
         entry = {"mediaType": MANIFEST, "digest": pushed["digest"], "size": pushed["size"], "artifactType": ARTIFACT}
         if all(m["digest"] != entry["digest"] for m in index["manifests"]):
             index["manifests"].append(entry)
-        registry.put_manifest(tag, index, INDEX)
+        registry.put_manifest(subject_digest.replace(":", "-"), index, INDEX)
     return pushed["digest"]
 
 
 def referrers(registry: Registry, subject_digest: str) -> list[dict]:
     """The referrers the registry lists for an image: its referrers API, or the tag schema's index."""
-    status, _, body = registry.call("GET", f"/referrers/{subject_digest}", headers={"Accept": INDEX})
-    if status != 200:
-        status, _, body = registry.call(
-            "GET", f"/manifests/{subject_digest.replace(':', '-')}", headers={"Accept": INDEX}
-        )
-    return json.loads(body).get("manifests", []) if status == 200 else []
+    answer = registry.call("GET", f"/referrers/{subject_digest}", headers={"Accept": INDEX})
+    if answer.status == 200:
+        return answer.index()["manifests"]
+    return (tag_index(registry, subject_digest) or {"manifests": []})["manifests"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,11 +251,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> int:
         args = parser.parse_args(argv)
-        found = REFERENCE.fullmatch(args.image)
-        if not found:
-            raise UserError(
-                f"--image {args.image} is no REGISTRY/REPO@sha256:<digest>", "pass the reference make push prints"
-            )
+        host, repo, subject = parse_image(args.image)
         if not args.sbom.is_file():
             raise UserError(f"--sbom {args.sbom} is not a file", "copy /opt/slime-image/sbom.cdx.json out of the image")
         sbom = args.sbom.read_bytes()
@@ -143,9 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.user:
             secret = sys.stdin.read().strip()
             auth = "Basic " + base64.b64encode(f"{args.user}:{secret}".encode()).decode()
-        registry = Registry(found["host"], found["repo"], args.insecure, auth)
-        digest = attach(registry, found["digest"], sbom)
-        print(f"referrer: the SBOM is {found['host']}/{found['repo']}@{digest}, a referrer of {found['digest']}")
+        digest = attach(Registry(host, repo, args.insecure, auth), subject, sbom)
+        print(f"referrer: the SBOM is {host}/{repo}@{digest}, a referrer of {subject}")
         return 0
 
     return run_command("referrer", run)

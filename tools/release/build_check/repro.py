@@ -42,9 +42,9 @@ from tools.release.build_check.run import (
     base_label,
     build,
     buildah,
+    checked_sources,
     prepare,
     require_tools,
-    source_args,
 )
 
 JSON = "reproducibility.json"
@@ -239,7 +239,8 @@ def main(argv: list[str] | None = None) -> int:
         out = record.folder_for(pairing)
         Recipe.load().check_outputs({}, folders={"--work": args.work})
         work_folder.check(args.work, WORK_MARK, COMMANDS, EARLIER)
-        given, volumes = source_args({n: getattr(args, f"{n}_repo") for n in UPSTREAM}, args.work / "mirrors")
+        repos = {n: getattr(args, f"{n}_repo") for n in UPSTREAM}
+        given, volumes = checked_sources(pairing, repos, args.work / "mirrors")  # as build-check, before any work
         require_tools()
         if args.against:
             check_against(args.against, pairing)

@@ -198,6 +198,19 @@ def own_refused(build_args: list[str], extra: list[str]) -> list[str]:
     return extra
 
 
+def checked_sources(
+    pairing: pairings.Pairing, repos: dict[str, str | Path], mirrors: Path, extra: list[str] = ()
+) -> tuple[list[str], list[str]]:
+    """The build arguments (the sources, then `extra`: a mirror, pip's index) and volumes of a verification build,
+    once what make build refuses of them is refused: the one argument check of build-check and repro-check, before
+    either does any work (sweep 10 W4: repro-check checked its sources' URLs only in prepare(), after claiming the
+    work folder and pushing the stand-in base)."""
+    build_args, volumes = source_args(repos, mirrors)
+    build_args += own_refused(build_args, list(extra))
+    tools_build.checked(pairing, build_args)
+    return build_args, volumes
+
+
 def build(
     build_args: list[str], volumes: list[str], log: Path, epoch: int, tag: str = IMAGE_TAG, cache: bool = True
 ) -> tuple[int, list[dict], float]:
@@ -355,9 +368,7 @@ def prepare(pairing: pairings.Pairing, work: Path, host: str, given: list[str]) 
 def verify(
     pairing: pairings.Pairing, repos: dict[str, str], work: Path, out: Path, extra: list[str] = (), port: int = 5000
 ) -> int:
-    build_args, volumes = source_args(repos, work / "mirrors")  # bad input stops here, before any work
-    build_args += own_refused(build_args, list(extra))  # a mirror (pip's index)
-    tools_build.checked(pairing, build_args)  # what make build refuses of it, refused before the work below
+    build_args, volumes = checked_sources(pairing, repos, work / "mirrors", extra)  # before any work
     check_writable("--out", str(out / record.RECORD_JSON))
     pins = lock.locked(pairing)[pairing.lock].versions()  # every lock there and in the one form, before any work
     require_tools()
