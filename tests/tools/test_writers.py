@@ -55,15 +55,18 @@ def held(lock: Path) -> bool:
         return False
 
 
-def holder(tree: Path, seconds: float) -> subprocess.Popen:
-    """A first writer, holding the tree's lock for `seconds`; returned once it holds it."""
-    first = start(tree, "-m", "tools.writers", "--", sys.executable, "-c", f"import time; time.sleep({seconds})")
+def holder(tree: Path) -> tuple[subprocess.Popen, Path]:
+    """A first writer, holding the tree's lock until the test makes the file returned; returned once it holds it. Held
+    for a fixed time, it ended before a second writer on a loaded machine had imported enough to find it held."""
+    done = tree.with_name(f"{tree.name}-release")  # outside the tree, where no writer looks
+    wait = f"import os, time\nwhile not os.path.exists({str(done)!r}): time.sleep(0.05)"
+    first = start(tree, "-m", "tools.writers", "--", sys.executable, "-c", wait)
     lock = tree / ".cache" / "writers.lock"
     deadline = time.monotonic() + 30
     while not (lock.exists() and held(lock)):
         assert time.monotonic() < deadline and first.poll() is None, first.communicate()
         time.sleep(0.05)
-    return first
+    return first, done
 
 
 SECOND = {
@@ -75,14 +78,16 @@ SECOND = {
 
 @pytest.mark.parametrize("writer", list(SECOND))
 def test_a_second_writer_waits_for_the_first(tree, writer):
-    first = holder(tree, 3)
+    first, done = holder(tree)
     prog, argv = SECOND[writer]
     second = start(tree, *argv)
-    time.sleep(1.5)
+    waiting = second.stderr.readline()  # it says so once it finds the tree held
     assert second.poll() is None, second.communicate()  # still waiting: the first holds the tree
+    done.touch()
     first.wait(timeout=30)
     ended = time.time()
-    _, err = second.communicate(timeout=60)
+    _, rest = second.communicate(timeout=60)
+    err = waiting + rest
     assert second.returncode == 0, err
     assert err.splitlines()[0] == f"{prog}: another make promote, lock or docs is writing this tree: waiting for it"
     if writer == "promote":  # what it wrote, it wrote after the first had ended
@@ -96,7 +101,7 @@ def test_make_lock_writes_under_the_lock():
 
 
 def test_ctrl_c_while_waiting_is_two_lines_and_leaves_the_lock_to_its_holder(tree):
-    first = holder(tree, 10)
+    first, done = holder(tree)
     second = start(tree, "-m", "tools.docs")
     waiting = second.stderr.readline()  # Ctrl-C once it waits, not while it still imports (a loaded CI machine)
     assert "waiting for it" in waiting, waiting
@@ -106,4 +111,5 @@ def test_ctrl_c_while_waiting_is_two_lines_and_leaves_the_lock_to_its_holder(tre
     assert second.returncode != 0 and "Traceback" not in err, err
     assert err.splitlines()[-1].startswith("fix: "), err
     assert held(tree / ".cache" / "writers.lock") and first.poll() is None
+    done.touch()
     first.wait(timeout=30)
