@@ -3,7 +3,8 @@ written, so each was asked for the root's page for every project, and every entr
 command that reads an index from the environment (test_index_credentials' COMMANDS, found there by what they import) x
 each variable it reads, every command taking build arguments (test_build_arguments, found there by its options) x each
 index ARG, a pairing's [args] and the Dockerfile's ARG default, each fed a URL with a query and one with a fragment.
-Each refuses in two lines that name the value (a password in it as ***) and the fix."""
+Each refuses in two lines that name the value as url_form.said shows it (a password, a query's values and a
+fragment as ***: sweep 10) and the fix."""
 
 from __future__ import annotations
 
@@ -36,7 +37,8 @@ def test_the_index_args_are_the_dockerfiles():
 def test_every_command_reading_an_index_refuses_one_that_is_no_root(module, variable, form):
     value, said = NOT_ROOTS[form]
     proc = tool(module, *COMMANDS[module], env={variable: value})
-    assert_refused(proc, module.rsplit(".", 1)[1], f"{variable}={value!r}: not a URL pip reads an index from", variable)
+    cause = f"{variable}={url_form.said(value)}: not a URL pip reads an index from"
+    assert_refused(proc, module.rsplit(".", 1)[1], cause, variable)
     assert said in proc.stderr and "no ?QUERY and no #FRAGMENT" in proc.stderr
 
 
@@ -48,7 +50,7 @@ def test_every_command_taking_build_arguments_refuses_one_that_is_no_root(module
     code = importlib.import_module(module).main([*BESIDES.get(module, []), option, f"{name}={value}"])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2, lines
-    assert lines[0].split(": ", 1)[1].startswith(f"build argument {name}={value!r} {said}"), lines
+    assert lines[0].split(": ", 1)[1].startswith(f"build argument {name}={url_form.said(value)} {said}"), lines
     assert lines[1] == f"fix: {url_form.fix(name)}" and "no ?QUERY and no #FRAGMENT" in lines[1], lines
 
 
@@ -57,7 +59,7 @@ def test_every_command_taking_build_arguments_refuses_one_that_is_no_root(module
 def test_a_pairing_refuses_one_that_is_no_root(name, form):
     value, said = NOT_ROOTS[form]
     why, fix = pairing_schema.value_problem(name, value) or ("", "")
-    assert why.startswith(f"{name} = {value!r} {said}") and fix == url_form.fix(name), why
+    assert why.startswith(f"{name} = {url_form.said(value)} {said}") and fix == url_form.fix(name), why
 
 
 @pytest.mark.parametrize("form", NOT_ROOTS)
@@ -66,7 +68,7 @@ def test_the_dockerfile_refuses_a_default_that_is_no_root(name, form, recipe_cop
     value, said = NOT_ROOTS[form]
     dockerfile = recipe_copy(lambda t: t.replace(f"ARG {name}\n", f"ARG {name}={value}\n"))
     found = rules.violations(Recipe.load(dockerfile))["downloads-from-build-args"]
-    assert any(f"ARG {name}={value!r} {said}" in each for each in found), found
+    assert any(f"ARG {name}={url_form.said(value)} {said}" in each for each in found), found
 
 
 @pytest.mark.parametrize("value", ["https://pypi.org/simple", "https://m.example/a%3Fb/simple/", "http://127.0.0.1:9"])

@@ -127,6 +127,28 @@ def test_an_arg_no_pip_step_reads_stales_no_lock(name, tmp_path, monkeypatch):
     assert fresh == []
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_value_the_digest_leaves_out_is_named_as_no_cause(name, monkeypatch):
+    """Sweep 10 U8: SGL_ROUTER_SHA256 pinned and MBRIDGE_VERSION moved, the refusal named both as "changed since make
+    lock wrote it", though the pin moves no digest (and after every pin_downloads it pointed at make lock). The
+    members: every ARG the digest leaves out (a download pin, an ARG declared after the last pip step), each moved
+    together with one the digest takes in, for every pairing: the refusal names the second alone."""
+    monkeypatch.chdir(ROOT)
+    pairing = pairings.load(name)
+    built = Recipe.load(build_args=pairing.build_arg_values)
+    left_out = sorted(k for k in built.args if k.endswith(download_pins.SUFFIX) or k in LATE)
+    assert {"SGL_ROUTER_SHA256", "IMAGE_SOURCE"} <= set(left_out)
+    assert set(built.args) - set(steps_digest.covered(built)) == set(left_out)
+    key = "MEGATRON_COMMIT"
+    wrong = []
+    for other in left_out:
+        values = {**pairing.build_arg_values, key: _other(built.args[key]), other: _other(built.args[other])}
+        said = _cause(plan_steps.stale_lock(Recipe.load(build_args=values), read_lock(pairing.lock), name))
+        if said != f"pairings/{name}.toml's {key} (was {json.dumps(built.args[key])}){WROTE}":
+            wrong.append(f"{other}: {said}")
+    assert wrong == []
+
+
 def test_an_arg_an_env_carries_into_a_later_stage_reaches_its_pip_step(tmp_path):
     """An ARG is out of scope in a later stage, but an ENV made from it carries its value there, into pip's
     environment (and a build backend's): its value is in the digest; one read only after the step is not."""

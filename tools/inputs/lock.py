@@ -37,6 +37,7 @@ from slime_image.lock_file import (
     write_again,
 )
 
+from tools.inputs import url_form
 from tools.inputs.input_names import may_be_input
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 
@@ -384,7 +385,7 @@ def unlisted(lock: Lock, listed: dict[tuple[str, str], set[str]], index: str) ->
         if stray:
             raise UserError(
                 f"{as_typed(lock.path)}:{pin.line}: {pin.name}=={pin.version} holds --hash=sha256:{stray[0][:16]}..., "
-                f"which the index {index} lists for no file of that version",
+                f"which the index {url_form.shown(index)} lists for no file of that version",
                 f"remove that hash from {lock.path.name} if the index rightly dropped its file, or set PIP_INDEX_URL "
                 "to an index that serves the files the lock was made from",
                 code=2,

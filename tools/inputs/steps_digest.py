@@ -22,18 +22,23 @@ from tools.inputs.recipe import Recipe
 
 
 def text(recipe: Recipe) -> str:
-    """What the digest is taken of: every pip step's words (ARGs substituted) and the value of every ARG that reaches
-    one (PipStep.arg_names: in scope at its RUN, or carried by an ENV), but a download's pin: a `*_SHA256` checks the
-    bytes its URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads
-    wrote it, each then called stale with no pip step changed (sweep 7 U1). An ARG declared after the last pip step
-    reaches none: IMAGE_SOURCE, a label's URL, staled both locks when its default moved (sweep 9 F5)."""
+    """What the digest is taken of: every pip step's words (ARGs substituted) and the ARG values they run with."""
+    return json.dumps([[s.words for s in recipe.steps], covered(recipe)])
+
+
+def covered(recipe: Recipe) -> dict[str, str]:
+    """The ARG values the digest takes in, which alone can stale a lock: every ARG that reaches a pip step
+    (PipStep.arg_names: in scope at its RUN, or carried by an ENV), but a download's pin: a `*_SHA256` checks the bytes
+    its URL and version (both taken in) name, pip reads none, and it moved both locks' digest when pin_downloads wrote
+    it, each then called stale with no pip step changed (sweep 7 U1). An ARG declared after the last pip step reaches
+    none: IMAGE_SOURCE, a label's URL, staled both locks when its default moved (sweep 9 F5). The stale lock's cause
+    names only these (sweep 10 U8: a pin written with a version moved was named as a cause besides)."""
     reached = {name for step in recipe.steps for name in step.arg_names}
-    reaching = {
+    return {
         name: value
         for name, value in recipe.args.items()
         if name in reached and not name.endswith(download_pins.SUFFIX)
     }
-    return json.dumps([[s.words for s in recipe.steps], reaching])
 
 
 def short(text: str) -> str:
@@ -46,19 +51,17 @@ def cause(recipe: Recipe, lock: Lock, pairing: str, recorded: str) -> tuple[str,
     pairing's [args] values named, with what they were, where the digest of the committed ones is `recorded`; the
     Dockerfile where the pairing's values are as committed with the lock; either, where git cannot tell."""
     path = pairings.FOLDER / f"{pairing}.toml"
-    now = recipe.args
-    committed = _committed_args(path, lock.path)
-    moved = [args for args in committed if {**recipe.defaults, **args} != now]
+    now = covered(recipe)
+    committed = [replace(recipe, build_args=tuple(sorted(args.items()))) for args in _committed_args(path, lock.path)]
+    moved = [then for then in committed if covered(then) != now]
     if committed and not moved:
-        return STEPS, False  # the pairing's values are the ones committed with the lock
-    for args in moved:
-        then = replace(recipe, build_args=tuple(sorted(args.items())))
+        return STEPS, False  # the pairing's values the digest takes are the ones committed with the lock
+    for then in moved:
         if short(text(then)) == recorded:
-            was = ", ".join(
-                f"{k} (was {json.dumps(then.args[k]) if k in then.args else 'unset'})" for k in _differ(then.args, now)
-            )
-            return f"{as_typed(path)}'s {was}", True
-    keys = sorted({k for args in moved for k in _differ({**recipe.defaults, **args}, now)})
+            was = covered(then)
+            said = ", ".join(f"{k} (was {json.dumps(was[k]) if k in was else 'unset'})" for k in _differ(was, now))
+            return f"{as_typed(path)}'s {said}", True
+    keys = sorted({k for then in moved for k in _differ(covered(then), now)})
     return f"{STEPS} or {as_typed(path)}'s {', '.join(keys) if keys else '[args] values'}", False
 
 

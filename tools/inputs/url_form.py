@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from slime_image.fetch import URL_FIX, shown, url_problem
+from slime_image import fetch
+from slime_image.fetch import URL_FIX, url_problem
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
 # N5: `IMAGE_SOURCE=https://u:s3cret@...` and `javascript:alert(1)` went into the label).
@@ -32,9 +33,19 @@ def fix(name: str) -> str:
     return URL_FIX.format(name) + (INDEX_FIX if name in INDEXES else "")
 
 
+def shown(url: str) -> str:
+    """`url` as every message says it: a user name and password as *** (fetch.shown: problem() refuses them, and the
+    message refusing one must not show it), and each value of its query, and its fragment, as *** too, a value's key
+    kept: an index's `?token=...` was printed by the very refusal of its query (sweep 10)."""
+    head, hash_, fragment = fetch.shown(url).partition("#")
+    base, mark, query = head.partition("?")
+    parts = (part.partition("=") for part in query.split("&")) if query else ()
+    values = "&".join(key + "=***" if sep else "***" for key, sep, _ in parts)
+    return base + mark + values + (hash_ + "***" if fragment else hash_)
+
+
 def said(value: str) -> str:
-    """`value` as a message may say it: quoted, a user name and password in it as *** (problem() refuses them, and
-    the message refusing one must not show it)."""
+    """`value` as a message may say it: quoted, and shown()."""
     return repr(shown(value))
 
 
@@ -68,8 +79,8 @@ HOSTS_FIX = "set {} to host names or HOST:PORT pairs separated by spaces, with n
 
 
 def said_hosts(value: str) -> str:
-    """A host list as a message may say it: whatever stands before an '@' in a word as ***."""
-    return repr(re.sub(r"[^\s/@]*@", "***@", value))
+    """A host list as a message may say it: whatever stands before an '@' in a word as ***, and each word shown()."""
+    return repr(re.sub(r"\S+", lambda word: shown(word.group()), re.sub(r"[^\s/@]*@", "***@", value)))
 
 
 def hosts_problem(value: str) -> str | None:

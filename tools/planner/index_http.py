@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from slime_image import fetch
 
+from tools.inputs import url_form
+
 ATTEMPTS = 3
 REDIRECTS = 5
 # Seconds a request waits on each read of a server that took the connection: one that never answers is named then, not
@@ -80,7 +82,7 @@ class Stop:
 
     def check(self, url: str) -> None:
         if self.is_cut:
-            raise Unreachable(f"{fetch.shown(url)}: stopped")
+            raise Unreachable(f"{url_form.shown(url)}: stopped")
 
     @contextlib.contextmanager
     def reading(self, url: str):
@@ -239,15 +241,16 @@ def _redirected(url: str, location: str) -> str:
         served = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0  # port: a ValueError
     except ValueError as exc:
         raise Unreachable(
-            f"{fetch.shown(url)}: redirected to {fetch.shown(location)[:200]!r}, which is no URL ({exc})"
+            f"{url_form.shown(url)}: redirected to {url_form.shown(location)[:200]!r}, which is no URL ({exc})"
         ) from None
     if not served:
         raise Unreachable(
-            f"{fetch.shown(url)}: redirected to {fetch.shown(target)[:200]!r}, which is no http(s) URL of a host"
+            f"{url_form.shown(url)}: redirected to {url_form.shown(target)[:200]!r}, which is no http(s) URL of a host"
         )
     if fetch.USERINFO.match(target):  # as PIP_INDEX_URL may not (sweep 8 N6): it would be sent, and printed
         raise Unreachable(
-            f"{fetch.shown(url)}: redirected to {fetch.shown(target)[:200]!r}, which carries a user name or password"
+            f"{url_form.shown(url)}: redirected to {url_form.shown(target)[:200]!r}, which carries a user name or "
+            "password"
         )
     return target
 
@@ -263,15 +266,15 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
             except (http.client.HTTPException, urllib.error.URLError, OSError) as exc:
                 getattr(_local, "stop", _NEVER).check(url)  # cut: not asked again
                 if TimeoutError in (type(exc), type(getattr(exc, "reason", None))):  # asking again would wait as long
-                    raise Unreachable(f"{fetch.shown(url)}: no answer in {TIMEOUT:g} s") from None
+                    raise Unreachable(f"{url_form.shown(url)}: no answer in {TIMEOUT:g} s") from None
                 if attempt == ATTEMPTS - 1:
-                    raise Unreachable(f"{fetch.shown(url)}: {exc}") from None
+                    raise Unreachable(f"{url_form.shown(url)}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
         if answer.status in (301, 302, 303, 307, 308) and "location" in answer.headers:
             url = _redirected(url, answer.headers["location"])
             continue
         return answer
-    raise Unreachable(f"{fetch.shown(url)}: more than {REDIRECTS} redirects")
+    raise Unreachable(f"{url_form.shown(url)}: more than {REDIRECTS} redirects")
 
 
 if __name__ == "__main__":

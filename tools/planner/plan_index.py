@@ -42,6 +42,7 @@ from packaging.version import InvalidVersion, Version
 from slime_image import json_input
 from slime_image.errors import UserError
 
+from tools.inputs import url_form
 from tools.planner import index_http
 from tools.planner.wheel_tags import BLOCK, RangeFile, WholeFile, tags_in
 from tools.planner.wheel_zip import Wheel
@@ -105,19 +106,20 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
         answer = index_http.get(url, {"Accept": JSON_PAGE})
     except index_http.Unreachable as exc:
         raise UserError(
-            f"the package index {index} did not answer for {name} ({why}): {exc}",
+            f"the package index {url_form.shown(index)} did not answer for {name} ({why}): {exc}",
             "check the network and PIP_INDEX_URL",
             code,
         ) from None
     if answer.status in DENIED:
         raise UserError(
-            f"the package index {index} answered HTTP {answer.status} ({DENIED[answer.status]}) at {url} ({why})",
+            f"the package index {url_form.shown(index)} answered HTTP {answer.status} ({DENIED[answer.status]}) at "
+            f"{url_form.shown(url)} ({why})",
             DENIED_FIX,
             code,
         )
     if answer.status in (404, 410):
         raise UserError(
-            f"the package index knows no project {name} ({why}): {url} answered HTTP {answer.status}",
+            f"the package index knows no project {name} ({why}): {url_form.shown(url)} answered HTTP {answer.status}",
             f"spell {name} as the index does, or set PIP_INDEX_URL to an index that serves it",
             code,
         )
@@ -125,7 +127,10 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
         return page_of(answer).get("files", [])
     except NotAPage as exc:
         raise UserError(
-            f"the package index {index} gave no PEP 691 JSON page at {url} ({exc}) for {why}", NO_PAGE_FIX, code
+            f"the package index {url_form.shown(index)} gave no PEP 691 JSON page at {url_form.shown(url)} ({exc}) "
+            f"for {why}",
+            NO_PAGE_FIX,
+            code,
         ) from None
 
 

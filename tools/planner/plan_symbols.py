@@ -49,6 +49,7 @@ from slime_image.lock_file import check_cutoff
 from slime_image.options import Parser
 from slime_image.smoke import elf_symbols
 
+from tools.inputs import url_form
 from tools.planner import index_http, platforms
 from tools.planner.lock_hashes import PYTHON, image_platforms
 from tools.planner.plan_env import cached_json
@@ -105,7 +106,7 @@ def _members_remote(url: str, wanted: Callable[[str], bool], folder: Path) -> It
         request = urllib.request.Request(url, headers={"Range": f"bytes={start}-{start + info.compress_size - 1}"})
         with urllib.request.urlopen(request, timeout=index_http.TIMEOUT) as response:
             if response.status != 206:
-                raise OSError(f"{url}: HTTP {response.status} to a range request for {info.filename}")
+                raise OSError(f"{url_form.shown(url)}: HTTP {response.status} to a range request for {info.filename}")
             yield info.filename, _inflated(response, info, folder)
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 
+from tools.inputs import url_form
 from tools.planner import index_http
 from tools.planner.plan_env import cached_json
 from tools.planner.wheel_zip import Unreadable, Wheel
@@ -31,7 +32,7 @@ class WholeFile(OSError):
     """The server answered a range request with the whole file (it serves no ranges): here it is."""
 
     def __init__(self, url: str, data: bytes):
-        super().__init__(f"{url}: the server does not answer range requests")
+        super().__init__(f"{url_form.shown(url)}: the server does not answer range requests")
         self.data = data
 
 
@@ -45,7 +46,7 @@ class RangeFile(io.RawIOBase):
     def _request(self, first: int, last: int) -> tuple[bytes, str]:
         answer = index_http.get(self.url, {"Range": f"bytes={first}-{last}"})
         if answer.status not in (200, 206):
-            raise index_http.Unreachable(f"{self.url}: the index answered HTTP {answer.status}")
+            raise index_http.Unreachable(f"{url_form.shown(self.url)}: the index answered HTTP {answer.status}")
         return answer.body, answer.headers.get("content-range", "")
 
     def _size(self) -> int:
@@ -107,7 +108,7 @@ def read_tags(url: str) -> list[str]:
             return tags_in(archive.read(names[0]).decode(errors="replace")) if names else []
     except Unreadable as exc:
         raise UserError(
-            f"{url}: the wheel cannot be read as a zip ({exc}), so its WHEEL tags are unknown",
+            f"{url_form.shown(url)}: the wheel cannot be read as a zip ({exc}), so its WHEEL tags are unknown",
             "set PIP_INDEX_URL to an index that serves PyPI's files unchanged",
             code=2,
         ) from None

@@ -37,7 +37,7 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
-from tools.inputs import build_arguments, download_pins, pairings
+from tools.inputs import build_arguments, download_pins, pairings, url_form
 from tools.inputs.recipe import DOCKERFILE, Recipe
 from tools.planner.wheel_zip import Unreadable, Wheel
 
@@ -164,7 +164,7 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
     found = {}
     with tempfile.TemporaryDirectory() as scratch:
         for name, download in wanted.items():
-            path = Path(scratch) / name
+            path, shown = Path(scratch) / name, url_form.shown(download.url)
             try:
                 fetch.fetch(download.url, "", str(path), str(Path(scratch) / "records"))
             except fetch.Refused as refused:  # fetch.py's own two lines, as it says them run alone
@@ -177,16 +177,16 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
             except (OSError, ValueError, http.client.HTTPException) as exc:  # InvalidURL, a bad status line
                 if fetch.timed_out(exc):
                     raise UserError(
-                        f"{name}: {download.url} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",
+                        f"{name}: {shown} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",
                         f"run it where the URL answers, or give --build-arg {SERVED_BY[name]}=<a mirror that does>",
                     ) from None
                 raise UserError(
-                    f"{name}: {download.url} could not be fetched: {exc}", "run it where the URL is reachable"
+                    f"{name}: {shown} could not be fetched: {exc}", "run it where the URL is reachable"
                 ) from None
             unlike = download.unlike(path)
             if unlike:
                 raise UserError(
-                    f"{name}: {download.url} is not {download.what}: {unlike}; nothing was pinned",
+                    f"{name}: {shown} is not {download.what}: {unlike}; nothing was pinned",
                     "point the URL at the real file (a mirror serving another file under its name is the usual cause)",
                 )
             with path.open("rb") as file:
@@ -209,7 +209,8 @@ def pin(
     if moved and not update:
         raise UserError(
             "; ".join(
-                f"{name} is pinned to {old}, but {wanted[name].url} serves {new}" for name, (old, new) in moved.items()
+                f"{name} is pinned to {old}, but {url_form.shown(wanted[name].url)} serves {new}"
+                for name, (old, new) in moved.items()
             )
             + ": an upstream file changed under its name, and nothing was written",
             "compare the file with its publisher's checksum; if the new bytes are right, run again with --update",
@@ -238,7 +239,8 @@ def given_urls(words: list[str]) -> dict[str, str]:
     for name, value in given.items():
         if name not in SERVED_BY.values() or not value:
             raise UserError(
-                f"--build-arg {f'{name}={value}'!r}: only the URL a pinned file is served from may be given ({known}); "
+                f"--build-arg {f'{name}={url_form.shown(value)}'!r}: only the URL a pinned file is served from may be "
+                f"given ({known}); "
                 f"the pins it writes are {', '.join(SERVED_BY)}",
                 f"give {known}, or leave it out",
             )
