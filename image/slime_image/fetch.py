@@ -247,8 +247,13 @@ def without_slashes(given: str, scheme: str) -> tuple[str, str]:
 
 
 def shown(url: str) -> str:
-    """`url` with its user name and password, if any, as ***: what a message may say of it."""
-    return USERINFO.sub(r"\1***@", url)
+    """`url` as every message says it: a user name and password as ***, and each value of its query and its fragment
+    as *** too, a value's key kept (a presigned download's `?X-Amz-Signature=`, an index's `?token=`: sweep 10)."""
+    head, hash_, fragment = USERINFO.sub(r"\1***@", url).partition("#")
+    base, mark, query = head.partition("?")
+    parts = (part.partition("=") for part in query.split("&")) if query else ()
+    values = "&".join(key + "=***" if sep else "***" for key, sep, _ in parts)
+    return base + mark + values + (hash_ + "***" if fragment else hash_)
 
 
 def check_clone(outputs: dict[str, str], folders: dict[str, str]) -> None:
@@ -353,7 +358,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
         try:  # one it cannot reach, or that does not answer: an OSError, as is a full disk
             response = urllib.request.urlopen(url, timeout=TIMEOUT)
         except ValueError as exc:
-            raise Refused(f"{url}: {exc}", "pass a URL (https://..., file://...) or a path", code=2) from None
+            raise Refused(f"{shown(url)}: {exc}", "pass a URL (https://..., file://...) or a path", code=2) from None
         digest = hashlib.sha256()
         with response:
             staged[out] = stage(out, made=made)
@@ -364,7 +369,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
         served = digest.hexdigest()
         if sha256 and served != sha256:
             raise Refused(
-                f"{name} from {url}: its sha256 is {served}, the recipe pins {sha256} (W50)",
+                f"{name} from {shown(url)}: its sha256 is {served}, the recipe pins {sha256} (W50)",
                 "a mirror serving other bytes under that name is the cause: point the URL at the real file; a new "
                 "upstream file is a new pin (python -m tools.release.pin_downloads)",
             )
@@ -375,7 +380,8 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     finally:
         unstage(staged, made)
     if not sha256:
-        return [f"fetch: warning: {name} from {url} is not checked: the recipe pins no sha256 for it (it is {served})"]
+        unpinned = f"the recipe pins no sha256 for it (it is {served})"
+        return [f"fetch: warning: {name} from {shown(url)} is not checked: {unpinned}"]
     return [f"fetch: {name}: sha256 {served}, as pinned"]
 
 
@@ -396,14 +402,14 @@ def main(argv: list[str]) -> int:
         http.client.HTTPException,
     ) as exc:  # a server's answer that is no HTTP: BadStatusLine, IncompleteRead
         if timed_out(exc):
-            print(f"fetch: {argv[1]}: no answer in {TIMEOUT:g} s", file=sys.stderr)
+            print(f"fetch: {shown(argv[1])}: no answer in {TIMEOUT:g} s", file=sys.stderr)
             print(
                 "fix: run it where the URL answers, or point the recipe's *_URL build argument at a mirror that does",
                 file=sys.stderr,
             )
             return 1
         said = " ".join(str(exc).split()) or type(exc).__name__  # a server's words may hold line ends, or be none
-        print(f"fetch: {argv[1]}: {said}", file=sys.stderr)
+        print(f"fetch: {shown(argv[1])}: {said}", file=sys.stderr)
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:

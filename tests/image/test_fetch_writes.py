@@ -555,3 +555,51 @@ def test_a_url_without_its_slashes_is_refused_saying_the_form_it_needs(tmp_path,
     refused(proc, "has no // after")
     assert fix in proc.stderr.splitlines()[1], proc.stderr
     assert "s3cr3t" not in proc.stderr + proc.stdout and sorted(tmp_path.iterdir()) == []
+
+
+class _Served(http.server.BaseHTTPRequestHandler):
+    """/ok answers its bytes; anything else, 404."""
+
+    def do_GET(self):
+        if self.path.startswith("/ok"):
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+        else:
+            self.send_error(404)
+
+    def log_message(self, *args):
+        pass
+
+
+# Each message of fetch.py that shows its URL (sweep 10: a presigned mirror's `?X-Amz-Signature=` reached the build's
+# log in four of them, the one redaction hiding only a user and password): the URL's path, the pin, and what it says.
+SHOWN = {
+    "unpinned": ("/ok", "", 0, "is not checked"),
+    "another sha256": ("/ok", "a" * 64, 1, "its sha256 is"),
+    "an HTTP error": ("/missing", "", 1, "HTTP Error 404"),
+    "no answer": (None, "", 1, "no answer in"),
+}
+
+
+@pytest.mark.parametrize("case", SHOWN)
+def test_no_message_shows_a_url_s_query(tmp_path, case):
+    path, pin, code, words = SHOWN[case]
+    with contextlib.ExitStack() as stack:
+        if path is None:
+            base = stack.enter_context(mute())
+        else:
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Served)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            stack.callback(server.server_close)
+            stack.callback(server.shutdown)
+            base = f"http://127.0.0.1:{server.server_address[1]}"
+        url = f"{base}{path or '/x'}?X-Amz-Signature=SECRET&token=SECRET"
+        proc = subprocess.run(
+            lowered(1.0, url, pin, str(tmp_path / "o" / "T"), str(tmp_path / "r")),
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == code and words in said, said
+    assert "SECRET" not in said and "X-Amz-Signature=***&token=***" in said, said

@@ -1,12 +1,13 @@
 """A URL's query and fragment are unsaid wherever a message shows the URL (sweep 10): PIP_INDEX_URL=...?token=SECRET
-was refused for its query by a message printing the token, since the one redaction (url_form.shown) hid only a user
-name and password. The members: every module that shows a URL in a message (by its calls of url_form's redaction,
-found by grep, and none calling fetch.shown, which keeps a query, itself), each message it can say, given a URL
-whose query carries SECRET. The servers are real (127.0.0.1); a changed upstream file for pin_downloads is a stand-in
-for digests(), which would otherwise fetch the real downloads."""
+was refused for its query by a message printing the token, since the one redaction (fetch.shown, which url_form gives
+the tools) hid only a user name and password. The members: every module that shows a URL in a message (by its calls of
+url_form's redaction, found by grep; each takes it through url_form), each message it can say, given a URL whose query
+carries SECRET. The servers are real (127.0.0.1); a changed upstream file for pin_downloads is a stand-in for
+digests(), which would otherwise fetch the real downloads."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import io
 import re
@@ -18,13 +19,14 @@ from pathlib import Path
 
 import pytest
 from conftest import ROOT
+from silent_servers import served
 from slime_image.errors import UserError
 from slime_image.lock_file import read_lock
 
 from tools.inputs import build_arguments, lock, pairing_schema, pairings, rules, url_form
 from tools.inputs.recipe import Recipe
 from tools.planner import index_http, plan_env, plan_index, plan_symbols, wheel_tags
-from tools.release import pin_downloads
+from tools.release import pin_downloads, referrer
 
 SECRET = "SECRET"
 QUERY = f"?token={SECRET}#{SECRET}"
@@ -120,6 +122,22 @@ def by_pin_downloads(tmp_path, server, monkeypatch) -> list[str]:
     return said
 
 
+def by_referrer(tmp_path, server, monkeypatch) -> list[str]:
+    """The registry's stand-in (test_referrer_answers) sends the upload to a Location that is no http(s) URL."""
+    from test_referrer_answers import DIGEST, registry
+
+    sbom = tmp_path / "sbom.cdx.json"
+    sbom.write_text('{"bomFormat": "CycloneDX", "specVersion": "1.6", "components": []}')
+    handler = registry({("POST", "/blobs/"): (202, {"Location": f"ftp://h/x{QUERY}"}, b"")})
+    with served(handler) as url:
+        image = f"{url.removeprefix('http://')}/repo@{DIGEST}"
+        monkeypatch.setattr("sys.stdin", io.StringIO(""))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            assert referrer.main(["--image", image, "--sbom", str(sbom), "--insecure"]) != 0
+    return [err.getvalue()]
+
+
 SHOWING = {
     "tools.inputs.pairing_schema": by_pairing_schema,
     "tools.inputs.build_arguments": by_build_arguments,
@@ -131,6 +149,7 @@ SHOWING = {
     "tools.planner.plan_symbols": by_plan_symbols,
     "tools.inputs.lock": by_lock,
     "tools.release.pin_downloads": by_pin_downloads,
+    "tools.release.referrer": by_referrer,
 }
 
 
@@ -193,7 +212,8 @@ def server():
 
 
 def test_every_module_showing_a_url_is_enumerated():
-    """A module that shows a URL redacts it by url_form (grep), and none by fetch.shown, which keeps a query."""
+    """A module that shows a URL redacts it by url_form (grep), none by reaching into fetch for it, so that the grep
+    finds every one."""
     calls = re.compile(r"url_form\.(shown|said|said_hosts|refused)\(")
     showing = {
         ".".join(path.relative_to(ROOT).with_suffix("").parts)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import re
 
-from slime_image import fetch
-from slime_image.fetch import URL_FIX, url_problem
+from slime_image.fetch import URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
 # N5: `IMAGE_SOURCE=https://u:s3cret@...` and `javascript:alert(1)` went into the label).
@@ -31,17 +30,6 @@ INDEX_FIX = "; an index as its root alone, with no ?QUERY and no #FRAGMENT, such
 
 def fix(name: str) -> str:
     return URL_FIX.format(name) + (INDEX_FIX if name in INDEXES else "")
-
-
-def shown(url: str) -> str:
-    """`url` as every message says it: a user name and password as *** (fetch.shown: problem() refuses them, and the
-    message refusing one must not show it), and each value of its query, and its fragment, as *** too, a value's key
-    kept: an index's `?token=...` was printed by the very refusal of its query (sweep 10)."""
-    head, hash_, fragment = fetch.shown(url).partition("#")
-    base, mark, query = head.partition("?")
-    parts = (part.partition("=") for part in query.split("&")) if query else ()
-    values = "&".join(key + "=***" if sep else "***" for key, sep, _ in parts)
-    return base + mark + values + (hash_ + "***" if fragment else hash_)
 
 
 def said(value: str) -> str:
