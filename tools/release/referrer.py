@@ -165,7 +165,7 @@ class Registry:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         started = self.call("POST", "/blobs/uploads/").expect(202, meaning="202, an upload begun")
         location = urllib.parse.urljoin(self.base, started.header("Location", "where the blob is to be uploaded"))
-        if urllib.parse.urlsplit(location).scheme not in ("http", "https") or url_form.problem(location):
+        if urllib.parse.urlsplit(location).scheme not in ("http", "https") or url_form.url_problem(location):
             raise UserError(
                 f"the registry {self.host} answered {started.request} with the Location {url_form.said(location)}, "
                 "which is no http(s) URL",
