@@ -4,9 +4,13 @@ requirements, a draft the pairings' schema then refused, and extra.txt's require
 was a folder, or none, was drafted as no requirement, so nothing checked that the image installs slime's). The tree is
 the plan's fixture slime-next (written for this project), tagged, its requirements files written here."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 from test_pairings import tagged_tree, tree_commands
 
 from tools.inputs import pairings
@@ -129,3 +133,16 @@ def test_a_file_an_include_reads_that_no_commit_holds_is_refused(tmp_path, capsy
         f"pairings: {tree / 'extra.txt'} is read by pip from requirements.txt, but no commit of {tree} holds it"
     ), lines
     assert len(lines) == 2 and not out.exists()
+
+
+def test_a_long_run_of_blanks_is_read_at_once(tmp_path):
+    """Sweep 11 H1: the comment pattern tried every start of a run of blanks anew; a 200 KB line of them would take
+    about 8 minutes (20,000 took 5 s). Read in a child, so that the old pattern fails by its timeout, not by hanging."""
+    tree = tree_with(tmp_path / "t", {"requirements.txt": "wandb" + " " * 200_000 + "x\n" + " " * 200_000 + "# c\n"})
+    script = "import sys; from tools.inputs import requirements_file as r; print(r.logical_lines(r.Path(sys.argv[1])))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "image")])}
+    read = subprocess.run(
+        [sys.executable, "-c", script, str(tree / "requirements.txt")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=30,
+    )  # fmt: skip
+    assert read.returncode == 0 and read.stdout == f"[(1, 'wandb{' ' * 200_000}x')]\n", read.stderr[-500:]
