@@ -4,7 +4,7 @@ Dockerfile (rules).
 A value out of form is taken by each of those and fails only where it is used: a space or a tab ends the build's
 download in http.client's InvalidURL, an unclosed '[' in urllib's ValueError, and git reads it as another repository.
 An index ARG's value (INDEXES) is held besides to an index's form, as is the planner's and lock_hashes' PIP_INDEX_URL
-(plan_env), by the same problem().
+(plan_env), by the same problem(); a repository's (*_REPO_URL) to the form the image's record takes (sweep 11 W3).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from slime_image.fetch import URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
+from slime_image.recorded_values import REPO_URL  # the form slime-record holds a *_REPO_URL to, at the last step
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
 # N5: `IMAGE_SOURCE=https://u:s3cret@...` and `javascript:alert(1)` went into the label).
@@ -26,10 +27,17 @@ def holds_url(name: str) -> bool:
 # The ARGs that name a package index, pip's --index-url and --extra-index-url: the root pip appends <project>/ to.
 INDEXES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
 INDEX_FIX = "; an index as its root alone, with no ?QUERY and no #FRAGMENT, such as https://pypi.org/simple"
+# The ARGs that name a git repository: the image's record (slime-record, SBOM) writes #COMMIT after one.
+REPOS = "_REPO_URL"
+REPO_FIX = "; a repository as SCHEME://HOST/PATH alone, with no ?QUERY and no #FRAGMENT"
+
+
+def is_repo(name: str) -> bool:
+    return name.endswith(REPOS)
 
 
 def fix(name: str) -> str:
-    return URL_FIX.format(name) + (INDEX_FIX if name in INDEXES else "")
+    return URL_FIX.format(name) + (INDEX_FIX if name in INDEXES else REPO_FIX if is_repo(name) else "")
 
 
 def said(value: str) -> str:
@@ -40,21 +48,45 @@ def said(value: str) -> str:
 def problem(name: str, value: str) -> str | None:
     """Why `value` is no URL the ARG `name` may hold, in words that follow the value, or None: the form the build's
     fetch.py holds its URL to, declared there (fetch.py imports nothing, so the rule lives in it and this reads it), and
-    for an index (INDEXES) an index's root besides."""
-    return url_problem(value) or (index_problem(value) if name in INDEXES else None)
+    for an index (INDEXES) an index's root besides, for a repository (*_REPO_URL) the record's form besides."""
+    if why := url_problem(value):
+        return why
+    if name in INDEXES:
+        return index_problem(value)
+    return repo_problem(value) if is_repo(name) else None
+
+
+def _query_or_fragment(value: str) -> tuple[str, str] | None:
+    """("a query" or "a fragment", where the first '?' or '#' stands), or None."""
+    at = min((i for i in (value.find("?"), value.find("#")) if i >= 0), default=-1)
+    if at < 0:
+        return None
+    return ("a query" if value[at] == "?" else "a fragment"), f"{value[at]!r} at character {at + 1}"
 
 
 def index_problem(value: str) -> str | None:
     """Why a URL is no index root pip can append <project>/ to, or None (sweep 9 F3: each was taken by every entry
     point). pip joins the project to the URL's text as it stands: after a query it asks `simple?k=v/torch/`, which the
     index reads as a query; after a fragment, never sent, it asks the root page for every project."""
-    at = min((i for i in (value.find("?"), value.find("#")) if i >= 0), default=-1)
-    if at < 0:
+    if not (found := _query_or_fragment(value)):
         return None
-    part = "a query" if value[at] == "?" else "a fragment"
+    part, where = found
     return (
-        f"carries {part} ({value[at]!r} at character {at + 1}): pip appends <project>/ to an index's URL as written, "
+        f"carries {part} ({where}): pip appends <project>/ to an index's URL as written, "
         f"after the {part.split()[1]}, and would ask the index's root page for every project"
+    )
+
+
+def repo_problem(value: str) -> str | None:
+    """Why a URL is no repository's URL the image's record takes, or None (sweep 11 W3: make build, build-check and
+    repro-check took a ? or #, which slime-record refused only at the Dockerfile's last step, after the whole stack).
+    The record writes #COMMIT after it; a '?' or '#' of its own would end the URL early."""
+    if REPO_URL.fullmatch(value) or not (found := _query_or_fragment(value)):
+        return None
+    part, where = found
+    return (
+        f"carries {part} ({where}): the image's record writes #COMMIT after a repository's URL, and refuses one with "
+        "a ? or # of its own at the build's last step"
     )
 
 
