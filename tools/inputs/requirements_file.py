@@ -19,8 +19,11 @@ from pathlib import Path
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from slime_image.errors import UserError
+from slime_image.fetch import CONTROL, USERINFO
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import refuse_link_out
+
+from tools.inputs import url_form
 
 # The byte-order marks pip's reader of a requirements file decodes by, longest first (UTF-32's begin as UTF-16's).
 BOMS = (
@@ -36,7 +39,16 @@ COMMENT = re.compile(r"(?:^|(?<=\s))#.*")
 COMMENT_LINE = re.compile(r"\s*#")
 INCLUDE = re.compile(r"(?:-r\s*|--requirement(?:\s*=\s*|\s+))(?P<file>\S+)")
 ENV_VAR = re.compile(r"\$\{[A-Z0-9_]+\}")  # what pip expands from the environment it runs in
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 FIX = "write it as a requirement (PEP 508: name[extra]>=1.0) or an -r FILE of the tree, then commit and tag it again"
+
+
+def echoed(line: str) -> str:
+    """A line as a message says it, in `backquotes`: each URL through the one redaction (url_form.shown: a user and
+    password, a query's values and a fragment as ***) and each control character escaped (sweep 11 W2: a refused
+    `-f https://u:pw@...` was echoed with its password; U3: an ESC or NUL reached the terminal raw)."""
+    redacted = URL.sub(lambda url: url_form.shown(url.group()), line)
+    return "`" + CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted) + "`"
 
 
 def text(path: Path) -> str:
@@ -114,29 +126,38 @@ def read(path: Path, tree: Path) -> tuple[list[str], list[Path]]:
             where = f"{as_typed(file)}:{number}"
             if ENV_VAR.search(line):
                 raise UserError(
-                    f"{where}: `{line}` holds {ENV_VAR.search(line)[0]}, which pip fills from the machine it runs on",
+                    f"{where}: {echoed(line)} holds {ENV_VAR.search(line)[0]}, which pip fills from the machine it "
+                    "runs on",
                     FIX,
                     code=2,
                 )
             if include := INCLUDE.fullmatch(line):
                 if "://" in include["file"]:
-                    raise UserError(f"{where}: `{line}` includes a URL, no file of the slime tree", FIX, code=2)
+                    raise UserError(f"{where}: {echoed(line)} includes a URL, no file of the slime tree", FIX, code=2)
                 follow(file.parent / include["file"], f"{where}: ")
                 continue
             if line.startswith("-"):
-                raise UserError(f"{where}: `{line}` is an option of pip's, not a requirement", FIX, code=2)
+                raise UserError(f"{where}: {echoed(line)} is an option of pip's, not a requirement", FIX, code=2)
             try:
                 requirement = Requirement(line)
             except InvalidRequirement as exc:
                 raise UserError(
-                    f"{where}: `{line}` is not a requirement pip reads by name: {str(exc).splitlines()[0]}",
+                    f"{where}: {echoed(line)} is not a requirement pip reads by name: {str(exc).splitlines()[0]}",
                     FIX,
                     code=2,
                 ) from None
+            if requirement.url and USERINFO.match(requirement.url):  # as every URL the tools take (url_problem)
+                raise UserError(
+                    f"{where}: {echoed(line)} carries a user name or password in its URL, which the pairing, the "
+                    "build's log and the SBOM would show",
+                    "name the package by its name and version (PEP 508: name>=1.0), or its URL with no "
+                    "USER:PASSWORD@, then commit and tag it again",
+                    code=2,
+                )
             name = canonicalize_name(requirement.name)
             if name in found:
                 raise UserError(
-                    f"{where}: `{line}` names {name} again (`{found[name][0]}` at {found[name][1]})",
+                    f"{where}: {echoed(line)} names {name} again ({echoed(found[name][0])} at {found[name][1]})",
                     "name each requirement once, then commit and tag it again",
                     code=2,
                 )
