@@ -53,3 +53,19 @@ def test_an_echoed_line_shows_no_secret_and_no_control_character(tmp_path, how):
 def test_a_url_requirement_without_a_user_is_read(tmp_path, url):
     (tmp_path / "requirements.txt").write_text(f"pkg @ {url}\n")
     assert requirements_file.read(tmp_path / "requirements.txt", tmp_path)[0] == [f"pkg @ {url}"]
+
+
+@pytest.mark.parametrize(
+    "files",
+    [
+        {"requirements.txt": "-r a.txt\n", "a.txt": "-r requirements.txt\n"},
+        {"requirements.txt": "-r requirements.txt\n"},
+    ],
+)
+def test_an_include_loops_fix_names_the_loop(tmp_path, files):
+    """Sweep 11 U1: the loop's fix said to write the line as a requirement, which ends no loop."""
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(UserError) as refused:
+        requirements_file.read(tmp_path / "requirements.txt", tmp_path)
+    assert "is read already" in refused.value.cause and "remove the -r line" in refused.value.fix, refused.value.fix

@@ -120,7 +120,11 @@ def read(path: Path, tree: Path) -> tuple[list[str], list[Path]]:
     def follow(file: Path, named: str) -> None:
         _file(file, tree, named)
         if file.resolve() in (f.resolve() for f in files):
-            raise UserError(f"{named}{as_typed(file)} is read already: the -r files include each other", FIX, code=2)
+            raise UserError(
+                f"{named}{as_typed(file)} is read already: the -r files include each other",
+                "remove the -r line that includes a file read already (the loop), then commit and tag it again",
+                code=2,
+            )  # sweep 11 U1: the fix said to write a requirement, which does not end the loop
         files.append(file)
         for number, line in logical_lines(file):
             where = f"{as_typed(file)}:{number}"
