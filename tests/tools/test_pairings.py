@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -442,3 +443,28 @@ def test_a_file_the_draft_reads_that_links_out_of_the_tree_is_refused(command, l
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 2 and f"outside the slime tree {tree}: no part of the release" in err[0], err
     assert err[1].startswith("fix: pass a checkout of the release whose files are its own") and not out.exists()
+
+
+@pytest.mark.parametrize("pinned", [True, False])
+def test_a_draft_writes_the_megatron_table_its_commit_has_or_says_it_must_be_written(tmp_path, pinned):
+    """Sweep 11 W1: a draft pinning a Megatron-LM commit that v0.3.0 pins had no [megatron], so check refused it (one
+    commit, one metadata) for a table the tools hold; one no pairing pins is named as to be written."""
+    known = pairings.load("v0.3.0")
+    commit = known.args["MEGATRON_COMMIT"]
+
+    def pin(tree: Path) -> None:
+        dockerfile = tree / "docker" / "Dockerfile"
+        text = dockerfile.read_text()
+        dockerfile.write_text(re.sub(r"ARG MEGATRON_COMMIT=\w+", f"ARG MEGATRON_COMMIT={commit}", text))
+
+    tree = tagged_tree(tmp_path, "v0.4.0", edit=pin if pinned else None)
+    out = tmp_path / "folder" / "v0.4.0.toml"
+    out.parent.mkdir()
+    assert pairings.main(["draft", "--slime-tree", str(tree), "--out", str(out)]) == 0
+    drafted = tomllib.loads(out.read_text())
+    if pinned:
+        assert drafted["megatron"] == known.megatron
+        shutil.copy(pairings.FOLDER / "v0.3.0.toml", out.parent)
+        assert pairings.load("v0.4.0", out.parent).megatron == known.megatron  # _one_megatron takes it
+    else:
+        assert "megatron" not in drafted and any("write [megatron]" in line for line in drafted["draft"])

@@ -428,6 +428,14 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path, nam
             "recipe installs the NCCL torch pins, and the plan refuses a forced one; drop this line once that is "
             "reviewed"
         )
+    # Sweep 11 W1: the draft wrote no [megatron], so a pairing pinning a commit another already pins was refused by
+    # check (one commit, one metadata) for a table the tools already hold: it is copied from that pairing.
+    megatron = megatron_metadata(release.megatron_commit) if release.megatron_commit else None
+    if not megatron:
+        why.append(
+            "write [megatron] (name, version, requires) as Megatron-LM's pyproject declares them at MEGATRON_COMMIT "
+            "(no pairing pins that commit yet); drop this line once it is written"
+        )
     lines = [
         f"{DRAFTED}{release.ref}{DRAFTED_BY}{tree}, commit {release.commit[:12]}.",
         "# [upstream] is what slime's own image at the tag installs; `carried` names each value not read from it.",
@@ -441,6 +449,7 @@ def draft_text(release: upstream_release.Release, last: Pairing, tree: Path, nam
         "carried = [",
         *(f"  {json.dumps(c)}," for c in carried),
         "]",
+        *(["", "[megatron]", *(f"{k} = {value(v)}" for k, v in megatron.items())] if megatron else []),
     ]
     text = "\n".join(lines) + "\n"
     # A pin carried with its release keeps the note of where it came from (make lint wants one beside each pin).
