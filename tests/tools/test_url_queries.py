@@ -23,7 +23,7 @@ from silent_servers import served
 from slime_image.errors import UserError
 from slime_image.lock_file import read_lock
 
-from tools.inputs import build_arguments, lock, pairing_schema, pairings, rules, url_form
+from tools.inputs import build_arguments, lock, pairing_schema, pairings, requirements_file, rules, url_form
 from tools.inputs.recipe import Recipe
 from tools.planner import index_http, plan_env, plan_index, plan_symbols, wheel_tags
 from tools.release import pin_downloads, referrer
@@ -122,6 +122,15 @@ def by_pin_downloads(tmp_path, server, monkeypatch) -> list[str]:
     return said
 
 
+def by_requirements_file(tmp_path, server) -> list[str]:
+    """slime's requirements.txt echoing a line it refuses: a URL with a password, an option naming an index."""
+    said = []
+    for line in (f"pkg @ https://u:pw@m.example/x.whl{QUERY}", f"-i https://m.example/simple{QUERY}"):
+        (tmp_path / "requirements.txt").write_text(line + "\n")
+        said.append(_said(lambda: requirements_file.read(tmp_path / "requirements.txt", tmp_path)))
+    return said
+
+
 def by_referrer(tmp_path, server, monkeypatch) -> list[str]:
     """The registry's stand-in (test_referrer_answers) sends the upload to a Location that is no http(s) URL."""
     from test_referrer_answers import DIGEST, registry
@@ -150,6 +159,7 @@ SHOWING = {
     "tools.inputs.lock": by_lock,
     "tools.release.pin_downloads": by_pin_downloads,
     "tools.release.referrer": by_referrer,
+    "tools.inputs.requirements_file": by_requirements_file,
 }
 
 
