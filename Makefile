@@ -107,6 +107,10 @@ venv: ## Create the project virtualenv with the pinned tools (other targets do i
 	@$(refuse_empty)
 	@$(refuse_unread)
 	@venv=$(call q,$(VENV)); [ -e "$$venv/.installed" ] && [ ! pyproject.toml -nt "$$venv/.installed" ] && exit 0; \
+	{ [ -L "$$venv" ] && [ -d "$$venv" ]; } && { echo "make $@: VENV="$(call q,$(VENV))" is a link to \
+	$$(readlink -f -- "$$venv"): python -m venv makes none through a link (it would remake the one there)" >&2; \
+	echo "fix: remove the link for a virtualenv of this clone's own, or name the folder itself: \
+	VENV=$$(readlink -f -- "$$venv")" >&2; exit 1; }; \
 	$(call makeable,VENV,.venv); \
 	python=$(call q,$(PYTHON)); \
 	command -v "$$python" >/dev/null 2>&1 || { echo "make $@: PYTHON="$(call q,$(PYTHON))" is no command (none of \

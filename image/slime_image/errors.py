@@ -30,9 +30,17 @@ class UserError(Exception):
         self.cause, self.fix, self.code = cause, fix, code
 
 
+def escaped(line: str) -> str:
+    """`line` with each character Python does not print as itself (fetch.CONTROL's, and every other format or
+    separator character) written as a Python string writes it, ESC as \\x1b."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in line)
+
+
 def report(prog: str, error: UserError) -> None:
-    print(f"{prog}: {error.cause}", file=sys.stderr)
-    print(f"fix: {error.fix}", file=sys.stderr)
+    """The two lines of every command's refusal. A control character in them is written escaped: a path or a line of
+    input holding ESC or NUL was written raw to the terminal (sweep 11 U3), and a line break split the two lines."""
+    print(escaped(f"{prog}: {error.cause}"), file=sys.stderr)
+    print(escaped(f"fix: {error.fix}"), file=sys.stderr)
 
 
 class Finding(str):
@@ -52,9 +60,9 @@ def report_findings(prefix: str, found: list[str], fix: str) -> None:
     own, else `fix`, the check's for the causes it names no fix of."""
     fixes = [getattr(cause, "fix", fix) for cause in found]
     for number, cause in enumerate(found):
-        print(f"{prefix}: {cause}", file=sys.stderr)
+        print(escaped(f"{prefix}: {cause}"), file=sys.stderr)
         if number + 1 == len(found) or fixes[number + 1] != fixes[number]:
-            print(f"fix: {fixes[number]}", file=sys.stderr)
+            print(escaped(f"fix: {fixes[number]}"), file=sys.stderr)
 
 
 STOPS = (signal.SIGTERM, signal.SIGHUP)  # the signals that stop a command as Ctrl-C does, each named as received

@@ -39,6 +39,7 @@ import signal
 import stat
 import sys
 import tempfile
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -71,6 +72,84 @@ URL_FIX = (
 # form that excludes it (a URL's) takes CONTROL_CHARS into its own class.
 CONTROL_CHARS = "\x00-\x1f\x7f-\x9f\u2028\u2029\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # a [class]'s body
 CONTROL = re.compile(f"[{CONTROL_CHARS}]")
+
+
+# What an HTTP error answer means, by its status, else by its class (its first digit), and the fix for it: one table for
+# every download, this file's in the build and pin_downloads' on the host (sweep 10 U4, sweep 11 U4: a 404 was sent to
+# "check that the build reaches it, and that its disk has room", though the server was reached and no disk was
+# involved). `{served}`: what names the server (a mirror); `{named}`: what else the URL is made of.
+HTTP_ANSWERS = {
+    "404": (
+        "the server has no file at that URL",
+        "check {named} (a version or release the server does not publish), or that the mirror {served} names holds "
+        "the file",
+    ),
+    "410": ("the server has removed the file at that URL", "pin a version it still publishes ({named})"),
+    "401": (
+        "the server wants credentials",
+        "point {served} at a mirror this machine may read without credentials: the pins are of public files",
+    ),
+    "403": (
+        "the server refuses this machine (GitHub also answers 403 past its rate limit)",
+        "wait and run it again, or point {served} at a mirror this machine may read",
+    ),
+    "429": ("the server limits how often it is asked", "wait and run it again, or point {served} at a mirror"),
+    "3": (
+        "the server redirects where no file is fetched (a loop, or no Location)",
+        "point {served} at the folder the file is finally served from",
+    ),
+    "4": ("the server refuses the request for that URL", "check the URL's form: {served}, then {named}"),
+    "5": ("the server failed to answer", "run it again later, or point {served} at a mirror"),
+}
+# A status of no class HTTP defines for an error (urllib raises for anything but 2xx; http.client reads any 3 digits).
+OTHER_ANSWER = (
+    "the server's answer is no file and no error HTTP defines",
+    "check the URL, made of {served} and {named}",
+)
+# Run by the build, this file knows the URL but not the build arguments it was made of.
+SERVED = "the *_URL build argument"
+NAMED = "the version in the URL"
+
+
+def http_answer(code: int, served: str = SERVED, named: str = NAMED) -> tuple[str, str]:
+    """The cause and the fix of an HTTP error answer `code`."""
+    cause, fix = HTTP_ANSWERS.get(str(code)) or HTTP_ANSWERS.get(str(code)[0]) or OTHER_ANSWER
+    return cause, fix.format(served=served, named=named)
+
+
+class _Followed(urllib.request.HTTPRedirectHandler):
+    """Keeps the last redirect's target: a failure past a redirect was said as the first host's (sweep 11 U5: a
+    redirect to a host that does not resolve read `<the first host>: Name or service not known`)."""
+
+    target: str | None = None
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        self.target = newurl
+        if why := url_problem(newurl):  # a USER:PASSWORD@ there went whole into http.client's error (a "port")
+            raise urllib.error.URLError(f"the redirect's target {why}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def open_url(request, timeout: float | None = None):
+    """urllib's urlopen for every request of the project's; an error raised past a redirect carries its target as
+    `redirected_to`, which reached() names."""
+    followed = _Followed()
+    try:
+        return urllib.request.build_opener(followed).open(request, timeout=TIMEOUT if timeout is None else timeout)
+    except (OSError, http.client.HTTPException) as exc:
+        exc.redirected_to = followed.target
+        raise
+
+
+def reached(url: str, exc: BaseException) -> str:
+    """Where a request to `url` failed, as a message says it: shown(), and the redirect's target it failed at."""
+    target = getattr(exc, "redirected_to", None)
+    return shown(url) + (f" (redirected to {shown(target)})" if target else "")
+
+
+def plain(text: str) -> str:
+    """A server's words as a message line says them: on one line, each control character escaped."""
+    return CONTROL.sub(lambda found: repr(found.group())[1:-1], " ".join(text.split()))
 
 
 class Terminated(BaseException):
@@ -356,7 +435,7 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
     made: list[str] = []  # the folders made for OUT and the record, removed unless both are put in place
     try:
         try:  # one it cannot reach, or that does not answer: an OSError, as is a full disk
-            response = urllib.request.urlopen(url, timeout=TIMEOUT)
+            response = open_url(url)
         except ValueError as exc:
             raise Refused(f"{shown(url)}: {exc}", "pass a URL (https://..., file://...) or a path", code=2) from None
         digest = hashlib.sha256()
@@ -397,19 +476,27 @@ def main(argv: list[str]) -> int:
     except Refused as refused:
         print(f"fetch: {refused.cause}\nfix: {refused.fix}", file=sys.stderr)
         return refused.code
+    except urllib.error.HTTPError as exc:  # reached: its answer says why, and so the fix
+        cause, fix = http_answer(exc.code)
+        print(
+            f"fetch: {reached(argv[1], exc)} answered HTTP {exc.code} ({plain(str(exc.reason))}): {cause}",
+            file=sys.stderr,
+        )
+        print(f"fix: {fix}", file=sys.stderr)
+        return 1
     except (
         OSError,
         http.client.HTTPException,
     ) as exc:  # a server's answer that is no HTTP: BadStatusLine, IncompleteRead
         if timed_out(exc):
-            print(f"fetch: {shown(argv[1])}: no answer in {TIMEOUT:g} s", file=sys.stderr)
+            print(f"fetch: {reached(argv[1], exc)}: no answer in {TIMEOUT:g} s", file=sys.stderr)
             print(
                 "fix: run it where the URL answers, or point the recipe's *_URL build argument at a mirror that does",
                 file=sys.stderr,
             )
             return 1
-        said = " ".join(str(exc).split()) or type(exc).__name__  # a server's words may hold line ends, or be none
-        print(f"fetch: {shown(argv[1])}: {said}", file=sys.stderr)
+        said = plain(str(exc)) or type(exc).__name__  # a server's words may hold line ends, or be none
+        print(f"fetch: {reached(argv[1], exc)}: {said}", file=sys.stderr)
         print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:

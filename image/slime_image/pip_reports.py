@@ -30,11 +30,13 @@ from slime_image.fetch import (
     CONTROL_CHARS,
     HEX,
     IMAGE,
+    USERINFO,
     Refused,
     check_clone,
     check_target,
     image_folder,
     put_in_place,
+    shown,
     stage,
     unstage,
 )
@@ -70,9 +72,19 @@ def record_wrong(record) -> str | None:
     where = record.get("from", "index")
     if where != "index" and not (isinstance(where, str) and URL.fullmatch(where)):
         return f"{name} {version} came from {where!r}, which is neither the index nor a URL"
+    if where != "index" and (USERINFO.match(where) or "?" in where or "#" in where):
+        # The SBOM is attached beside the image for anyone who pulls it: a presigned URL's signature, which pip keeps
+        # in its report, went into it (sweep 11 W4). installed() keeps a URL without them.
+        return f"{name} {version} came from {shown(where)!r}: a user name, query or fragment the SBOM would show"
     if not isinstance(record.get("editable", False), bool):
         return f"{name} {version}'s editable {record['editable']!r} is neither true nor false"
     return None
+
+
+def plain_url(url):
+    """A direct install's URL as kept: without its query and fragment, which name no other bytes (the sha256 does)
+    and may hold a signature; `url` as it is where it is no text, for record_wrong to name."""
+    return re.split(r"[?#]", url, maxsplit=1)[0] if isinstance(url, str) else url
 
 
 def _kind(value) -> str:
@@ -107,7 +119,7 @@ def installed(report) -> list[dict]:
         if not item.get("is_direct"):
             record["from"] = "index"
         else:
-            record["from"] = info.get("url")
+            record["from"] = plain_url(info.get("url"))
             if "dir_info" in info:
                 record["editable"] = _object(info["dir_info"], f"{what}'s dir_info").get("editable", False)
         if wrong := record_wrong(record):

@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from conftest import ROOT, default_sigint
+from control_chars import CHARS
 
 RAISE = {
     "not-utf8": "b'\\xff'.decode()",
@@ -247,3 +248,21 @@ def test_a_link_loop_met_past_the_parser_is_two_lines_and_any_other_runtime_erro
             run_command("cmd", other)
     finally:
         loop.unlink()
+
+
+@pytest.mark.parametrize("char", [*CHARS.values(), "\x00", "\x1b", "\n", "\r", "\x7f", "\u00a0"])
+def test_a_control_character_in_a_refusal_is_written_escaped(char, capsys):
+    """Sweep 11 U3: a path or an input line holding ESC or NUL went raw to the terminal in the cause, and a line
+    break split the two lines: every refusal is written through report, which escapes what does not print as itself."""
+    from slime_image.errors import UserError, report_findings, run_command
+
+    def refuse() -> int:
+        raise UserError(f"/tmp/ev{char}il.patch is no patch", f"rename ev{char}il.patch")
+
+    assert run_command("p", refuse) == 1
+    report_findings("q", [f"a{char}b"], f"c{char}d")
+    lines = capsys.readouterr().err.splitlines()
+    written = repr(char)[1:-1]
+    assert lines == [f"p: /tmp/ev{written}il.patch is no patch", f"fix: rename ev{written}il.patch", f"q: a{written}b",
+                     f"fix: c{written}d"], lines  # fmt: skip
+    assert written != char

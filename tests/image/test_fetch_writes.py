@@ -24,7 +24,8 @@ import time
 
 import pytest
 from conftest import CLONE_FOLDERS, ROOT, default_sigint
-from silent_servers import mute, trickling
+from silent_servers import mute, served, trickling
+from slime_image import fetch
 
 IMAGE_FOLDER = "/opt/slime-image"
 
@@ -578,7 +579,7 @@ class _Served(http.server.BaseHTTPRequestHandler):
 SHOWN = {
     "unpinned": ("/ok", "", 0, "is not checked"),
     "another sha256": ("/ok", "a" * 64, 1, "its sha256 is"),
-    "an HTTP error": ("/missing", "", 1, "HTTP Error 404"),
+    "an HTTP error": ("/missing", "", 1, "answered HTTP 404 (Not Found): the server has no file at that URL"),
     "no answer": (None, "", 1, "no answer in"),
 }
 
@@ -603,3 +604,52 @@ def test_no_message_shows_a_url_s_query(tmp_path, case):
     said = proc.stdout + proc.stderr
     assert proc.returncode == code and words in said, said
     assert "SECRET" not in said and "X-Amz-Signature=***&token=***" in said, said
+
+
+class _Status(http.server.BaseHTTPRequestHandler):
+    """Answers /go with a redirect to the server's `target`, anything else with its `status` and no file."""
+
+    status, target = 404, ""
+
+    def do_GET(self):
+        if self.path == "/go":
+            self.send_response(302)
+            self.send_header("Location", self.target)
+        else:
+            self.send_response(self.status)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("key", [*sorted(fetch.HTTP_ANSWERS), "other"])
+def test_every_http_error_answer_is_named_with_its_own_fix(tmp_path, key):
+    """Sweep 11 U4: a 404 was told `check ... that its disk has room`, though the server was reached and no disk was
+    involved: each class of HTTP error answer, as pin_downloads says it, from the one table (fetch.HTTP_ANSWERS)."""
+    status = 600 if key == "other" else int(key.ljust(3, "0"))
+    with served(type("Answer", (_Status,), {"status": status})) as base:
+        proc = run("fetch.py", f"{base}/x", "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    cause, fix = fetch.http_answer(status)
+    lines = proc.stderr.splitlines()
+    assert (
+        proc.returncode == 1 and len(lines) == 2 and lines[0].startswith(f"fetch: {base}/x answered HTTP {status} ")
+    ), lines
+    assert lines[0].endswith(f": {cause}") and lines[1] == f"fix: {fix}" and "disk" not in fix, lines
+    assert sorted(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("user", ["", "u:SECRET@"])
+def test_a_redirect_to_a_host_not_reached_is_named(tmp_path, user):
+    """Sweep 11 U5: a redirect to a host that does not resolve read `<the first URL>: Name or service not known`,
+    the redirect where the cause lay unsaid. Its target is named as every URL is shown: no password, no query value; one
+    with a USER:PASSWORD@ is not followed (http.client's error said the password as a port)."""
+    target = f"http://{user}no-such-host.invalid/x?sig=SECRET"
+    with served(type("Redirect", (_Status,), {"target": target})) as base:
+        proc = run("fetch.py", f"{base}/go", "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    lines = proc.stderr.splitlines()
+    shown = f"http://{'***@' if user else ''}no-such-host.invalid/x?sig=***"
+    assert proc.returncode == 1 and len(lines) == 2, proc.stderr
+    assert lines[0].startswith(f"fetch: {base}/go (redirected to {shown}): "), lines
+    assert "SECRET" not in proc.stderr and sorted(tmp_path.iterdir()) == []

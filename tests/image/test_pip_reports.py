@@ -148,6 +148,10 @@ WRONG = {
         json.dumps({"install": [{**item(), "is_direct": True, "download_info": {"url": "a b"}}]}),
         "came from 'a b', which is neither the index nor a URL",
     ),
+    "direct from a URL with a password": (
+        json.dumps({"install": [{**item(), "is_direct": True, "download_info": {"url": "https://u:SECRET@h/z.whl"}}]}),
+        "came from 'https://***@h/z.whl': a user name, query or fragment the SBOM would show",
+    ),
     "archive_info a list": (json.dumps({"install": [item(archive_info=[])]}), "archive_info is a list, not an"),
     "hashes a list": (json.dumps({"install": [item(archive_info={"hashes": []})]}), "hashes is a list, not an"),
     "dir_info text": (
@@ -211,6 +215,16 @@ def test_every_argument_written_wrong_is_named_in_the_cause(case, tmp_path):
     assert lines[0] == f"pip-reports: {words}" or lines[0].startswith(f"pip-reports: {words}"), lines
     assert lines[1].startswith("fix: "), lines
     assert not (tmp_path / "F").exists() and (tmp_path / "R").exists()
+
+
+def test_a_direct_url_is_kept_without_its_query_and_fragment(tmp_path):
+    """Sweep 11 W4: pip's report keeps a presigned URL's query, which went into the SBOM beside the image."""
+    url = "https://h.example/z-1.whl?X-Amz-Signature=SECRET&e=1#sha256=" + SHA
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"install": [{**item(), "is_direct": True, "download_info": {"url": url}}]}))
+    assert keep(path, "c", tmp_path / "kept").returncode == 0
+    kept = (tmp_path / "kept" / "00-c.json").read_text()
+    assert json.loads(kept)[0]["from"] == "https://h.example/z-1.whl" and "SECRET" not in kept
 
 
 def test_every_record_kept_is_one_slime_sbom_reads_as_kept(tmp_path):

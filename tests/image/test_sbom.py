@@ -188,6 +188,18 @@ MALFORMED = {
     "pip report name a lone surrogate": ("pip-reports/00-a.json", '[{"name": "a\\ud800", "version": "1.0"}]'),
     "pip report record text": ("pip-reports/00-a.json", '["a"]'),
     "pip report from no URL": ("pip-reports/00-a.json", json.dumps([{"name": "a", "version": "1.0", "from": "a b"}])),
+    # Sweep 11 W4: a kept record's URL went into the SBOM with its signature or password.
+    **{
+        f"pip report from with {what}": (
+            "pip-reports/00-a.json",
+            json.dumps([{"name": "a", "version": "1.0", "sha256": "c" * 64, "from": url}]),
+        )
+        for what, url in {
+            "a query": "https://h/a.whl?sig=SECRET",
+            "a fragment": "https://h/a.whl#sha256=x",
+            "a password": "https://u:SECRET@h/a.whl",
+        }.items()
+    },
     "download record file empty": ("downloads/x.json", json.dumps({"file": "", "sha256": "d" * 64, "pinned": True})),
     "download record file a path": (
         "downloads/x.json",

@@ -67,6 +67,22 @@ def test_a_venv_that_is_no_folder_that_can_be_made_is_refused_in_two_lines(tmp_p
     assert sorted(tmp_path.rglob("*")) == before
 
 
+def test_a_venv_that_is_a_link_to_a_folder_is_refused_in_two_lines(tmp_path):
+    """Sweep 11 U2: python -m venv refuses a link (`Error: Unable to create directory`, one line, no fix), and the
+    `makeable` check took it, its target being a folder."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    proc = make_tag(f"VENV={tmp_path / 'link'}")
+    assert proc.returncode != 0 and proc.stdout == ""
+    link, real = tmp_path / "link", tmp_path / "real"
+    assert own_lines(proc.stderr) == [
+        f"make venv: VENV={link} is a link to {real}: python -m venv makes none through a link (it would remake the "
+        "one there)",
+        f"fix: remove the link for a virtualenv of this clone's own, or name the folder itself: VENV={real}",
+    ], proc.stderr
+    assert list((tmp_path / "real").iterdir()) == []
+
+
 @pytest.mark.parametrize("how", sorted(PYTHONS))
 def test_a_python_that_is_none_is_refused_in_two_lines(tmp_path, how):
     python, cause = PYTHONS[how]

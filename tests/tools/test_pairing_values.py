@@ -158,7 +158,15 @@ UPSTREAM_WRONG = {
     "carried": ("carried = [\n", 'carried = [\n  "x\\u0007",\n', "[upstream] carried = 'x\\x07' holds a line break"),
 }
 TEXT_WRONG = {
-    "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires 'not a req!!' is not a"),
+    "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires `not a req!!` is not a"),
+    # Sweep 11 W2: a requirement's URL with a password or a signature went through, and `pairings check` printed it.
+    **{
+        f"slime_requires {what}": ('["accelerate", ', f'["pkg @ {url}", ', f"slime_requires `pkg @ {shown}` is not a")
+        for what, url, shown in [
+            ("with a password", "https://u:SECRET@x.example/p.whl", "https://***@x.example/p.whl"),
+            ("with a query", "https://x.example/p.whl?sig=SECRET", "https://x.example/p.whl?sig=***"),
+        ]
+    },
     "known_test_failures": (
         ' = "the test at v0.3.0',
         ' = "a\\nthe test at v0.3.0',
@@ -177,7 +185,7 @@ def test_an_upstream_value_or_a_note_of_another_form_is_refused(tmp_path, monkey
     old, new, cause = (UPSTREAM_WRONG if kind == "upstream" else TEXT_WRONG)[key]
     assert old in V030
     lines = check_refuses(V030.replace(old, new, 1), tmp_path, monkeypatch, capsys)
-    assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+    assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: ") and "SECRET" not in lines[0], lines
 
 
 # sweep 6 U18: a value TOML reads as no string, quoted in its fix as it was written (`0x1` was told to be "1"), or

@@ -82,7 +82,7 @@ def test_a_requirement_of_slime_that_requirements_txt_does_not_install_is_a_prob
     requirements = dockerfile.parent / "requirements.txt"
     requirements.write_text(requirements.read_text().replace("blake3\n", ""))
     found = pairings.problems(recipe=Recipe.load(dockerfile))
-    assert found == ["v0.3.1: slime requires blake3, which requirements.txt does not install"]
+    assert found == ["v0.3.1: slime requires `blake3`, which requirements.txt does not install"]
 
 
 def test_the_default_pairing_cannot_be_a_draft(tmp_path):

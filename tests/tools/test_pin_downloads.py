@@ -361,8 +361,8 @@ def test_a_url_no_download_can_take_is_refused_in_two_lines(tree, capsys, url):
     assert refused.value.cause.startswith(f"{pin_downloads.EFA}: the URL {f'{url}/x.tar.gz'!r} "), refused.value.cause
 
 
-# A status of each entry of pin_downloads.HTTP_ANSWERS (an exact status, or one of its class), and one of none.
-ANSWERED = {key: int(key.ljust(3, "0")) for key in pin_downloads.HTTP_ANSWERS} | {"other": 600}
+# A status of each entry of fetch.HTTP_ANSWERS (an exact status, or one of its class), and one of none.
+ANSWERED = {key: int(key.ljust(3, "0")) for key in fetch.HTTP_ANSWERS} | {"other": 600}
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):
@@ -406,6 +406,6 @@ def test_every_http_error_answer_is_named_with_its_own_fix(tree, capsys, key):
 
 
 def test_each_class_of_http_error_answer_has_a_fix_of_its_own():
-    fixes = [pin_downloads.HTTP_ANSWERS[key][1] for key in pin_downloads.HTTP_ANSWERS] + [pin_downloads.OTHER_ANSWER[1]]
+    fixes = [fetch.HTTP_ANSWERS[key][1] for key in fetch.HTTP_ANSWERS] + [fetch.OTHER_ANSWER[1]]
     assert len(set(fixes)) == len(fixes), fixes
-    assert "404" in pin_downloads.HTTP_ANSWERS and "the mirror" in pin_downloads.HTTP_ANSWERS["404"][1]
+    assert "404" in fetch.HTTP_ANSWERS and "the mirror" in fetch.HTTP_ANSWERS["404"][1]

@@ -93,6 +93,8 @@ IMAGES = {
     "a ? after the host": (f"{{host}}?x/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
     "a # after the host": (f"{{host}}#x/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
     "a port out of range": (f"127.0.0.1:99999/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
+    "port 0": (f"127.0.0.1:0/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
+    "a % in the repository": (f"{{host}}/re%2Fpo@{DIGEST}", "whose '%' no repository name holds"),
     "a port that is no number": (f"127.0.0.1:x/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
     "an empty host": (f"/repo@{DIGEST}", "which is no HOST or HOST:PORT"),
     "no registry (Docker Hub's path)": (f"registry/repo@{DIGEST}", "names no registry"),
@@ -154,6 +156,12 @@ ANSWERS = {
         "check that --image",
     ),
     "an error for the tag": ({("GET", "sha256-"): (500, {}, b"")}, "with HTTP 500, not 200 or 404", "check that"),
+    # Sweep 11 U5: the first host was named as the one not reached, the redirect where the cause lay unsaid.
+    "a redirect to a host not reached": (
+        {("GET", DIGEST): (302, {"Location": f"http://u:{PASSWORD}@127.0.0.1:1/x?sig={PASSWORD}"}, b"")},
+        "redirected to 'http://***@127.0.0.1:1/x?sig=***'",
+        "check the registry's HOST:PORT",
+    ),
     "a connection closed with no answer": (
         {("GET", DIGEST): (None, {}, b"")},
         "could not be reached",

@@ -24,7 +24,7 @@ from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import parse_series
 from slime_image.sbom import FROM_CHECKOUT
 
-from tools.inputs import download_pins, url_form
+from tools.inputs import download_pins, requirements_file, url_form
 
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
 TABLES = {
@@ -116,8 +116,8 @@ UPSTREAM = {
     "mbridge_git": ("a commit", "7 to 40 lower-case hex digits", re.compile(r"[0-9a-f]{7,40}").fullmatch),
     "slime_requires": (
         "a requirement",
-        "PEP 508 requirements, as slime's requirements.txt",
-        lambda v: _parses(Requirement, v),
+        f"PEP 508 requirements, as slime's requirements.txt; {requirements_file.URL_FORM}",
+        lambda v: _parses(Requirement, v) and not requirements_file.url_problem(Requirement(v)),
     ),
     "carried": ("a note", "one line of text (_one_line)", None),
 }
@@ -358,8 +358,9 @@ def _upstream(shown: Path, key: str, value) -> None:
     kind, form, fits = UPSTREAM[key]
     for each in value if isinstance(value, list) else [value]:
         if fits is not None and not fits(each):
+            said = requirements_file.echoed(each) if key == "slime_requires" else repr(each)  # a URL's secrets as ***
             raise UserError(
-                f"{shown}: [upstream] {key} {each!r} is not {kind}", f"write {key} as {form} (pairings draft does)"
+                f"{shown}: [upstream] {key} {said} is not {kind}", f"write {key} as {form} (pairings draft does)"
             )
         if kind == "a version specifier" and (why := met_by_none(SpecifierSet(each))):
             raise UserError(

@@ -39,7 +39,7 @@ from slime_image.errors import Finding, UserError, report_findings, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser, add_output, add_path
 
-from tools.inputs import download_pins, pairing_schema, upstream_release
+from tools.inputs import download_pins, pairing_schema, requirements_file, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
@@ -212,10 +212,13 @@ def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
         try:
             name = canonicalize_name(Requirement(line).name)
         except InvalidRequirement:
-            unmet.append(f"{pairing.name}: slime's requirement {line!r} is not one pip reads")
+            unmet.append(f"{pairing.name}: slime's requirement {requirements_file.echoed(line)} is not one pip reads")
             continue
         if name not in installed and name not in MET_OTHERWISE:
-            unmet.append(f"{pairing.name}: slime requires {line}, which {requirements.name} does not install")
+            unmet.append(
+                f"{pairing.name}: slime requires {requirements_file.echoed(line)}, which {requirements.name} does not "
+                "install"
+            )
     return unmet
 
 

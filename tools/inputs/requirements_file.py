@@ -43,6 +43,23 @@ URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 FIX = "write it as a requirement (PEP 508: name[extra]>=1.0) or an -r FILE of the tree, then commit and tag it again"
 
 
+URL_FORM = "a URL with no USER:PASSWORD@ and no ?QUERY"
+
+
+def url_problem(requirement: Requirement) -> str | None:
+    """Why a requirement's URL may not be kept in a pairing, or None: the one rule of the draft that reads slime's
+    requirements.txt and of the schema that reads the pairing. A user name or password, or a query (a presigned
+    download's signature, a token), went into slime_requires and `pairings check` printed it (sweep 11 W2). A fragment
+    is never sent (pip's #sha256=), so it is kept."""
+    if not requirement.url:
+        return None
+    if USERINFO.match(requirement.url):
+        return "carries a user name or password in its URL"
+    if (found := url_form.query_or_fragment(requirement.url)) and found[0] == "a query":
+        return f"carries a query in its URL ({found[1]})"
+    return None
+
+
 def echoed(line: str) -> str:
     """A line as a message says it, in `backquotes`: each URL through the one redaction (url_form.shown: a user and
     password, a query's values and a fragment as ***) and each control character escaped (sweep 11 W2: a refused
@@ -150,12 +167,12 @@ def read(path: Path, tree: Path) -> tuple[list[str], list[Path]]:
                     FIX,
                     code=2,
                 ) from None
-            if requirement.url and USERINFO.match(requirement.url):  # as every URL the tools take (url_problem)
+            if why := url_problem(requirement):
                 raise UserError(
-                    f"{where}: {echoed(line)} carries a user name or password in its URL, which the pairing, the "
-                    "build's log and the SBOM would show",
-                    "name the package by its name and version (PEP 508: name>=1.0), or its URL with no "
-                    "USER:PASSWORD@, then commit and tag it again",
+                    f"{where}: {echoed(line)} {why}, which the pairing, `pairings check` and the build's log would "
+                    "show",
+                    f"name the package by its name and version (PEP 508: name>=1.0), or by {URL_FORM}, then commit and "
+                    "tag it again",
                     code=2,
                 )
             name = canonicalize_name(requirement.name)

@@ -56,7 +56,7 @@ def problem(name: str, value: str) -> str | None:
     return repo_problem(value) if is_repo(name) else None
 
 
-def _query_or_fragment(value: str) -> tuple[str, str] | None:
+def query_or_fragment(value: str) -> tuple[str, str] | None:
     """("a query" or "a fragment", where the first '?' or '#' stands), or None."""
     at = min((i for i in (value.find("?"), value.find("#")) if i >= 0), default=-1)
     if at < 0:
@@ -68,7 +68,7 @@ def index_problem(value: str) -> str | None:
     """Why a URL is no index root pip can append <project>/ to, or None (sweep 9 F3: each was taken by every entry
     point). pip joins the project to the URL's text as it stands: after a query it asks `simple?k=v/torch/`, which the
     index reads as a query; after a fragment, never sent, it asks the root page for every project."""
-    if not (found := _query_or_fragment(value)):
+    if not (found := query_or_fragment(value)):
         return None
     part, where = found
     return (
@@ -81,7 +81,7 @@ def repo_problem(value: str) -> str | None:
     """Why a URL is no repository's URL the image's record takes, or None (sweep 11 W3: make build, build-check and
     repro-check took a ? or #, which slime-record refused only at the Dockerfile's last step, after the whole stack).
     The record writes #COMMIT after it; a '?' or '#' of its own would end the URL early."""
-    if REPO_URL.fullmatch(value) or not (found := _query_or_fragment(value)):
+    if REPO_URL.fullmatch(value) or not (found := query_or_fragment(value)):
         return None
     part, where = found
     return (
@@ -130,8 +130,8 @@ def host_problem(word: str) -> str | None:
     image the referrer is handed (sweep 10 T1: a space, an unclosed '[', a '?' or '#' reached urllib, which raised or
     sent the request to another host)."""
     host = _HOST.fullmatch(word)
-    if not host or int(host.group(1) or 1) > 65535:
-        return "is no HOST or HOST:PORT (a name or [IPv6 address], then :PORT up to 65535)"
+    if not host or not 1 <= int(host.group(1) or 1) <= 65535:  # port 0 reached the resolver (sweep 11 U6)
+        return "is no HOST or HOST:PORT (a name or [IPv6 address], then :PORT from 1 to 65535)"
     return None
 
 

@@ -14,7 +14,6 @@ import shutil
 import sys
 import tempfile
 import urllib.error
-import urllib.request
 from pathlib import Path
 
 import slime_image.fetch
@@ -65,11 +64,11 @@ def fetch(target: Path = CACHE) -> None:
             url = SOURCE.format(version=version, name=file)
             (tmp / version).mkdir(exist_ok=True)
             try:
-                with urllib.request.urlopen(url, timeout=slime_image.fetch.TIMEOUT) as response:
+                with slime_image.fetch.open_url(url) as response:
                     (tmp / name).write_bytes(response.read())
             except (urllib.error.URLError, OSError) as exc:
                 raise UserError(
-                    f"cannot download {url}: {getattr(exc, 'reason', exc)}",
+                    f"cannot download {slime_image.fetch.reached(url, exc)}: {getattr(exc, 'reason', exc)}",
                     "check the network, or set KUBERAY_CRD_DIR to a folder that holds the CRDs",
                 ) from None
         shutil.rmtree(target, ignore_errors=True)

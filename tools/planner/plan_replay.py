@@ -15,11 +15,11 @@ import platform
 import tempfile
 import time
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
+from slime_image import fetch
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 from slime_image.lock_file import Lock
@@ -132,7 +132,7 @@ def index_settings() -> str:
 def index_reachable() -> bool:
     url = index_url().rstrip("/") + "/pip/"
     try:
-        with urllib.request.urlopen(url, timeout=index_http.TIMEOUT):
+        with fetch.open_url(url, timeout=index_http.TIMEOUT):
             return True
     except urllib.error.HTTPError:
         return True  # the server answered

@@ -43,6 +43,7 @@ from pathlib import Path
 from packaging.tags import compatible_tags, cpython_tags
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
+from slime_image import fetch
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import check_cutoff
@@ -104,7 +105,7 @@ def _members_remote(url: str, wanted: Callable[[str], bool], folder: Path) -> It
         fields = _LOCAL_HEADER.unpack_from(header)
         start = info.header_offset + _LOCAL_HEADER.size + fields[9] + fields[10]  # after the name and extra field
         request = urllib.request.Request(url, headers={"Range": f"bytes={start}-{start + info.compress_size - 1}"})
-        with urllib.request.urlopen(request, timeout=index_http.TIMEOUT) as response:
+        with fetch.open_url(request, timeout=index_http.TIMEOUT) as response:
             if response.status != 206:
                 raise OSError(f"{url_form.shown(url)}: HTTP {response.status} to a range request for {info.filename}")
             yield info.filename, _inflated(response, info, folder)

@@ -68,6 +68,11 @@ def problem(text: str) -> str | None:
     path, _, tag = path.partition(":")
     if tag and not re.fullmatch(r"\w[\w.-]{0,127}", tag):
         return f"has the tag {tag!r}: a tag is letters, digits, _ . and -, at most 128, not starting with . or -"
+    if bad := re.search(r"[^A-Za-z0-9._/-]", path):  # `re%2Fpo` was blamed as upper case (sweep 11 U6)
+        return (
+            f"names the repository {path!r}, whose {bad.group()!r} no repository name holds (lower-case letters, "
+            "digits and . _ - between them, / between its parts)"
+        )
     if path != path.lower():
         return f"names the repository {path!r}: a repository name is lower-case"
     if len(name) > 255:

@@ -58,48 +58,9 @@ class Download:
     named_by: tuple[str, ...] = ()  # the build arguments the URL is made of, beside the one it is served from
 
 
-# What an HTTP error answer means, by its status, else by its class (its first digit), and the fix for it (sweep 10 U4:
-# a 404 was sent to "run it where the URL is reachable", though the URL was reached). `{served}`: the argument a mirror
-# is given by; `{named}`: the others the URL is made of.
-HTTP_ANSWERS = {
-    "404": (
-        "the server has no file at that URL",
-        "check {named} (a version or release the server does not publish), or that the mirror given by {served} "
-        "holds the file",
-    ),
-    "410": ("the server has removed the file at that URL", "pin a version it still publishes ({named})"),
-    "401": (
-        "the server wants credentials",
-        "give --build-arg {served}=<a mirror this machine may read without credentials>: the pins are of public files",
-    ),
-    "403": (
-        "the server refuses this machine (GitHub also answers 403 past its rate limit)",
-        "wait and run it again, or give --build-arg {served}=<a mirror this machine may read>",
-    ),
-    "429": (
-        "the server limits how often it is asked",
-        "wait and run it again, or give --build-arg {served}=<a mirror>",
-    ),
-    "3": (
-        "the server redirects where no file is fetched (a loop, or no Location)",
-        "give --build-arg {served}=<the folder the file is finally served from>",
-    ),
-    "4": ("the server refuses the request for that URL", "check the URL's form: {served}, then {named}"),
-    "5": ("the server failed to answer", "run it again later, or give --build-arg {served}=<a mirror>"),
-}
-
-
-# A status of no class HTTP defines for an error (urllib raises for anything but 2xx; http.client reads any 3 digits).
-OTHER_ANSWER = (
-    "the server's answer is no file and no error HTTP defines",
-    "check the URL, made of {served} and {named}",
-)
-
-
 def http_answer(code: int, name: str, download: Download) -> tuple[str, str]:
     """The cause and the fix of an HTTP error answer `code` to `download`, the file pin `name` pins."""
-    cause, fix = HTTP_ANSWERS.get(str(code)) or HTTP_ANSWERS.get(str(code)[0]) or OTHER_ANSWER
-    return cause, fix.format(served=SERVED_BY[name], named=", ".join(download.named_by))
+    return fetch.http_answer(code, SERVED_BY[name], ", ".join(download.named_by))
 
 
 def installer_unlike(path: Path) -> str | None:
@@ -171,17 +132,21 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
                 raise UserError(f"{name}: {refused.cause}; nothing was pinned", refused.fix) from None
             except urllib.error.HTTPError as exc:  # reached: the server's answer says why, and so the fix
                 cause, fix = http_answer(exc.code, name, download)
+                said = f"HTTP {exc.code} ({fetch.plain(str(exc.reason))})"
                 raise UserError(
-                    f"{name}: {download.url} answered HTTP {exc.code} ({exc.reason}): {cause}; nothing was pinned", fix
+                    f"{name}: {fetch.reached(download.url, exc)} answered {said}: {cause}; nothing was pinned",
+                    fix,
                 ) from None
             except (OSError, ValueError, http.client.HTTPException) as exc:  # InvalidURL, a bad status line
+                where = fetch.reached(download.url, exc)
                 if fetch.timed_out(exc):
                     raise UserError(
-                        f"{name}: {shown} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",
+                        f"{name}: {where} did not answer in {fetch.TIMEOUT:g} s; nothing was pinned",
                         f"run it where the URL answers, or give --build-arg {SERVED_BY[name]}=<a mirror that does>",
                     ) from None
                 raise UserError(
-                    f"{name}: {shown} could not be fetched: {exc}", "run it where the URL is reachable"
+                    f"{name}: {where} could not be fetched: {fetch.plain(str(exc))}",
+                    "run it where the URL is reachable",
                 ) from None
             unlike = download.unlike(path)
             if unlike:

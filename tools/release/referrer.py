@@ -142,14 +142,16 @@ class Registry:
             request.add_header(name, value)
         try:
             try:
-                with urllib.request.urlopen(request, timeout=fetch.TIMEOUT) as answer:
+                with fetch.open_url(request) as answer:
                     status, found, data = answer.status, answer.headers, answer.read()
             except urllib.error.HTTPError as exc:
                 status, found, data = exc.code, exc.headers, exc.read()
         except (OSError, http.client.HTTPException) as exc:
             reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
+            target = getattr(exc, "redirected_to", None)  # where a redirect sent it: the host not reached (sweep 11 U5)
+            said += f", redirected to {url_form.said(target)}" if target else ""
             raise UserError(
-                f"the registry {self.host} could not be reached ({said}): {reason}", UNREACHABLE_FIX
+                f"the registry {self.host} could not be reached ({said}): {fetch.plain(str(reason))}", UNREACHABLE_FIX
             ) from None
         if status in (401, 403):
             whose = "the credentials of --user" if self.auth else "a request without credentials"

@@ -11,10 +11,10 @@ import socket
 import subprocess
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from slime_image import fetch
 from slime_image.children import Children
 from slime_image.errors import UserError
 
@@ -46,7 +46,7 @@ def serving(folder: Path, port: int = PORT) -> Iterator[str]:
         children.start([PROGRAM, "serve", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             with contextlib.suppress(urllib.error.URLError, ConnectionError):
-                urllib.request.urlopen(f"http://{host}/v2/", timeout=1).close()
+                fetch.open_url(f"http://{host}/v2/", timeout=1).close()
                 break
             time.sleep(0.1)
         else:
