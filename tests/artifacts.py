@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
@@ -26,6 +27,9 @@ from tools.planner.plan_env import python312
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))
+# A folder of the session's on the cache's disk, where its temporary folder is in memory (tests/system_temp.py): a
+# tree of hard links to the cache's files is made there (linked). Unset: the temporary folder is where links go.
+LINK_SPACE = "SLIME_IMAGE_TESTS_DISK"
 PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
 
 TMS_OLD = "torch-memory-saver==0.0.9.post1"
@@ -94,8 +98,11 @@ def linked(spec: str, target: Path, part: str = ""):
     run changes a file by replacing it (slime-patch's write_atomically, `git apply`: the link goes, the cache's file
     stays). A write into a linked file would change the cache under every later test (and every clone whose .cache
     links the same files): the cache's file is written back from the wheel and the test that wrote it fails, naming
-    it. Copied where no link can be made (another file system)."""
+    it. Where `target` lies in the session's temporary folder in memory, the tree is made at the same path under the
+    session's folder on the cache's disk (LINK_SPACE), yielded and removed at the end; copied where no link can be made
+    anyway (another file system)."""
     source = unpacked(spec) / part
+    tree = _link_space(target, source)
 
     def link(src, dst):
         try:
@@ -110,16 +117,34 @@ def linked(spec: str, target: Path, part: str = ""):
             if p.is_file()
         }
 
-    shutil.copytree(source, target, copy_function=link, dirs_exist_ok=True)
+    shutil.copytree(source, tree, copy_function=link, dirs_exist_ok=True)
     before = stamps()
-    yield target
-    written = sorted(name for name, stamp in stamps().items() if before.get(name) != stamp)
-    with zipfile.ZipFile(wheel(spec)) as archive:
-        for name in written:
-            with open(source / name, "r+b") as cached:  # in place: the inode is every link's
-                cached.write(archive.read(str(Path(part, name))))
-                cached.truncate()
-    assert not written, f"written into through a hard link to the cache (written back from the wheel): {written[:5]}"
+    try:
+        yield tree
+        written = sorted(name for name, stamp in stamps().items() if before.get(name) != stamp)
+        with zipfile.ZipFile(wheel(spec)) as archive:
+            for name in written:
+                with open(source / name, "r+b") as cached:  # in place: the inode is every link's
+                    cached.write(archive.read(str(Path(part, name))))
+                    cached.truncate()
+        said = f"written into through a hard link to the cache (written back from the wheel): {written[:5]}"
+        assert not written, said
+    finally:
+        if tree != target:  # pytest removes the test's own folder, not this one
+            shutil.rmtree(tree, ignore_errors=True)
+
+
+def _link_space(target: Path, source: Path) -> Path:
+    """Where linked() makes the tree asked for at `target`: there, unless `target` lies in the session's temporary
+    folder on another file system than the cache's `source` and the session has a folder on the cache's disk."""
+    disk = os.environ.get(LINK_SPACE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not disk or os.stat(target.parent).st_dev == os.stat(source).st_dev:
+        return target
+    try:
+        return Path(disk) / target.absolute().relative_to(tempfile.gettempdir())
+    except ValueError:  # not in the session's temporary folder: copied there
+        return target
 
 
 def venv(
