@@ -10,6 +10,7 @@ import base64
 import contextlib
 import csv
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -17,13 +18,18 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import zipfile
 from pathlib import Path
 
+from tools.inputs.recipe import Recipe
 from tools.planner.plan_env import python312
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("SLIME_IMAGE_TEST_CACHE", ROOT / ".cache"))
+# A folder of the session's on the cache's disk, where its temporary folder is in memory (tests/system_temp.py): a
+# tree of hard links to the cache's files is made there (linked). Unset: the temporary folder is where links go.
+LINK_SPACE = "SLIME_IMAGE_TESTS_DISK"
 PLATFORMS = [f"manylinux_2_{n}_x86_64" for n in (17, 27, 28, 34)] + ["manylinux2014_x86_64"]
 
 TMS_OLD = "torch-memory-saver==0.0.9.post1"
@@ -33,6 +39,18 @@ CUDART13 = "nvidia-cuda-runtime==13.0.96"
 CUOBJDUMP = "nvidia-cuda-cuobjdump==13.5.37"
 TE_CORE_CU13 = "transformer-engine-cu13==2.12.0"
 NVCC_13_2 = "nvidia-cuda-nvcc==13.2.86"  # the second compiler flashinfer-python brings into the image (W38)
+
+
+@functools.cache
+def image_pip() -> str:
+    """The pip the image installs (slime.Dockerfile's PIP_VERSION): every test venv's installer, and its pip."""
+    return Recipe.load().args["PIP_VERSION"]
+
+
+def pip_command() -> list[str]:
+    """`python -m pip` with the image's pip, for a download: a start of pip 26.3 took 40 % less CPU than one of the
+    pip 23.2.1 that Python 3.12.1's ensurepip brings, its resolution most of that."""
+    return [str(_with_pip(python312()) / "bin" / "python"), "-m", "pip"]
 
 
 @contextlib.contextmanager
@@ -54,9 +72,9 @@ def wheel(spec: str) -> Path:
         if found:
             return found[0]
         folder.mkdir(parents=True, exist_ok=True)
-        args = ["pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(folder)]
+        args = ["download", "--no-deps", "--only-binary=:all:", "--python-version", "3.12", "-d", str(folder)]
         args += [a for p in PLATFORMS for a in ("--platform", p)]
-        subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
+        subprocess.run([*pip_command(), *args, spec], check=True, capture_output=True)
         return sorted(folder.glob("*.whl"))[0]
 
 
@@ -80,8 +98,11 @@ def linked(spec: str, target: Path, part: str = ""):
     run changes a file by replacing it (slime-patch's write_atomically, `git apply`: the link goes, the cache's file
     stays). A write into a linked file would change the cache under every later test (and every clone whose .cache
     links the same files): the cache's file is written back from the wheel and the test that wrote it fails, naming
-    it. Copied where no link can be made (another file system)."""
+    it. Where `target` lies in the session's temporary folder in memory, the tree is made at the same path under the
+    session's folder on the cache's disk (LINK_SPACE), yielded and removed at the end; copied where no link can be made
+    anyway (another file system)."""
     source = unpacked(spec) / part
+    tree = _link_space(target, source)
 
     def link(src, dst):
         try:
@@ -96,16 +117,34 @@ def linked(spec: str, target: Path, part: str = ""):
             if p.is_file()
         }
 
-    shutil.copytree(source, target, copy_function=link, dirs_exist_ok=True)
+    shutil.copytree(source, tree, copy_function=link, dirs_exist_ok=True)
     before = stamps()
-    yield target
-    written = sorted(name for name, stamp in stamps().items() if before.get(name) != stamp)
-    with zipfile.ZipFile(wheel(spec)) as archive:
-        for name in written:
-            with open(source / name, "r+b") as cached:  # in place: the inode is every link's
-                cached.write(archive.read(str(Path(part, name))))
-                cached.truncate()
-    assert not written, f"written into through a hard link to the cache (written back from the wheel): {written[:5]}"
+    try:
+        yield tree
+        written = sorted(name for name, stamp in stamps().items() if before.get(name) != stamp)
+        with zipfile.ZipFile(wheel(spec)) as archive:
+            for name in written:
+                with open(source / name, "r+b") as cached:  # in place: the inode is every link's
+                    cached.write(archive.read(str(Path(part, name))))
+                    cached.truncate()
+        said = f"written into through a hard link to the cache (written back from the wheel): {written[:5]}"
+        assert not written, said
+    finally:
+        if tree != target:  # pytest removes the test's own folder, not this one
+            shutil.rmtree(tree, ignore_errors=True)
+
+
+def _link_space(target: Path, source: Path) -> Path:
+    """Where linked() makes the tree asked for at `target`: there, unless `target` lies in the session's temporary
+    folder on another file system than the cache's `source` and the session has a folder on the cache's disk."""
+    disk = os.environ.get(LINK_SPACE)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not disk or os.stat(target.parent).st_dev == os.stat(source).st_dev:
+        return target
+    try:
+        return Path(disk) / target.absolute().relative_to(tempfile.gettempdir())
+    except ValueError:  # not in the session's temporary folder: copied there
+        return target
 
 
 def venv(
@@ -124,11 +163,13 @@ def venv(
     large distribution (torch) is installed once for every venv that needs it. `start` is the python of a venv of the
     same interpreter this one starts as a copy of, its steps then layers over what that one installed: a venv that is
     another's and a step more is installed once. pip compiles no bytecode: a test imports a few modules of the
-    thousands it would compile. `env` is set for every pip step, over this process's.
+    thousands it would compile. `env` is set for every pip step, over this process's. Every step runs the image's pip
+    (image_pip), which the venv then holds.
     Returns the venv's python.
     """
     base_python = base_python or python312()
     inputs = [steps, base_python, str(over or "")] + ([env] if env else []) + ([str(start)] if start else [])
+    inputs += [image_pip()]
     key = hashlib.sha256(json.dumps(inputs).encode()).hexdigest()[:12]
     folder = CACHE / "venvs" / f"{name}-{key}"
     python = folder / "bin" / "python"
@@ -152,16 +193,19 @@ def venv(
 
 
 def _with_pip(base_python: str) -> Path:
-    """A venv made with `base_python -m venv`, whose ensurepip puts its pip (and, before Python 3.12, setuptools) in:
-    once per interpreter. Each venv of the tests takes those from it (_installers_from): ensurepip took 2.7 s of CPU,
-    the most of what making a small venv costs, and the suite makes about twenty. What it holds is compiled here, once,
-    for those copies to take too."""
-    folder = CACHE / "venvs" / f"with-pip-{hashlib.sha256(base_python.encode()).hexdigest()[:12]}"
+    """A venv made with `base_python -m venv`, whose ensurepip puts its pip (and, before Python 3.12, setuptools) in,
+    that pip then replaced by the image's (image_pip): once per interpreter. Each venv of the tests takes those from it
+    (_installers_from): ensurepip took 2.7 s of CPU, the most of what making a small venv costs, and the suite makes
+    about twenty. What it holds is compiled here, once, for those copies to take too."""
+    key = hashlib.sha256(f"{base_python} pip=={image_pip()}".encode()).hexdigest()[:12]
+    folder = CACHE / "venvs" / f"with-pip-{key}"
     with making(folder):
         if not (folder / ".complete").exists():
             shutil.rmtree(folder, ignore_errors=True)
             subprocess.run([base_python, "-m", "venv", str(folder)], check=True)
             python = folder / "bin" / "python"
+            upgrade = ["install", "-q", "--no-compile", "--disable-pip-version-check", f"pip=={image_pip()}"]
+            subprocess.run([str(python), "-m", "pip", *upgrade], check=True, capture_output=True)
             subprocess.run([str(python), "-m", "compileall", "-q", str(site_packages(python))], check=True)
             (folder / ".complete").touch()
     return folder
@@ -228,8 +272,8 @@ def sdist_tree(spec: str) -> Path:
         tmp = target.with_suffix(".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        args = ["pip", "download", "-q", "--no-deps", "--no-binary=:all:", "-d", str(tmp)]
-        subprocess.run([python312(), "-m", *args, spec], check=True, capture_output=True)
+        args = ["download", "-q", "--no-deps", "--no-binary=:all:", "-d", str(tmp)]
+        subprocess.run([*pip_command(), *args, spec], check=True, capture_output=True)
         archive = next(tmp.glob("*.tar.gz"))
         shutil.unpack_archive(archive, tmp)
         archive.unlink()

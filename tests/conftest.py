@@ -10,6 +10,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+import plan_caches
 import pytest
 from local_index import index  # noqa: F401 (a fixture: a real package index served on 127.0.0.1)
 from slime_image.lock_file import PINS_FORM, parse_lock, pins_line
@@ -65,11 +66,14 @@ def pytest_sessionstart(session):
     """Every child of the suite starts with Ctrl-C and hang-up at their defaults, however the suite was started: under
     `nohup ... &` both arrive ignored, every child inherited that, and a test that stops a child with SIGINT saw it run
     to its end (test_program_name: 46 commands at exit 0 in a background run). A handler here, not SIG_IGN, is reset to
-    the default in each child at exec."""
+    the default in each child at exec. And, once a session, the planner's two caches of the suite made to share what
+    either holds by its content (tests/plan_caches.py)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGHUP, lambda number, frame: pytest.exit("hang-up", returncode=129))
+    if not hasattr(session.config, "workerinput"):  # once, before make test's workers start
+        plan_caches.share(ROOT / ".cache")
 
 
 @pytest.fixture(autouse=True)

@@ -29,19 +29,30 @@ if _at:
     sys.addaudithook(_stop)
 """
 POINTS = ("slime_image.errors", "exec")
+# How many run at once: all of them started together (three a command) took both cores from the suite's other workers
+# for seconds, and every one of them started slower for it.
+AT_ONCE = 6
 
 
 def test_every_command_says_one_name_wherever_it_is_stopped(tmp_path):
     (tmp_path / "sitecustomize.py").write_text(SITECUSTOMIZE)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MAKE")}
     env["PYTHONPATH"] = f"{tmp_path}:{ROOT}:{ROOT / 'image'}"
-    runs = {}
+    running, ended = [], {}
+
+    def end_oldest():
+        case, proc = running.pop(0)
+        said = proc.communicate(timeout=300)[1]
+        ended[case] = proc.returncode, said.strip().splitlines()
+
     for module in tools.COMMANDS:
         file = module.replace(".", "/") + ".py"
         for point in (*POINTS, "--no-such-option"):
+            if len(running) == AT_ONCE:
+                end_oldest()
             stop = {"STOP_AT": point, "STOP_FILE": file} if point in POINTS else {}
             argv = [sys.executable, "-m", module, *([point] if point not in POINTS else [])]
-            runs[module, point] = subprocess.Popen(
+            proc = subprocess.Popen(
                 argv,
                 cwd=ROOT,
                 env=env | stop,
@@ -50,18 +61,21 @@ def test_every_command_says_one_name_wherever_it_is_stopped(tmp_path):
                 text=True,
                 preexec_fn=default_sigint,
             )
+            running.append(((module, point), proc))
+    while running:
+        end_oldest()
+    assert len(ended) == 3 * len(tools.COMMANDS)
     wrong = []
-    for (module, point), proc in runs.items():
-        said = proc.communicate(timeout=300)[1].strip().splitlines()
+    for (module, point), (code, said) in ended.items():
         name = tools.COMMANDS[module]
         if point in POINTS:
             # 130, or ended by the SIGINT itself, as Python ends a run whose KeyboardInterrupt reached the top
-            right = proc.returncode in (130, -signal.SIGINT) and said == [
+            right = code in (130, -signal.SIGINT) and said == [
                 f"{name}: interrupted: nothing it was writing was kept",
                 "fix: run it again",
             ]
         else:
-            right = proc.returncode != 0 and len(said) == 2 and said[0].startswith(f"{name}: ")
+            right = code != 0 and len(said) == 2 and said[0].startswith(f"{name}: ")
         if not right:
-            wrong.append(f"{module} at {point}: exit {proc.returncode}, {said[-2:]}")
+            wrong.append(f"{module} at {point}: exit {code}, {said[-2:]}")
     assert wrong == []
