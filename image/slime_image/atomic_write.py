@@ -163,12 +163,13 @@ def check_writable(option: str, path: Path | str | None) -> None:
 
 
 def _takes_a_write(target: Path) -> str | None:
-    """Why a device or pipe refuses a write, or None: a pipe no one reads yet is taken (its reader may come)."""
+    """Why a device or pipe refuses a write, or None. A pipe nothing reads yet is refused: the write would wait for its
+    reader without end, saying nothing (sweep 12 H1: slime-sbom, slime-record and pairings draft sat until killed)."""
     try:
         handle = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as exc:
         if exc.errno == errno.ENXIO and stat.S_ISFIFO(target.stat().st_mode):
-            return None
+            return "a named pipe nothing reads: the write would wait for a reader; start the reader first"
         return exc.strerror
     try:
         os.write(handle, b"")

@@ -67,7 +67,7 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
             f"no value in the environment for {', '.join(missing)}",
             "run slime-record in a RUN step of slime.Dockerfile, after the ARG lines, naming version ARGs",
         )
-    values = {name: env[name] for name in names}
+    values = {name: recorded_values.recorded(name, env[name]) for name in names}
     for name, value in values.items():
         if why := recorded_values.value_problem(name, value):
             raise UserError(f"the build argument {why}", value_fix(name))
@@ -89,7 +89,8 @@ def record(names: list[str], env: dict[str, str], out: str, slime_root: Path | N
 def value_fix(name: str) -> str:
     """What mends a value versions.json may not hold: the build argument that gave it (recorded_values says why)."""
     if name.endswith(SOURCE_SUFFIX):
-        return fetch.URL_FIX.format(f"the build argument {name}")
+        repo = recorded_values.REPO_FIX if name.endswith("_REPO_URL") else ""
+        return fetch.URL_FIX.format(f"the build argument {name}") + repo
     return (
         f"give the build argument {name} a value of that form, on one line "
         f"(docker build --build-arg {name}=VALUE, or the pairing's [args])"

@@ -15,6 +15,17 @@ COMMIT = re.compile(r"[0-9a-f]{40}")
 TAG = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")  # an image tag, as OCI writes one
 # A git source's URL is followed by #COMMIT in the SBOM: a '#' or '?' of its own would end it early.
 REPO_URL = re.compile(r"[^#?]*://[^#?]+")
+REPO_FIX = "; a repository as SCHEME://HOST/PATH alone, with no ?QUERY and no #FRAGMENT"
+
+
+def recorded(name: str, value: str) -> str:
+    """`value` as the record keeps the build argument `name`: a download's URL (a *_URL but a repository's) without its
+    query and fragment, which name no other file (its pin does) and may hold a presigned mirror's signature, which
+    versions.json would carry to every node that pulls the image (sweep 12 W8). A repository's is kept whole, or
+    refused (value_problem): its query would be another repository's."""
+    if name.endswith("_URL") and not name.endswith("_REPO_URL"):
+        return re.split(r"[?#]", value, maxsplit=1)[0]
+    return value
 
 
 def value_problem(name: str, value: str) -> str | None:
@@ -31,6 +42,8 @@ def value_problem(name: str, value: str) -> str | None:
             return f"{name} {fetch.shown(value)!r} {why}"
         if name.endswith("_REPO_URL") and not REPO_URL.fullmatch(value):
             return f"{name} {fetch.shown(value)!r} is no repository's URL (SCHEME://HOST/PATH, no # or ?)"
+        if recorded(name, value) != value:  # what the writer keeps of a download's URL: the reader takes nothing more
+            return f"{name} {fetch.shown(value)!r} carries a query or fragment, which the record does not keep"
     _, at, digest = value.partition("@")
     if name == "BASE_IMAGE" and at and not (digest.startswith("sha256:") and fetch.HEX.fullmatch(digest[7:])):
         return f"BASE_IMAGE {value!r}: its digest is no sha256:<64 lower-case hex digits>"

@@ -92,3 +92,21 @@ def test_a_name_given_twice_is_refused(tmp_path, capsys, monkeypatch):
         "fix: name each ARG once (slime.Dockerfile's slime-record step)",
     ]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["EFA_INSTALLER_URL", "SGL_ROUTER_URL"])
+def test_a_download_s_url_is_recorded_without_its_query_and_fragment(tmp_path, name):
+    """Sweep 12 W8: a presigned mirror's `?X-Amz-Signature=` went into versions.json, which every node that pulls the
+    image holds; the reader takes no more than the writer keeps."""
+    url = "https://mirror.example/efa.tar.gz"
+    written, out = write(tmp_path, {**GOOD, name: f"{url}?X-Amz-Signature={SECRET}#{SECRET}"})
+    assert written == "" and SECRET not in out.read_text()
+    assert sbom.read_versions(out)[name] == url
+    said = read(tmp_path, {**GOOD, name: f"{url}?X-Amz-Signature={SECRET}"})
+    assert "carries a query or fragment, which the record does not keep" in said and SECRET not in said
+
+
+def test_a_repository_url_s_fix_says_its_form(tmp_path):
+    """Sweep 12 (noticed): the fix for a *_REPO_URL with ? or # did not say that a repository's URL holds neither."""
+    written, _ = write(tmp_path, {**GOOD, "SLIME_REPO_URL": "https://github.com/THUDM/slime?x"})
+    assert written.splitlines()[1].endswith("with no ?QUERY and no #FRAGMENT"), written

@@ -12,7 +12,9 @@ from slime_image import fetch
 
 from tools.planner import index_http
 
-OPENERS = {"urlopen", "HTTPConnection", "HTTPSConnection", "create_connection"}
+# fetch.open_url is the project's urlopen (it names the target of a redirect it failed past: sweep 11 U5), its timeout
+# the figure unless given; urllib's own urlopen is none of the tools' to call.
+OPENERS = {"open_url", "urlopen", "HTTPConnection", "HTTPSConnection", "create_connection"}
 THE_FIGURE = {"index_http.TIMEOUT", "fetch.TIMEOUT", "slime_image.fetch.TIMEOUT"}
 # Module -> the timeout it may give instead, and why it is no wait on a server.
 OWN = {
@@ -30,6 +32,8 @@ def openings() -> dict[str, list[str]]:
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
                 if name in OPENERS:
                     given = next((ast.unparse(k.value) for k in node.keywords if k.arg == "timeout"), "")
+                    given = "fetch.TIMEOUT" if name == "open_url" and not given else given
+                    given = "urllib's urlopen" if name == "urlopen" else given
                     found.setdefault(str(path.relative_to(ROOT)), []).append(given)
     return found
 

@@ -11,6 +11,7 @@ import argparse
 import dataclasses
 import importlib
 import json
+import os
 import re
 import subprocess
 import sys
@@ -521,13 +522,16 @@ def test_an_output_dash_is_stdout_where_it_may_go_there_and_refused_where_not():
         ("/dev/full", "cannot be written (No space left on device)"),
         ("/proc/version", "cannot write a file there (/proc: "),
         ("/proc/new/r.json", "cannot write a file there (/proc: "),
+        ("{tmp}/fifo", "cannot be written (a named pipe nothing reads: the write would wait for a reader"),
     ],
 )
 def test_an_output_that_names_no_file_it_can_write_is_refused(tmp_path, where, cause):
+    """Sweep 12 H1: a FIFO nothing read was taken, and the write waited for a reader without end, silent."""
     (tmp_path / "file").write_text("")
+    os.mkfifo(tmp_path / "fifo")
     with pytest.raises(UserError, match=re.escape(cause)):
         Output("--out")(where.format(tmp=tmp_path))
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "file"]
 
 
 @pytest.mark.parametrize("given", ["", " "])

@@ -140,3 +140,18 @@ def test_every_reader_of_a_patch_folder_takes_its_files_through_the_one_form():
     sources = [*(ROOT / "image").rglob("*.py"), *(ROOT / "tools").rglob("*.py")]
     globbing = [p for p in sources if re.search(r"""glob\(["']\*\.patch""", p.read_text())]
     assert globbing == [ROOT / "image" / "slime_image" / "patches" / "upstream.py"], globbing
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a folder"])
+def test_a_patch_that_is_no_regular_file_is_refused_by_every_reader(kind, trees, tmp_path, capsys):
+    """Sweep 12 W6: a FIFO as megatron.patch was read as no patch, and every patch of its series passed as not
+    needed. The one reader of a patch folder (upstream.patch_files) refuses it, for slime-patch and slime-record."""
+    slime, megatron = trees
+    odd = slime / "docker" / "patch" / "latest" / "megatron-odd.patch"
+    os.mkfifo(odd) if kind == "a FIFO" else odd.mkdir()
+    cause = f"{odd}: no regular file (a folder, a FIFO, a device or a socket), so no patch of the release"
+    fix = "fix: pass a slime tree whose patch files are the release's own, as git checks them out"
+    assert slime_patch(slime, megatron, capsys) == (2, [f"slime-patch: {cause}", fix])
+    with pytest.raises(UserError) as recorded:
+        record.record(["SLIME_REF"], {"SLIME_REF": "v0.3.1"}, str(tmp_path / "versions.json"), slime)
+    assert recorded.value.cause == cause

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from slime_image.fetch import URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
-from slime_image.recorded_values import REPO_URL  # the form slime-record holds a *_REPO_URL to, at the last step
+from slime_image.recorded_values import REPO_FIX, REPO_URL  # the form slime-record holds a *_REPO_URL to
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
 # N5: `IMAGE_SOURCE=https://u:s3cret@...` and `javascript:alert(1)` went into the label).
@@ -29,7 +29,6 @@ INDEXES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL")
 INDEX_FIX = "; an index as its root alone, with no ?QUERY and no #FRAGMENT, such as https://pypi.org/simple"
 # The ARGs that name a git repository: the image's record (slime-record, SBOM) writes #COMMIT after one.
 REPOS = "_REPO_URL"
-REPO_FIX = "; a repository as SCHEME://HOST/PATH alone, with no ?QUERY and no #FRAGMENT"
 
 
 def is_repo(name: str) -> bool:

@@ -277,13 +277,20 @@ def parse_series(text: str) -> tuple[str, list[tuple[str, str]]]:
 def patch_files(folder: Path) -> list[Path]:
     """The patch files of a slime patch folder, by name, each named as a series can declare it: every reader of the
     folder (pairings draft and series, slime-patch, slime-record) asks here, so that one no series could declare is
-    refused, naming it."""
+    refused, naming it; so is a patch there that is no regular file (sweep 12 W6: a FIFO as sglang.patch was read as
+    none, and every SGLang patch of the series passed as not needed)."""
     found = sorted(folder.glob("*.patch"))
     for path in [folder, *found]:
         if why := name_problem(path.name, folder=path == folder):
             raise UserError(
                 f"{path}: {why}: no series could declare it",
                 "pass a slime tree whose patch files are named as slime names its own (sglang-top_p.patch)",
+                code=2,
+            )
+        if path != folder and not path.is_file():
+            raise UserError(
+                f"{path}: no regular file (a folder, a FIFO, a device or a socket), so no patch of the release",
+                "pass a slime tree whose patch files are the release's own, as git checks them out",
                 code=2,
             )
     return found
