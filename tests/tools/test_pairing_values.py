@@ -158,10 +158,10 @@ UPSTREAM_WRONG = {
     "carried": ("carried = [\n", 'carried = [\n  "x\\u0007",\n', "[upstream] carried = 'x\\x07' holds a line break"),
 }
 TEXT_WRONG = {
-    "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires `not a req!!` is not a"),
+    "slime_requires": ('["accelerate", ', '["not a req!!", ', "[upstream] slime_requires 'not a req!!' is not a"),
     # Sweep 11 W2: a requirement's URL with a password or a signature went through, and `pairings check` printed it.
     **{
-        f"slime_requires {what}": ('["accelerate", ', f'["pkg @ {url}", ', f"slime_requires `pkg @ {shown}` is not a")
+        f"slime_requires {what}": ('["accelerate", ', f'["pkg @ {url}", ', f"slime_requires 'pkg @ {shown}' is not a")
         for what, url, shown in [
             ("with a password", "https://u:SECRET@x.example/p.whl", "https://***@x.example/p.whl"),
             ("with a query", "https://x.example/p.whl?sig=SECRET", "https://x.example/p.whl?sig=***"),

@@ -22,6 +22,7 @@ from slime_image.errors import UserError
 from slime_image.fetch import CONTROL
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import parse_series
+from slime_image.quoted import quoted
 from slime_image.sbom import FROM_CHECKOUT
 
 from tools.inputs import download_pins, requirements_file, url_form
@@ -217,9 +218,9 @@ def value_problem(name: str, value: str) -> tuple[str, str] | None:
     for ending, (kind, form, fits) in KINDS.items():
         if name.endswith(ending) and not fits(value):
             why = f": {WHY[ending](value)}" if ending in WHY else ""
-            return f"{name} = {value!r} is not {kind}{why}", f"set {name} to {form}"
+            return f"{name} = {quoted(value)} is not {kind}{why}", f"set {name} to {form}"
     if name.endswith("_REQUIREMENT") and (why := requirement_problem(name, value)):
-        return f"{name} = {value!r} is not a requirement {why}", f"set {name} to {KINDS['_REQUIREMENT'][1]}"
+        return f"{name} = {quoted(value)} is not a requirement {why}", f"set {name} to {KINDS['_REQUIREMENT'][1]}"
     return None
 
 
@@ -257,7 +258,7 @@ def _one_line(shown: Path, data: dict) -> None:
     of text, whatever field it is, a field added later too."""
     for where, text, key in _texts(data):
         if CONTROL.search(text):
-            said = f"{where} has a key {text!r}" if key else f"{where} = {text!r}"
+            said = f"{where} has a key {quoted(text)}" if key else f"{where} = {quoted(text)}"
             raise UserError(
                 f"{shown}: {said} holds a line break or a control character",
                 f"write {'the key' if key else where} on one line of text, without control characters",
@@ -308,7 +309,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
                 "set only the build arguments slime.Dockerfile declares (an ARG there first, then here)",
             )
         if not isinstance(value, str):
-            raise UserError(f"{shown}: [args] {name} = {value!r} is not a string", _quote(path, name, value))
+            raise UserError(f"{shown}: [args] {name} = {quoted(value)} is not a string", _quote(path, name, value))
         found = value_problem(name, value)
         if found:
             raise UserError(f"{shown}: [args] {found[0]}", found[1])
@@ -358,13 +359,13 @@ def _upstream(shown: Path, key: str, value) -> None:
     kind, form, fits = UPSTREAM[key]
     for each in value if isinstance(value, list) else [value]:
         if fits is not None and not fits(each):
-            said = requirements_file.echoed(each) if key == "slime_requires" else repr(each)  # a URL's secrets as ***
             raise UserError(
-                f"{shown}: [upstream] {key} {said} is not {kind}", f"write {key} as {form} (pairings draft does)"
+                f"{shown}: [upstream] {key} {quoted(each)} is not {kind}",
+                f"write {key} as {form} (pairings draft does)",
             )
         if kind == "a version specifier" and (why := met_by_none(SpecifierSet(each))):
             raise UserError(
-                f"{shown}: [upstream] {key} {each!r} is met by no version: {why}",
+                f"{shown}: [upstream] {key} {quoted(each)} is met by no version: {why}",
                 f"write {key} as upstream's Dockerfile bounds it (pairings draft reads it)",
             )
     if key == "slime_requires":
@@ -382,14 +383,14 @@ def _megatron(shown: Path, held: dict) -> None:
     fix = "write [megatron] as Megatron-LM declares it at MEGATRON_COMMIT: python -m tools.inputs.pairings draft does"
     if held["name"] != MEGATRON_NAME:
         raise UserError(
-            f"{shown}: [megatron] name = {held['name']!r} is not Megatron-LM's distribution, {MEGATRON_NAME}",
+            f"{shown}: [megatron] name = {quoted(held['name'])} is not Megatron-LM's distribution, {MEGATRON_NAME}",
             f'write name = "{MEGATRON_NAME}": the lock\'s `# built from source` line and the SBOM name it so',
         )
     if not _is_version(held["version"]):
-        raise UserError(f"{shown}: [megatron] version = {held['version']!r} is not a version", fix)
+        raise UserError(f"{shown}: [megatron] version = {quoted(held['version'])} is not a version", fix)
     for requirement in held["requires"]:
         if not _parses(Requirement, requirement):
-            raise UserError(f"{shown}: [megatron] requires {requirement!r}, which is not a requirement", fix)
+            raise UserError(f"{shown}: [megatron] requires {quoted(requirement)}, which is not a requirement", fix)
 
 
 def _known_failures(shown: Path, known) -> None:
@@ -399,7 +400,9 @@ def _known_failures(shown: Path, known) -> None:
     for test, why in known.items():
         if not TEST_ID.fullmatch(test):
             raise UserError(
-                f"{shown}: [known_test_failures] must map test ids to reasons: {test!r} is no tests/PATH.py::NAME", fix
+                f"{shown}: [known_test_failures] must map test ids to reasons: {quoted(test)} is no "
+                "tests/PATH.py::NAME",
+                fix,
             )
         if not isinstance(why, str) or not why.strip():
             raise UserError(f"{shown}: [known_test_failures] must map test ids to reasons: {test} has none", fix)

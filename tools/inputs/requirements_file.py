@@ -22,6 +22,7 @@ from slime_image.errors import UserError
 from slime_image.fetch import CONTROL, USERINFO
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import refuse_link_out
+from slime_image.quoted import redacted
 
 from tools.inputs import url_form
 
@@ -39,7 +40,6 @@ COMMENT = re.compile(r"(?:^|(?<=\s))#.*")
 COMMENT_LINE = re.compile(r"\s*#")
 INCLUDE = re.compile(r"(?:-r\s*|--requirement(?:\s*=\s*|\s+))(?P<file>\S+)")
 ENV_VAR = re.compile(r"\$\{[A-Z0-9_]+\}")  # what pip expands from the environment it runs in
-URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")
 FIX = "write it as a requirement (PEP 508: name[extra]>=1.0) or an -r FILE of the tree, then commit and tag it again"
 
 
@@ -64,8 +64,7 @@ def echoed(line: str) -> str:
     """A line as a message says it, in `backquotes`: each URL through the one redaction (url_form.shown: a user and
     password, a query's values and a fragment as ***) and each control character escaped (sweep 11 W2: a refused
     `-f https://u:pw@...` was echoed with its password; U3: an ESC or NUL reached the terminal raw)."""
-    redacted = URL.sub(lambda url: url_form.shown(url.group()), line)
-    return "`" + CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted) + "`"
+    return "`" + CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted(line)) + "`"
 
 
 def text(path: Path) -> str:
