@@ -8,7 +8,8 @@ A registry that does not index referrers itself (no OCI-Subject header in its an
 Debian's docker-registry) gets the referrers tag schema the specification gives for it: the index tagged
 sha256-<the image's digest> lists the SBOM's manifest. The SBOM is checked first against CycloneDX 1.6's own schema:
 nothing else is attached as one. The password, when a registry asks for one, is read from
-stdin (ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS).
+stdin (ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS), and sent to the registry's
+own scheme and HOST:PORT only: an upload Location or a redirect elsewhere (S3, a CDN) gets no Authorization.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import http.client
+import ipaddress
 import json
 import re
 import sys
@@ -37,8 +39,17 @@ ARTIFACT = "application/vnd.cyclonedx+json"
 EMPTY = "application/vnd.oci.empty.v1+json"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 INDEX = "application/vnd.oci.image.index.v1+json"
-ACCEPT = ", ".join([MANIFEST, INDEX, "application/vnd.docker.distribution.manifest.v2+json"])
+# What an image's manifest is served as: an OCI or Docker manifest, or an index or list of them (multi-platform).
+SUBJECT_TYPES = (
+    MANIFEST,
+    INDEX,
+    "application/vnd.docker.distribution.manifest.v2+json",
+    "application/vnd.docker.distribution.manifest.list.v2+json",
+)
+ACCEPT = ", ".join(SUBJECT_TYPES)
 DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")  # RFC 6838
+DESCRIPTOR = "mediaType a media type, digest sha256:<64 hex>, size a non-negative integer"
 IMAGE_FIX = "pass the reference make push prints, REGISTRY/REPO@sha256:<digest>, with no USER:PASSWORD@"
 UNREACHABLE_FIX = (
     "check the registry's HOST:PORT in --image and that this machine reaches it; a registry that speaks plain HTTP "
@@ -46,6 +57,7 @@ UNREACHABLE_FIX = (
 )
 REGISTRY_FIX = "check that --image names an OCI distribution registry (its API at /v2/) and read the registry's log"
 LOGIN = "(ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS)"
+USER_FIX = f"pass the registry's user name alone as --user NAME, its password on stdin {LOGIN}"
 
 
 def _shown(text: str) -> str:
@@ -108,28 +120,84 @@ class Answer:
             )
         return value
 
+    def refuse(self, what: str) -> UserError:
+        said = f"the registry {self.host} answered {self.request} (HTTP {self.status}) with {what}"
+        return UserError(said, REGISTRY_FIX)
+
+    def manifest(self, digest: str) -> str:
+        """The media type of the image manifest the answer holds, whose bytes are to hash to `digest`: the pushed
+        referrer names it as its subject, and any answer was taken as one (sweep 12 W3: an HTML page of another digest,
+        its Content-Type with an ESC, became the subject's descriptor)."""
+        kind = self.header("Content-Type", "the image manifest's media type").partition(";")[0].strip().lower()
+        if kind not in SUBJECT_TYPES:
+            raise self.refuse(
+                f"the Content-Type {self.headers['Content-Type'][:80]!r}, no manifest's ({', '.join(SUBJECT_TYPES)})"
+            )
+        if (found := "sha256:" + hashlib.sha256(self.body).hexdigest()) != digest:
+            raise self.refuse(f"{len(self.body)} bytes of the digest {found}, not the image's {digest}")
+        return kind
+
+    def stored(self, digest: str) -> None:
+        """A Docker-Content-Digest the registry answers is that of what was pushed (sweep 12 W3: a registry that
+        stored other bytes was taken at its 201)."""
+        said = self.headers.get("Docker-Content-Digest")
+        if said is not None and said != digest:
+            raise self.refuse(f"the Docker-Content-Digest {said[:80]!r}, not {digest}, the digest of what was pushed")
+
     def index(self) -> dict:
-        """The OCI image index the answer holds: JSON, with a `manifests` list of descriptors, each with a digest."""
+        """The OCI image index the answer holds: JSON, with a `manifests` list of descriptors, each held to the
+        descriptor's form, as the pushed index keeps them (sweep 12 W3: `{"digest":"sha256:<ESC>","size":-5}` was
+        pushed back beside the new entry)."""
         try:
             document = json_input.loads(self.body)
         except ValueError as exc:
-            document, why = None, f"no JSON ({str(exc)[:120]})"
-        else:
-            why = "no OCI index (a `manifests` list of descriptors with their digests)"
+            raise self.refuse(f"no JSON ({str(exc)[:120]})") from None
         manifests = document.get("manifests") if isinstance(document, dict) else None
-        if not isinstance(manifests, list) or not all(
-            isinstance(m, dict) and isinstance(m.get("digest"), str) for m in manifests
-        ):
-            raise UserError(
-                f"the registry {self.host} answered {self.request} (HTTP {self.status}) with {why}", REGISTRY_FIX
-            )
+        if not isinstance(manifests, list):
+            raise self.refuse("no OCI index (a `manifests` list of descriptors)")
+        for number, entry in enumerate(manifests):
+            if not _descriptor(entry):
+                shown = json.dumps(entry)
+                shown = shown if len(shown) <= 120 else shown[:120] + "..."
+                raise self.refuse(f"no OCI index: its manifests[{number}] {shown} is no descriptor ({DESCRIPTOR})")
         return document
+
+
+def _descriptor(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("mediaType"), str)
+        and MEDIA_TYPE.fullmatch(entry["mediaType"]) is not None
+        and isinstance(entry.get("digest"), str)
+        and DIGEST.fullmatch(entry["digest"]) is not None
+        and type(entry.get("size")) is int  # JSON's true is no size
+        and entry["size"] >= 0
+    )
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    """A URL's scheme, host and port (the scheme's default where none is written): where credentials may go."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+
+
+def loopback(host: str) -> bool:
+    """Whether the registry HOST[:PORT] is this machine (localhost, 127.0.0.0/8, ::1): plain HTTP to it crosses no
+    network."""
+    name = urllib.parse.urlsplit("//" + host).hostname or ""
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 class Registry:
     def __init__(self, host: str, repo: str, insecure: bool, auth: str | None):
         self.host, self.repo, self.auth = host, repo, auth
         self.base = f"{'http' if insecure else 'https'}://{host}/v2/{repo}"
+        self.origin = _origin(self.base)
 
     def call(self, method: str, path: str, body: bytes | None = None, headers: dict | None = None) -> Answer:
         """The one reader of the registry's answers (sweep 10 T2, U1, U2): a network error, refused credentials and
@@ -137,9 +205,15 @@ class Registry:
         cause's fix."""
         url = self.base + path if path.startswith("/") else path
         said = f"{method} {urllib.parse.urlsplit(url).path}"
-        request = urllib.request.Request(url, body, method=method)
-        for name, value in {**(headers or {}), **({"Authorization": self.auth} if self.auth else {})}.items():
-            request.add_header(name, value)
+        request = urllib.request.Request(url, body, headers=headers or {}, method=method)
+        try:
+            own = _origin(url) == self.origin
+        except ValueError:  # a port out of form: no host of the registry's
+            own = False
+        if self.auth and own:
+            # Unredirected: urllib carries a request's headers across a redirect to whatever host it names (sweep 12
+            # W1: the password went to the host an upload Location or a 307 named).
+            request.add_unredirected_header("Authorization", self.auth)
         try:
             try:
                 with fetch.open_url(request) as answer:
@@ -176,7 +250,7 @@ class Registry:
         self.call(
             "PUT", f"{location}{'&' if '?' in location else '?'}digest={digest}", data,
             {"Content-Type": "application/octet-stream"},
-        ).expect(201, meaning="201, the blob stored")  # fmt: skip
+        ).expect(201, meaning="201, the blob stored").stored(digest)  # fmt: skip
         return {"digest": digest, "size": len(data)}
 
     def put_manifest(self, reference: str, document: dict, kind: str) -> tuple[dict, Answer]:
@@ -184,8 +258,9 @@ class Registry:
         indexes referrers itself)."""
         data = json.dumps(document, separators=(",", ":")).encode()
         answer = self.call("PUT", f"/manifests/{reference}", data, {"Content-Type": kind})
-        answer.expect(201, meaning="201, the manifest stored")
-        return {"mediaType": kind, "digest": "sha256:" + hashlib.sha256(data).hexdigest(), "size": len(data)}, answer
+        digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        answer.expect(201, meaning="201, the manifest stored").stored(digest)
+        return {"mediaType": kind, "digest": digest, "size": len(data)}, answer
 
 
 def tag_index(registry: Registry, subject_digest: str) -> dict | None:
@@ -206,7 +281,7 @@ def attach(registry: Registry, subject_digest: str, sbom: bytes) -> str:
         raise UserError(f"the registry has no image {subject_digest} (HTTP 404)", "push the image first")
     found.expect(200, meaning="200, the image's manifest")
     subject = {
-        "mediaType": found.header("Content-Type", "the image manifest's media type"),
+        "mediaType": found.manifest(subject_digest),
         "digest": subject_digest,
         "size": len(found.body),
     }
@@ -244,6 +319,27 @@ def referrers(registry: Registry, subject_digest: str) -> list[dict]:
     return (tag_index(registry, subject_digest) or {"manifests": []})["manifests"]
 
 
+def basic(user: str, host: str, insecure: bool) -> str:
+    """The Authorization of --user and the password on stdin, each refused where the registry would not read it as
+    given or would have it sent in the clear, before any request (sweep 12 W1, W4)."""
+    if ":" in user:
+        raise UserError(
+            f"--user {user!r} holds a ':', where Basic authentication (RFC 7617) ends the user name: the registry "
+            f"would read the user {user.partition(':')[0]!r} and a password that is not the one on stdin",
+            USER_FIX,
+        )
+    if insecure and not loopback(host):
+        raise UserError(
+            f"--insecure with --user would send the password to {host} over plain HTTP, which anyone on the way reads "
+            "(only a registry on this machine, localhost, 127.0.0.0/8 or ::1, is spoken to so with a password)",
+            f"leave out --insecure: a registry on another host is reached over HTTPS {LOGIN}",
+        )
+    secret = sys.stdin.read().strip()
+    if not secret:
+        raise UserError(f"--user {user} reads its password from stdin, which gave none", f"pipe it in {LOGIN}")
+    return "Basic " + base64.b64encode(f"{user}:{secret}".encode()).decode()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.release.referrer", description=__doc__.strip().splitlines()[0])
     parser.add_argument("--image", required=True, help="REGISTRY/REPO@sha256:<digest> (what make push prints)")
@@ -263,10 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"--sbom {args.sbom} is no CycloneDX 1.6 JSON document: {why.splitlines()[0][:200]}",
                 "pass the image's /opt/slime-image/sbom.cdx.json (slime-sbom writes it)",
             )
-        auth = None
-        if args.user:
-            secret = sys.stdin.read().strip()
-            auth = "Basic " + base64.b64encode(f"{args.user}:{secret}".encode()).decode()
+        auth = None if args.user is None else basic(args.user, host, args.insecure)
         digest = attach(Registry(host, repo, args.insecure, auth), subject, sbom)
         print(f"referrer: the SBOM is {host}/{repo}@{digest}, a referrer of {subject}")
         return 0
