@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from slime_image.errors import UserError
-from slime_image.quoted import quoted
+from slime_image.quoted import redacted
 
 HASH_OPTION = "--hash=sha256:"
 CONTINUED = " \\"
@@ -282,7 +282,7 @@ def parse_lock(text: str, path: Path | str) -> Lock:
                 raise LockError(
                     path,
                     number,
-                    f"holds {quoted(raw, 90)}, which make lock writes in no stack lock",
+                    f"holds {redacted(raw)[:90]!r}, which make lock writes in no stack lock",
                     f"remove that line, or {'remove the file and ' if in_locks(path) else ''}{write_again(path)}",
                 )
             if raw.startswith(CUTOFF_LINE.rstrip()):
@@ -325,7 +325,7 @@ def _check_pins_line(path: Path, number: int, line: str) -> None:
         raise LockError(
             path,
             number,
-            f"{quoted(line, 90)} is no '{PINS_LINE}<64 lower-case hex>' line",
+            f"{redacted(line)[:90]!r} is no '{PINS_LINE}<64 lower-case hex>' line",
             "write the line back as make lock wrote it (lock_hashes writes it anew from the pins)",
         )
 
@@ -363,7 +363,7 @@ def _check_stack_line(path: Path, number: int, line: str) -> None:
         raise LockError(
             path,
             number,
-            f"{quoted(line, 90)} is no '{STACK_LINE}<its name>.lock pins = sha256:<64 lower-case hex>' line",
+            f"{redacted(line)[:90]!r} is no '{STACK_LINE}<its name>.lock pins = sha256:<64 lower-case hex>' line",
             "write the line back as make lock wrote it (make lock writes it anew with the stack lock)",
         )
 
@@ -420,7 +420,7 @@ def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:
         digest = word.removeprefix(HASH_OPTION)
         if digest == word or not _HEX.fullmatch(digest):
             raise LockError(
-                path, number, f"{quoted(word, 90)} is no {HASH_OPTION}<64 lower-case hex digits>", _hash_fix(word)
+                path, number, f"{redacted(word)[:90]!r} is no {HASH_OPTION}<64 lower-case hex digits>", _hash_fix(word)
             )
         if digest in hashes:
             raise LockError(path, number, f"gives the hash {digest[:12]}... of {head} twice", "keep each hash once")
@@ -452,7 +452,7 @@ def _continued(path: Path, line: str, number: int) -> tuple[str, bool]:
 
 
 def _why_no_pin(text: str) -> str:
-    shown = quoted(text, 90)
+    shown = repr(redacted(text)[:90])
     if "[" in text.partition("==")[0]:
         return f"{shown} names an extra: a lock pins distributions, and pip takes no extra in a constraint"
     if ";" in text:

@@ -95,3 +95,45 @@ def test_a_pairing_file_whose_name_names_no_pairing_stops_every_list(tmp_path, m
     assert pairings.main(["list"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert f"the pairing {name!r} is " in lines[-2] and lines[-1].startswith("fix: "), lines
+
+
+# Sweep 12 U2: a name past the file-name limit ended in `File name too long` and the fix of an unreadable file (a 100 KB
+# line from make build). Refused as any unknown name, shortened: by every command that takes a pairing, found from the
+# parsers (--pairing) beside those that take it as their one word.
+LONG = "v" * 300
+TAKES_A_PAIRING = {
+    "tools.inputs.fingerprint": ["--pairing", LONG],
+    "tools.planner.plan": ["--pairing", LONG],
+    "tools.release.build": ["--pairing", LONG, "--engine", "buildah", "--dry-run"],
+    "tools.release.build_check.repro": ["--pairing", LONG],
+    "tools.release.build_check.run": ["--pairing", LONG],
+    "tools.release.pin_downloads": ["--pairing", LONG],
+    "tools.release.versions": ["--pairing", LONG, "tag"],
+    "tools.inputs.pairings lock": ["lock", LONG],
+    "tools.inputs.pairings args": ["args", LONG],
+    "tools.promote": [LONG],
+}
+
+
+def test_every_command_that_takes_a_pairing_is_enumerated():
+    from test_options import command_modules, commands
+
+    found = {
+        module
+        for module in command_modules()
+        for parser, _ in commands(module)
+        if any("--pairing" in action.option_strings for action in parser._actions)
+    }
+    assert found | {"tools.inputs.pairings lock", "tools.inputs.pairings args", "tools.promote"} == set(TAKES_A_PAIRING)
+
+
+@pytest.mark.parametrize("command", TAKES_A_PAIRING)
+def test_a_pairing_name_past_the_file_name_limit_is_refused_as_no_pairing(tmp_path, monkeypatch, capsys, command):
+    monkeypatch.chdir(tmp_path)  # repro-check and build-check would make their work folders here
+    module = command.split()[0]
+    assert __import__(module, fromlist=["main"]).main(TAKES_A_PAIRING[command]) != 0
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 2 and "Traceback" not in err and "too long" not in err.lower(), lines
+    assert f": no pairing '{'v' * 200}'... (300 characters) (longer than a file's name may be" in lines[0], lines
+    assert lines[1] == f"fix: {UNKNOWN_PAIRING_FIX}" and len(lines[0]) < 500, lines

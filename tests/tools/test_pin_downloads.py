@@ -268,7 +268,11 @@ def test_every_pin_or_none_is_written(unpinned):
     "words, cause",
     [
         (["EFA_INSTALLER_SHA256=" + "0" * 64], "only the URL a pinned file is served from may be given"),
-        (["EFA_INSTALLER_URL="], "only the URL a pinned file is served from may be given"),
+    ]
+    # sweep 12 U6: a mirror's URL given empty was told only URLs may be given, which it was; each such URL
+    + [
+        ([f"{url}="], f"--build-arg {url}= is given empty: it names no mirror")
+        for url in pin_downloads.SERVED_BY.values()
     ],
 )
 def test_a_build_arg_other_than_one_mirror_each_is_refused(tree, capsys, words, cause):
@@ -276,6 +280,8 @@ def test_a_build_arg_other_than_one_mirror_each_is_refused(tree, capsys, words, 
     assert pin_downloads.main([w for word in words for w in ("--build-arg", word)]) == 1
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and cause in lines[0] and lines[1].startswith("fix: "), lines
+    if "given empty" in cause:
+        assert "give the mirror's URL" in lines[1] and "leave it out" in lines[1], lines
     assert tree.texts() == before
 
 

@@ -147,7 +147,13 @@ def by_referrer(tmp_path, server, monkeypatch) -> list[str]:
     return [err.getvalue()]
 
 
+def by_pairings(tmp_path, server) -> list[str]:
+    """A pairing's name given as a URL (a paste gone wrong) is quoted in its refusal."""
+    return [_said(lambda: pairings.load(f"https://m.example/x{QUERY}"))]
+
+
 SHOWING = {
+    "tools.inputs.pairings": by_pairings,
     "tools.inputs.pairing_schema": by_pairing_schema,
     "tools.inputs.build_arguments": by_build_arguments,
     "tools.inputs.rules": by_rules,

@@ -14,10 +14,10 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from slime_image.errors import UserError
 from slime_image.fetch import CONTROL
 from slime_image.lock_file import as_typed
@@ -25,7 +25,7 @@ from slime_image.patches.upstream import parse_series
 from slime_image.quoted import quoted
 from slime_image.sbom import FROM_CHECKOUT
 
-from tools.inputs import download_pins, requirements_file, url_form
+from tools.inputs import download_pins, pep440, requirements_file, url_form
 
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
 TABLES = {
@@ -87,7 +87,7 @@ KINDS = {
     "_REQUIREMENT": (
         "a requirement by name",
         "one PEP 508 requirement of a package by name and version range, such as kernels>=0.14.1,<0.15 (no URL)",
-        lambda v: _parses(Requirement, v) and Requirement(v).url is None,
+        lambda v: pep440.fits(Requirement, v) and Requirement(v).url is None,
     ),
     # a tag or release name, a segment of a URL or a git ref (sweep 5 W2: `../../x` went into the router's URL)
     "_RELEASE": (
@@ -105,8 +105,8 @@ KINDS = {
 # of another form went unchecked into the docs and into what a reviewer compares (sweep 6 U14: `mbridge_git = "zz"`,
 # `transformer_engine_wheel = "banana"`, an escape sequence in numpy's).
 UPSTREAM = {
-    "numpy": ("a version specifier", "one such as ==1.26.4 or <2", lambda v: _parses(SpecifierSet, v) and bool(v)),
-    "scipy": ("a version specifier", "one such as ==1.17.1", lambda v: _parses(SpecifierSet, v) and bool(v)),
+    "numpy": ("a version specifier", "one such as ==1.26.4 or <2", lambda v: pep440.fits(SpecifierSet, v) and bool(v)),
+    "scipy": ("a version specifier", "one such as ==1.17.1", lambda v: pep440.fits(SpecifierSet, v) and bool(v)),
     "nccl": ("a version", "one PEP 440 version, such as 2.28.3", lambda v: _is_version(v)),
     "transformer_engine_wheel": ("a version", "one PEP 440 version, such as 2.16.1", lambda v: _is_version(v)),
     "transformer_engine_git": (
@@ -118,7 +118,7 @@ UPSTREAM = {
     "slime_requires": (
         "a requirement",
         f"PEP 508 requirements, as slime's requirements.txt; {requirements_file.URL_FORM}",
-        lambda v: _parses(Requirement, v) and not requirements_file.url_problem(Requirement(v)),
+        lambda v: pep440.fits(Requirement, v) and not requirements_file.url_problem(Requirement(v)),
     ),
     "carried": ("a note", "one line of text (_one_line)", None),
 }
@@ -184,7 +184,7 @@ def _pin_refused(specifier: SpecifierSet) -> str | None:
 def _parses(parse, value: str) -> bool:
     try:
         parse(value)
-    except (ValueError, InvalidRequirement):
+    except ValueError:
         return False
     return True
 
@@ -203,11 +203,7 @@ WHY = {"_PATCHES": _series_problem}
 
 
 def _is_version(value: str) -> bool:
-    try:
-        Version(value)
-    except InvalidVersion:
-        return False
-    return value == value.strip()
+    return pep440.fits(Version, value) and value == value.strip()
 
 
 def value_problem(name: str, value: str) -> tuple[str, str] | None:
@@ -355,26 +351,28 @@ def _quote(path: Path, key: str, value) -> str:
     return found[1] if found else f'quote it: {key} = "{text}"'
 
 
-def _upstream(shown: Path, key: str, value) -> None:
+def upstream_problem(key: str, value) -> tuple[str, str] | None:
+    """(why, fix) where `value` is not what [upstream] `key` must be, or None: the one rule of the pairing's reader
+    and of pairings draft, which holds what it read to it before writing (sweep 12 W7)."""
     kind, form, fits = UPSTREAM[key]
     for each in value if isinstance(value, list) else [value]:
         if fits is not None and not fits(each):
-            raise UserError(
-                f"{shown}: [upstream] {key} {quoted(each)} is not {kind}",
-                f"write {key} as {form} (pairings draft does)",
-            )
+            return f"[upstream] {key} {quoted(each)} is not {kind}", f"write {key} as {form}"
         if kind == "a version specifier" and (why := met_by_none(SpecifierSet(each))):
-            raise UserError(
-                f"{shown}: [upstream] {key} {quoted(each)} is met by no version: {why}",
-                f"write {key} as upstream's Dockerfile bounds it (pairings draft reads it)",
-            )
+            return f"[upstream] {key} {quoted(each)} is met by no version: {why}", f"bound {key} so a version meets it"
     if key == "slime_requires":
         names = [canonicalize_name(Requirement(each).name) for each in value]
         twice = sorted({name for name in names if names.count(name) > 1})
         if twice:
-            raise UserError(
-                f"{shown}: [upstream] slime_requires names {', '.join(twice)} twice", "name each requirement once"
-            )
+            return f"[upstream] slime_requires names {', '.join(twice)} twice", "name each requirement once"
+    return None
+
+
+def _upstream(shown: Path, key: str, value) -> None:
+    if found := upstream_problem(key, value):
+        raise UserError(
+            f"{shown}: {found[0]}", f"{found[1]}, as slime's files at its tag say it (pairings draft reads them)"
+        )
 
 
 def _megatron(shown: Path, held: dict) -> None:
@@ -389,7 +387,7 @@ def _megatron(shown: Path, held: dict) -> None:
     if not _is_version(held["version"]):
         raise UserError(f"{shown}: [megatron] version = {quoted(held['version'])} is not a version", fix)
     for requirement in held["requires"]:
-        if not _parses(Requirement, requirement):
+        if not pep440.fits(Requirement, requirement):
             raise UserError(f"{shown}: [megatron] requires {quoted(requirement)}, which is not a requirement", fix)
 
 

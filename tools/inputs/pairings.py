@@ -28,24 +28,27 @@ import json
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from slime_image.atomic_write import write_atomically
 from slime_image.errors import Finding, UserError, report_findings, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser, add_output, add_path
+from slime_image.quoted import quoted
 
-from tools.inputs import download_pins, pairing_schema, requirements_file, upstream_release
+from tools.inputs import download_pins, pairing_schema, pep440, requirements_file, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
 
 FOLDER = ROOT / "pairings"
 # slime's requirement the image meets otherwise: the SLIME-patched router wheel, installed --no-deps after it (W8).
 MET_OTHERWISE = {"sglang-router"}
 LOCKS = ROOT / "locks"
+NAME_MAX = 255  # the longest file name Linux's file systems take, in bytes
 ARG = "PAIRING"  # the Dockerfile's ARG naming the pairing, and so its lock
 DEFAULT = "default"  # the name that means the pairing the Dockerfile's defaults are
 
@@ -182,11 +185,16 @@ def load(name: str, folder: Path | None = None, recipe: Recipe | None = None) ->
     if name not in found:
         # A path is named as typed (sweep 5 U4: pairings/pairings/v0.3.0.toml.toml), and a pairing's file by its name.
         stem = Path(name).name.removesuffix(".toml")
-        as_path = stem != name or path.is_file()
-        where = "a pairing is a name of pairings/, not a path" if as_path else f"{as_typed(path)} does not exist"
-        own = stem in found and Path(name).resolve() == ((folder or FOLDER) / f"{stem}.toml").resolve()
+        # Sweep 12 U2: a name past the file-name limit ended in `File name too long` and the fix of an unreadable file.
+        too_long = any(len(os.fsencode(part)) > NAME_MAX for part in Path(f"{name}.toml").parts)
+        as_path = stem != name or (not too_long and path.is_file())
+        if too_long:
+            where = "longer than a file's name may be, so no file of pairings/"
+        else:
+            where = "a pairing is a name of pairings/, not a path" if as_path else f"{as_typed(path)} does not exist"
+        own = stem in found and not too_long and Path(name).resolve() == ((folder or FOLDER) / f"{stem}.toml").resolve()
         raise UserError(
-            f"no pairing {name!r} ({where})", f"name it {stem}" if own else f"use one of: {', '.join(found)}"
+            f"no pairing {quoted(name)} ({where})", f"name it {stem}" if own else f"use one of: {', '.join(found)}"
         )
     return found[name]
 
@@ -209,11 +217,11 @@ def unmet_slime_requirements(pairing: Pairing, requirements: Path) -> list[str]:
     installed = {canonicalize_name(r.name) for r in requirement_lines(requirements) if isinstance(r, Requirement)}
     unmet = []
     for line in pairing.upstream.get("slime_requires", []):
-        try:
-            name = canonicalize_name(Requirement(line).name)
-        except InvalidRequirement:
+        requirement = pep440.parsed(Requirement, line)[0]
+        if requirement is None:
             unmet.append(f"{pairing.name}: slime's requirement {requirements_file.echoed(line)} is not one pip reads")
             continue
+        name = canonicalize_name(requirement.name)
         if name not in installed and name not in MET_OTHERWISE:
             unmet.append(
                 f"{pairing.name}: slime requires {requirements_file.echoed(line)}, which {requirements.name} does not "
@@ -346,10 +354,7 @@ def promoted(name: str, dockerfile: Path = DOCKERFILE) -> tuple[str, list[str]]:
 
 
 def _version(name: str) -> Version | None:
-    try:
-        return Version(name.lstrip("v"))
-    except InvalidVersion:
-        return None
+    return pep440.parsed(Version, name.lstrip("v"))[0]
 
 
 def last_before(ref: str, folder: Path | None = None) -> Pairing:
@@ -366,16 +371,7 @@ def last_before(ref: str, folder: Path | None = None) -> Pairing:
 
 def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, str], dict, list[str]]:
     """[args], [upstream] and the `carried` notes of a draft pairing for `release`."""
-    read = {
-        "SLIME_REF": release.ref,
-        "SLIME_COMMIT": release.commit,
-        "SGLANG_VERSION": release.sglang,
-        "MEGATRON_COMMIT": release.megatron_commit,
-        "SGL_ROUTER_RELEASE": release.router_release,
-        "SGL_ROUTER_VERSION": release.router_version,
-        "APEX_COMMIT": release.apex_commit,
-        "SLIME_PATCHES": release.patch_series,
-    }
+    read = {name: getattr(release, attr) for attr, name in upstream_release.ARGS.items()}
     why = {
         "TRANSFORMER_ENGINE_VERSION": (
             f"upstream's image installs transformer_engine[pytorch]=={release.te_wheel} (CUDA 12) or builds git "
@@ -399,15 +395,7 @@ def draft(release: upstream_release.Release, last: Pairing) -> tuple[dict[str, s
             args[name] = value if name != "SGL_ROUTER_SHA256" or same_router else ""
             reason = why.get(name, "upstream's docker/Dockerfile does not say")
             carried.append(f"{name}: carried from {last.name}; {reason}")
-    found = {
-        "numpy": release.numpy,
-        "scipy": release.scipy,
-        "nccl": release.nccl,
-        "transformer_engine_wheel": release.te_wheel,
-        "transformer_engine_git": release.te_git,
-        "mbridge_git": release.mbridge_git,
-        "slime_requires": release.slime_requires,
-    }
+    found = {key: getattr(release, attr) for attr, key in upstream_release.UPSTREAM.items()}
     return args, {k: v for k, v in found.items() if v}, carried
 
 
@@ -504,8 +492,24 @@ def write_draft(tree: Path, out: str | None) -> tuple[Path, str | None, str]:
                 f"{as_typed(FOLDER / f'{paired[0]}.toml')}",
                 "pass --out a file outside pairings/ to compare the draft with that pairing",
             )
-    write_atomically(target, draft_text(release, last_before(release.ref), tree, name or release.ref))
+    text = draft_text(release, last_before(release.ref), tree, name or release.ref)
+    _held_whole(text, name or release.ref, target, recipe)
+    write_atomically(target, text)
     return target, name, release.ref
+
+
+def _held_whole(text: str, name: str, target: Path, recipe: Recipe) -> None:
+    """Refuse a draft its own `pairings check` would refuse, read whole by the pairing schema before it is written
+    (sweep 12 W7): each value read from slime's files is held where it is read (upstream_release.held, naming its
+    line); this holds the rest, the values carried and the notes, so no draft is written that its check refuses."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{name}.toml"
+        path.write_text(text)
+        try:
+            pairing_schema.checked(path, pairing_schema.read(path), recipe.declared, ARG)
+        except UserError as exc:
+            cause = exc.cause.replace(str(as_typed(path)), str(as_typed(target)))
+            raise UserError(f"the draft {cause}, and is not written", exc.fix, code=2) from None
 
 
 def _is_draft(path: Path) -> bool:

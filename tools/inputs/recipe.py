@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from slime_image import clone_files
 from slime_image.atomic_write import check_outputs, read_as
 from slime_image.errors import UserError, interrupts_held
@@ -23,6 +23,7 @@ from slime_image.lock_file import as_typed
 from slime_image.options import check_owned
 from slime_image.record import VERSION_SUFFIXES
 
+from tools.inputs import pep440
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
@@ -91,10 +92,7 @@ def requirement_lines(path: Path) -> list[Requirement | str]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
-        try:
-            found.append(Requirement(line))
-        except InvalidRequirement:
-            found.append(line)
+        found.append(pep440.parsed(Requirement, line)[0] or line)
     return found
 
 

@@ -16,15 +16,15 @@ import os
 import re
 from pathlib import Path
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from slime_image.errors import UserError
 from slime_image.fetch import CONTROL, USERINFO
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import refuse_link_out
-from slime_image.quoted import redacted
+from slime_image.quoted import cut, redacted
 
-from tools.inputs import url_form
+from tools.inputs import pep440, url_form
 
 # The byte-order marks pip's reader of a requirements file decodes by, longest first (UTF-32's begin as UTF-16's).
 BOMS = (
@@ -63,8 +63,9 @@ def url_problem(requirement: Requirement) -> str | None:
 def echoed(line: str) -> str:
     """A line as a message says it, in `backquotes`: each URL through the one redaction (url_form.shown: a user and
     password, a query's values and a fragment as ***) and each control character escaped (sweep 11 W2: a refused
-    `-f https://u:pw@...` was echoed with its password; U3: an ESC or NUL reached the terminal raw)."""
-    return "`" + CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted(line)) + "`"
+    `-f https://u:pw@...` was echoed with its password; U3: an ESC or NUL reached the terminal raw); a long one cut,
+    its length said (sweep 12 T1: a version of 5000 digits was echoed whole)."""
+    return "`" + cut(CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted(line))) + "`"
 
 
 def text(path: Path) -> str:
@@ -158,14 +159,9 @@ def read(path: Path, tree: Path) -> tuple[list[str], list[Path]]:
                 continue
             if line.startswith("-"):
                 raise UserError(f"{where}: {echoed(line)} is an option of pip's, not a requirement", FIX, code=2)
-            try:
-                requirement = Requirement(line)
-            except InvalidRequirement as exc:
-                raise UserError(
-                    f"{where}: {echoed(line)} is not a requirement pip reads by name: {str(exc).splitlines()[0]}",
-                    FIX,
-                    code=2,
-                ) from None
+            requirement, why = pep440.parsed(Requirement, line)
+            if requirement is None:
+                raise UserError(f"{where}: {echoed(line)} is not a requirement pip reads by name: {why}", FIX, code=2)
             if why := url_problem(requirement):
                 raise UserError(
                     f"{where}: {echoed(line)} {why}, which the pairing, `pairings check` and the build's log would "

@@ -15,14 +15,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from slime_image.errors import Finding, report_findings, run_command
 from slime_image.lock_file import LockError, as_typed, read_lock
 from slime_image.options import Parser, add_path
 from slime_image.smoke.report import Guard
 
 from tools import guard_report
-from tools.inputs import download_pins, pairings, pip_cli, run_shell, url_form
+from tools.inputs import download_pins, pairings, pep440, pip_cli, run_shell, url_form
 from tools.inputs.lock import existing_locks, held_cutoff, held_pins, missing_locks, own_stack_locks
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines, substitute
 from tools.planner import plan_steps
@@ -91,10 +91,8 @@ def numpy_only_in_requirements(recipe: Recipe) -> list[str]:
     problems = []
     for step in recipe.installs:
         for package in step.packages:
-            try:
-                named = Requirement(package).name.lower() == "numpy"
-            except InvalidRequirement:
-                named = False
+            requirement = pep440.parsed(Requirement, package)[0]
+            named = requirement is not None and requirement.name.lower() == "numpy"
             if named:
                 problems.append(f"line {step.line}: numpy named in `{step.command}`")
     for ins in recipe.of("ENV", "ARG"):

@@ -17,7 +17,7 @@ from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import declaration_of, patch_files, refuse_link_out, slime_order
 
-from tools.inputs import requirements_file
+from tools.inputs import pairing_schema, requirements_file
 from tools.inputs.recipe import Recipe, substitute
 from tools.inputs.requirements_file import text
 
@@ -32,6 +32,31 @@ APEX_GIT = re.compile(r"apex\.git@(?P<ref>[0-9a-f]{40})")
 PIN = r"[\"']?{name}(?P<spec>[<>=!~]=?[^\"'\s]+)[\"']?"
 # Every text file of a slime tree the tools read, each through text() (the patches are hashed as bytes, not read).
 TEXT_FILES = ("docker/Dockerfile", "requirements.txt")
+# What each value read becomes in a draft pairing: [args] NAME (ARGS) or an [upstream] key (UPSTREAM), each held to
+# the pairing schema where it is read, naming its line (sweep 12 W7: `MEGATRON_COMMIT = "main"`, a router release
+# `v0.3.2-9daabcd%3Ftok=SECRET`, a version holding ESC and one of 5000 digits were drafted, and the draft's own
+# `pairings check` then refused them).
+ARGS = {
+    "ref": "SLIME_REF",
+    "commit": "SLIME_COMMIT",
+    "sglang": "SGLANG_VERSION",
+    "megatron_commit": "MEGATRON_COMMIT",
+    "router_release": "SGL_ROUTER_RELEASE",
+    "router_version": "SGL_ROUTER_VERSION",
+    "apex_commit": "APEX_COMMIT",
+    "patch_series": "SLIME_PATCHES",
+}
+UPSTREAM = {
+    "numpy": "numpy",
+    "scipy": "scipy",
+    "nccl": "nccl",
+    "te_wheel": "transformer_engine_wheel",
+    "te_git": "transformer_engine_git",
+    "mbridge_git": "mbridge_git",
+    "slime_requires": "slime_requires",
+}
+# The ARG whose default a value is, where it is one: its line is where it was read.
+FROM_ARG = {"sglang": "SGLANG_IMAGE_TAG", "megatron_commit": "MEGATRON_COMMIT"}
 
 
 @dataclass
@@ -63,6 +88,35 @@ def _git(tree: Path, *args: str) -> str:
 def _last(pattern: re.Pattern | str, text: str, group: str) -> str | None:
     found = list(re.finditer(pattern, text))
     return found[-1][group] if found else None
+
+
+def line_of(dockerfile: Path, attr: str, value: str) -> str:
+    """Where in `dockerfile` the value of `attr` was read: its ARG's line, else the last line (not a comment) holding
+    it, as _last reads the last; the file alone where the text holds it nowhere whole."""
+    lines = text(dockerfile).splitlines()
+    arg = re.compile(rf"\s*ARG\s+{FROM_ARG[attr]}=") if attr in FROM_ARG else None
+    found = [
+        n
+        for n, line in enumerate(lines, 1)
+        if (arg.match(line) if arg else value in line and not line.lstrip().startswith("#"))
+    ]
+    return f"{as_typed(dockerfile)}:{found[-1]}" if found else str(as_typed(dockerfile))
+
+
+def held(attr: str, value, where: str) -> None:
+    """Refuse `value`, read at `where` for the draft's field of `attr`, where the pairing schema refuses it."""
+    if attr in ARGS:
+        found = pairing_schema.value_problem(ARGS[attr], value)
+        found = found and (f"[args] {found[0]}", found[1])
+    else:
+        found = pairing_schema.upstream_problem(UPSTREAM[attr], value)
+    if found:
+        raise UserError(
+            f"{where}: read as the draft's {found[0]}, which `pairings check` refuses",
+            f"make that line say it as the check takes it ({found[1]}), then commit and tag it again; or write the "
+            "pairing by hand",
+            code=2,
+        )
 
 
 def read(tree: Path) -> Release:
@@ -103,6 +157,8 @@ def read(tree: Path) -> Release:
     sglang = SGLANG_TAG.match(recipe.defaults.get("SGLANG_IMAGE_TAG", ""))
     router = list(ROUTER_URL.finditer(runs))
     version = sglang["version"] if sglang else None
+    if version:  # held before it names a folder: 5000 digits ended in `File name too long` (sweep 12 U2)
+        held("sglang", version, line_of(dockerfile, "sglang", version))
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
     if has_folder:
@@ -115,7 +171,7 @@ def read(tree: Path) -> Release:
             f"commit it with the release's files, or draft from a fresh git clone --branch {ref}",
             code=2,
         )
-    return Release(
+    release = Release(
         ref=ref,
         commit=commit,
         sglang=version,
@@ -132,6 +188,18 @@ def read(tree: Path) -> Release:
         patch_series=declaration_of(folder, slime_order(tree)) if has_folder else None,
         slime_requires=slime_requires,
     )
+    for attr in (*ARGS, *UPSTREAM):
+        value = getattr(release, attr)
+        if not value or attr in ("ref", "commit"):  # the tag is checked as a pairing's name; the commit is git's own
+            continue
+        if attr == "slime_requires":
+            where = str(as_typed(tree / "requirements.txt"))
+        elif attr == "patch_series":
+            where = str(as_typed(folder))
+        else:
+            where = line_of(dockerfile, attr, value)
+        held(attr, value, where)
+    return release
 
 
 if __name__ == "__main__":

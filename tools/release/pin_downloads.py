@@ -31,13 +31,13 @@ from email.parser import BytesParser
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 from slime_image import fetch
 from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
-from tools.inputs import build_arguments, download_pins, pairings, url_form
+from tools.inputs import build_arguments, download_pins, pairings, pep440, url_form
 from tools.inputs.recipe import DOCKERFILE, Recipe
 from tools.planner.wheel_zip import Unreadable, Wheel
 
@@ -91,10 +91,8 @@ def wheel_unlike(name: str, version: str, path: Path) -> str | None:
         return f"it is no zip archive zipfile can read, as a wheel is (damaged, or in a form wheels never take: {exc})"
     named, _, numbered = folder.removesuffix(".dist-info").rpartition("-")
     says = f"{metadata['Name']} {metadata['Version']} (its {folder})"
-    try:
-        same = {Version(numbered), Version(metadata["Version"] or "")} == {Version(version)}
-    except InvalidVersion:
-        same = False
+    versions = {pep440.parsed(Version, each)[0] for each in (numbered, metadata["Version"] or "", version)}
+    same = len(versions) == 1 and None not in versions
     if not same or {canonicalize_name(named), canonicalize_name(metadata["Name"] or "")} != {canonicalize_name(name)}:
         return f"it is a wheel of {says}"
     return None
@@ -202,7 +200,12 @@ def given_urls(words: list[str]) -> dict[str, str]:
     given = build_arguments.parsed(words)
     known = " or ".join(f"{url}=<mirror>" for url in SERVED_BY.values())
     for name, value in given.items():
-        if name not in SERVED_BY.values() or not value:
+        if name in SERVED_BY.values() and not value:  # sweep 12 U6: was told only a URL may be given, which it was
+            raise UserError(
+                f"--build-arg {name}= is given empty: it names no mirror",
+                f"give the mirror's URL ({name}=<mirror>), or leave it out",
+            )
+        if name not in SERVED_BY.values():
             raise UserError(
                 f"--build-arg {f'{name}={url_form.shown(value)}'!r}: only the URL a pinned file is served from may be "
                 f"given ({known}); "
