@@ -129,3 +129,25 @@ def test_make_build_refuses_the_tag_of_another_pairing(name, capsys):
         f"fix: leave TAG out (the pairing's own tag), or build that pairing: make build PAIRING={other}",
     ]
     assert build.main(["--dry-run", "--engine", "buildah", "--pairing", name, "--tag", "mine"]) == 0
+
+
+# Sweep 12 U9: BUILD_ARGS shlex cannot split was echoed whole, a password and a query's token with it.
+UNSPLIT = {
+    "PIP_INDEX_URL=https://u:SECRETPW@x.example/a'b": "the quote ' at character 45 is never closed (in the value of "
+    "PIP_INDEX_URL)",
+    "PIP_INDEX_URL=https://x.example/simple?tok=SECRETPW 'x": "the quote ' at character 53 is never closed",
+    'PIP_INDEX_URL="https://x.example/?tok=SECRETPW': 'the quote " at character 15 is never closed (in the value of '
+    "PIP_INDEX_URL)",
+    "PIP_INDEX_URL=https://x.example/?tok=SECRETPW\\": "its last character, a backslash, escapes nothing (in the value "
+    "of PIP_INDEX_URL)",
+}
+
+
+@pytest.mark.parametrize("text", UNSPLIT)
+@pytest.mark.parametrize("module", [m for m, option in taking_build_arguments() if option == "--build-args"])
+def test_build_args_that_cannot_be_split_are_named_by_position_never_echoed(module, text, capsys):
+    code = importlib.import_module(module).main([*BESIDES.get(module, []), "--build-args", text])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
+    assert lines[0].split(": ", 1)[1] == f"BUILD_ARGS: {UNSPLIT[text]}", lines
+    assert lines[1] == "fix: close each quote in BUILD_ARGS"
