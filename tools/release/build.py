@@ -78,6 +78,8 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     given = build_arguments.parsed(extra)
     for name, value in given.items():
         download_pins.check({name: value}, "build argument")
+        if url_form.is_proxy(name):  # the engine's own, reaching every step unstamped; its form held by parsed()
+            continue
         if name not in declared:
             raise UserError(
                 f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
