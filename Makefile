@@ -33,7 +33,7 @@ TAG          ?= $(eval TAG := $(value tag_default))$(TAG)
 PLATFORM     ?= linux/amd64
 # A slime release other than the Dockerfile's default (pairings/<name>.toml); empty for the default.
 PAIRING      ?=
-pairing_opt   = $(if $(PAIRING),--pairing $(call q,$(PAIRING)))
+pairing_opt   = $(if $(PAIRING),--pairing=$(call q,$(PAIRING)))
 AWS_REGION   ?= us-west-2
 # How make push compresses the layers: gzip (docker push) or zstd (skopeo; a node unpacks it faster, docs/benchmarks.md).
 COMPRESSION  ?= gzip
@@ -131,13 +131,13 @@ DOCKERFILE   ?= slime.Dockerfile
 plan: venv ## Predict each pip layer of DOCKERFILE (default slime.Dockerfile; PAIRING=v0.3.0 for another release) and check the result
 	@$(reports_dir)
 	@$(call array,$(PLAN_ARGS),more); \
-	$(VPY) -m tools.planner.plan --dockerfile $(call q,$(DOCKERFILE)) --platform $(call q,$(PLATFORM)) $(pairing_opt) \
-	  --report-json $(call q,$(REPORTS)/plan.json) --report-junit $(call q,$(REPORTS)/plan.xml) "$${more[@]}"
+	$(VPY) -m tools.planner.plan --dockerfile=$(call q,$(DOCKERFILE)) --platform=$(call q,$(PLATFORM)) $(pairing_opt) \
+	  --report-json=$(call q,$(REPORTS)/plan.json) --report-junit=$(call q,$(REPORTS)/plan.xml) "$${more[@]}"
 
 .PHONY: lock
 lock: venv ## Re-plan without the lock and rewrite the lock of PAIRING (locks/<pairing>.lock) from the result
 	@lock=$$($(VPY) -m tools.inputs.pairings lock $(call q,$(or $(PAIRING),default))) && \
-	$(VPY) -m tools.writers --name 'make lock' -- $(VPY) -m tools.planner.plan --platform $(call q,$(PLATFORM)) $(pairing_opt) --lock "$$lock"
+	$(VPY) -m tools.writers --name 'make lock' -- $(VPY) -m tools.planner.plan --platform=$(call q,$(PLATFORM)) $(pairing_opt) --lock "$$lock"
 
 .PHONY: walls
 walls: venv ## Where each wall is guarded (WALLS="W13 W22" for some)
@@ -157,16 +157,16 @@ base-manifest: venv ## Write base-manifests/ for BASE_IMAGE (default: slime.Dock
 	@$(need_engine)
 	@base=$(call q,$(BASE_IMAGE)); [ -n "$$base" ] || base=$$($(VPY) -m tools.release.versions get BASE_IMAGE); tmp=$$(mktemp -d); \
 	docker manifest inspect -v "$$base" > $$tmp/registry.json && \
-	if docker run --rm --platform $(call q,$(PLATFORM)) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json 2>/dev/null; then \
-	  { docker run --rm --platform $(call q,$(PLATFORM)) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; }; \
+	if docker run --rm --platform=$(call q,$(PLATFORM)) --entrypoint python3 "$$base" -m pip inspect --local > $$tmp/inspect.json 2>/dev/null; then \
+	  { docker run --rm --platform=$(call q,$(PLATFORM)) --entrypoint cat "$$base" /etc/pip/constraint.txt > $$tmp/constraint.txt 2>/dev/null || true; }; \
 	  inspect="--inspect $$tmp/inspect.json --constraint $$tmp/constraint.txt"; \
 	else inspect=""; fi && \
-	$(VPY) -m tools.planner.base_manifest --image "$$base" $$inspect --registry-manifest $$tmp/registry.json --platform $(call q,$(PLATFORM)); \
+	$(VPY) -m tools.planner.base_manifest --image "$$base" $$inspect --registry-manifest $$tmp/registry.json --platform=$(call q,$(PLATFORM)); \
 	  status=$$?; rm -rf $$tmp; exit $$status
 
 OVERLAY      ?= h200
 RENDERED      = $(call q,$(REPORTS)/manifests-$(OVERLAY).yaml)
-overlay       = --overlay $(call q,$(OVERLAY))
+overlay       = --overlay=$(call q,$(OVERLAY))
 KUBECTL_NS    = $$($(VPY) -m tools.k8s.k8s_render $(overlay) --get NAMESPACE)
 need_cluster = $(call need,kubectl,install kubectl (https://kubernetes.io/docs/tasks/tools/)); \
 	timeout 10 kubectl cluster-info >/dev/null 2>&1 || { echo "make $@: kubectl reaches no cluster (kubectl cluster-info failed): aws eks update-kubeconfig --name <cluster>" >&2; exit 1; }
@@ -179,10 +179,10 @@ render: venv ## Print the EKS manifests for OVERLAY=h200|b300|h100 (IMAGE, NAMES
 validate-manifests: venv ## Render OVERLAY and validate it offline (Kubernetes and KubeRay schemas, yamllint, policies)
 	@$(reports_dir)
 	@$(VPY) -m tools.k8s.k8s_render $(overlay) --out $(RENDERED) \
-	  --report-json $(call q,$(REPORTS)/render-$(OVERLAY).json) --report-junit $(call q,$(REPORTS)/render-$(OVERLAY).xml)
+	  --report-json=$(call q,$(REPORTS)/render-$(OVERLAY).json) --report-junit=$(call q,$(REPORTS)/render-$(OVERLAY).xml)
 	@image=$$($(VPY) -m tools.k8s.k8s_render $(overlay) --get IMAGE) && \
 	$(VPY) -m tools.k8s.k8s_validate $(RENDERED) $(overlay) --image "$$image" \
-	  --report-json $(call q,$(REPORTS)/manifests-$(OVERLAY).json) --report-junit $(call q,$(REPORTS)/manifests-$(OVERLAY).xml)
+	  --report-json=$(call q,$(REPORTS)/manifests-$(OVERLAY).json) --report-junit=$(call q,$(REPORTS)/manifests-$(OVERLAY).xml)
 
 .PHONY: crds
 crds: venv ## Download the KubeRay CRDs the manifest tests validate against into .cache/kuberay-crds
@@ -242,7 +242,7 @@ submit: venv ## Submit the Qwen3-4B GRPO job (kubernetes/launch/) through the Ra
 	kubectl -n $$ns exec $$pod -- cat /opt/slime-image/versions.json > "$$versions" && { $(reports_dir); } && \
 	$(VPY) -m tools.k8s.grpo_submit --recipe "$$recipe" --num-nodes "$$nodes" --image-versions "$$versions" \
 	  $$([ "$$allow" = 1 ] && echo --allow-other-image) $(overlay) \
-	  --report-json $(call q,$(REPORTS)/submit.json) --report-junit $(call q,$(REPORTS)/submit.xml) -- kubectl -n $$ns exec $$pod -- ray
+	  --report-json=$(call q,$(REPORTS)/submit.json) --report-junit=$(call q,$(REPORTS)/submit.xml) -- kubectl -n $$ns exec $$pod -- ray
 
 # How many pytest workers make test runs (pytest-xdist): one more than the cores, since part of the suite waits on
 # the package index (a fresh clone on 2 cores: 4 min 27 s with 3 workers, 5 min 1 s with 2; docs/benchmarks.md),
@@ -268,7 +268,7 @@ lint: venv ## ruff, hadolint, the generated tables of docs/, the pairings and th
 	$(VPY) -m tools.docs --check
 	$(VPY) -m tools.inputs.pairings check
 	@$(reports_dir)
-	$(VPY) -m tools.inputs.rules --report-json $(call q,$(REPORTS)/rules.json) --report-junit $(call q,$(REPORTS)/rules.xml)
+	$(VPY) -m tools.inputs.rules --report-json=$(call q,$(REPORTS)/rules.json) --report-junit=$(call q,$(REPORTS)/rules.xml)
 
 .PHONY: versions
 versions: venv ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
@@ -295,8 +295,8 @@ bad_dry_run = echo "make build: DRY_RUN is neither 0 nor 1" >&2; \
 build: venv ## Build the image IMAGE:TAG for PLATFORM with ENGINE=docker|podman|buildah (default: the first found); DRY_RUN=1 prints the command
 	@# DRY_RUN=0 builds, as unset does; any value but 0 and 1 is refused rather than guessed (checked by make).
 	@$(if $(filter-out 0 1,$(DRY_RUN) $(words $(DRY_RUN))),$(bad_dry_run))
-	@$(VPY) -m tools.release.build $(pairing_opt) $(if $(ENGINE),--engine $(call q,$(ENGINE))) --platform $(call q,$(PLATFORM)) \
-	  --image $(call q,$(IMAGE)) $(if $(TAG),--tag $(call q,$(TAG))) $(if $(BUILD_ARGS),--build-args $(call q,$(BUILD_ARGS))) $(if $(filter 1,$(DRY_RUN)),--dry-run)
+	@$(VPY) -m tools.release.build $(pairing_opt) $(if $(ENGINE),--engine=$(call q,$(ENGINE))) --platform=$(call q,$(PLATFORM)) \
+	  --image=$(call q,$(IMAGE)) $(if $(TAG),--tag=$(call q,$(TAG))) $(if $(BUILD_ARGS),--build-args=$(call q,$(BUILD_ARGS))) $(if $(filter 1,$(DRY_RUN)),--dry-run)
 
 # The git sources of the verification build, each a mirror's path or a URL (default: the Dockerfile's upstream).
 MEGATRON_REPO ?=
@@ -305,8 +305,8 @@ APEX_REPO     ?=
 
 .PHONY: build-check
 build-check: venv ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo $(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo $(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo $(call q,$(APEX_REPO))) \
-	  $(if $(BUILD_ARGS),--build-args $(call q,$(BUILD_ARGS)))
+	$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) \
+	  $(if $(BUILD_ARGS),--build-args=$(call q,$(BUILD_ARGS)))
 	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
 # The image make build-check made, to compare a second uncached build with (empty: repro-check builds twice).
@@ -314,7 +314,7 @@ AGAINST ?=
 
 .PHONY: repro-check
 repro-check: venv ## Build the verification build's recipe again without cache and compare every layer; docs/build/<pairing>/reproducibility.json
-	$(VPY) -m tools.release.build_check.repro $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo $(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo $(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo $(call q,$(APEX_REPO))) $(if $(AGAINST),--against $(call q,$(AGAINST)))
+	$(VPY) -m tools.release.build_check.repro $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) $(if $(AGAINST),--against=$(call q,$(AGAINST)))
 
 .PHONY: push
 push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest; attach its SBOM as an OCI referrer

@@ -15,11 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
 
-from tools import writers
+from tools import tree_writes, writers
 from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner.base_manifest import manifest_for
@@ -343,7 +342,14 @@ def pending(docs: Path, dockerfile: Path) -> dict[Path, str]:
     return {path: text for path, text in updated.items() if text != original[path]}
 
 
+def pages(docs: Path) -> list[Path]:
+    """Every page of `docs` a generated table is written into."""
+    return list(dict.fromkeys(docs / page for page, _, _ in tables().values()))
+
+
 def sync(docs: Path, dockerfile: Path, check: bool) -> int:
+    if not check:
+        tree_writes.no_links(pages(docs))
     stale = pending(docs, dockerfile)
     if stale and check:
         raise UserError(
@@ -351,7 +357,7 @@ def sync(docs: Path, dockerfile: Path, check: bool) -> int:
             "the walls and guards, base-manifests/, docs/build/)",
             "run `make docs`",
         )
-    write_all(stale)
+    tree_writes.write(stale)
     return 0
 
 

@@ -129,3 +129,69 @@ def test_make_build_refuses_the_tag_of_another_pairing(name, capsys):
         f"fix: leave TAG out (the pairing's own tag), or build that pairing: make build PAIRING={other}",
     ]
     assert build.main(["--dry-run", "--engine", "buildah", "--pairing", name, "--tag", "mine"]) == 0
+
+
+# Sweep 12 U9: BUILD_ARGS shlex cannot split was echoed whole, a password and a query's token with it.
+UNSPLIT = {
+    "PIP_INDEX_URL=https://u:SECRETPW@x.example/a'b": "the quote ' at character 45 is never closed (in the value of "
+    "PIP_INDEX_URL)",
+    "PIP_INDEX_URL=https://x.example/simple?tok=SECRETPW 'x": "the quote ' at character 53 is never closed",
+    'PIP_INDEX_URL="https://x.example/?tok=SECRETPW': 'the quote " at character 15 is never closed (in the value of '
+    "PIP_INDEX_URL)",
+    "PIP_INDEX_URL=https://x.example/?tok=SECRETPW\\": "its last character, a backslash, escapes nothing (in the value "
+    "of PIP_INDEX_URL)",
+}
+
+
+@pytest.mark.parametrize("text", UNSPLIT)
+@pytest.mark.parametrize("module", [m for m, option in taking_build_arguments() if option == "--build-args"])
+def test_build_args_that_cannot_be_split_are_named_by_position_never_echoed(module, text, capsys):
+    code = importlib.import_module(module).main([*BESIDES.get(module, []), "--build-args", text])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
+    assert lines[0].split(": ", 1)[1] == f"BUILD_ARGS: {UNSPLIT[text]}", lines
+    assert lines[1] == "fix: close each quote in BUILD_ARGS"
+
+
+# Sweep 12 U3: Docker's predefined proxy arguments, refused as ARGs slime.Dockerfile does not declare.
+PROXY_BASES = ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "ALL_PROXY", "NO_PROXY")  # Docker's, as its docs list them
+PROXY_VALUES = {
+    n: "localhost,.corp,10.0.0.0/8,*" if base == "NO_PROXY" else "http://proxy.corp:3128"
+    for base in PROXY_BASES
+    for n in (base, base.lower())
+}
+
+
+def test_every_predefined_proxy_argument_is_known():
+    assert set(PROXY_VALUES) == set(url_form.PROXIES + url_form.NO_PROXY)
+
+
+@pytest.mark.parametrize("name", PROXY_VALUES)
+def test_make_build_takes_each_proxy_argument_and_keeps_the_fingerprint(name, capsys):
+    from tools.release import build
+
+    base = ["--dry-run", "--engine", "buildah"]
+    assert build.main(base) == 0
+    plain = shlex.split(capsys.readouterr().out)
+    assert build.main([*base, "--build-args", f"{name}={PROXY_VALUES[name]}"]) == 0, capsys.readouterr().err
+    words = shlex.split(capsys.readouterr().out)
+    assert f"{name}={PROXY_VALUES[name]}" in words
+    assert [w for w in words if w.startswith("IMAGE_INPUTS=")] == [w for w in plain if w.startswith("IMAGE_INPUTS=")]
+
+
+PROXY_REFUSED = {
+    "HTTPS_PROXY=http://u:SECRETPW@proxy.corp:3128": "build argument HTTPS_PROXY='http://***@proxy.corp:3128' carries "
+    "a user name or password",
+    "http_proxy=proxy.corp:3128": "build argument http_proxy='proxy.corp:3128' does not begin SCHEME://",
+    "ALL_PROXY=file:///etc/passwd": "build argument ALL_PROXY='file:///etc/passwd' is no http:// or https:// URL",
+    "NO_PROXY=localhost,u:SECRETPW@x": "build argument NO_PROXY='***@x' holds '***@x', no host",
+}
+
+
+@pytest.mark.parametrize("text", PROXY_REFUSED)
+@pytest.mark.parametrize("module, option", taking_build_arguments())
+def test_a_proxy_argument_out_of_form_is_refused_by_every_command_without_its_password(module, option, text, capsys):
+    code = importlib.import_module(module).main([*BESIDES.get(module, []), option, text])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
+    assert lines[0].split(": ", 1)[1].startswith(PROXY_REFUSED[text]), lines

@@ -64,7 +64,7 @@ def test_make_build_check_passes_build_args_on():
     make = [shutil.which("make"), "-n", "build-check", "BUILD_ARGS=PIP_INDEX_URL='https://m/a b'"]
     printed = subprocess.run(make, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "tools.release.build_check.run" in printed
-    assert "--build-args 'PIP_INDEX_URL='\\''https://m/a b'\\'''" in printed, printed
+    assert "--build-args='PIP_INDEX_URL='\\''https://m/a b'\\'''" in printed, printed
 
 
 # A source's repository given as a URL make build refuses: a user and password, a scheme no build fetches from, a

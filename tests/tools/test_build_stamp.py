@@ -8,6 +8,7 @@ this issue every refused case printed a command with the default's tag and finge
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -74,7 +75,7 @@ def test_a_value_the_pairing_declares_is_refused_as_a_pairing(arg):
         ("PAIRING=v0.3.0", "the pairing is chosen with its whole set of values", "make build PAIRING=<name>"),
         ("IMAGE_INPUTS=0123456789abcdef", "IMAGE_INPUTS is the stamp", "leave IMAGE_INPUTS out"),
         ("NOTANARG=1", "slime.Dockerfile declares no ARG NOTANARG", "pass only the ARGs slime.Dockerfile declares"),
-        ("IMAGE_SOURCE='https://x", "No closing quotation", "close each quote"),
+        ("IMAGE_SOURCE='https://x", "the quote ' at character 14 is never closed", "close each quote"),
         ("IMAGE_SOURCE=", "IMAGE_SOURCE= is empty where slime.Dockerfile's steps take a URL", "leave IMAGE_SOURCE out"),
     ],
 )
@@ -106,3 +107,24 @@ def test_another_base_changes_the_fingerprint_and_the_default_base_does_not():
     assert other["BASE_IMAGE"] == base
     assert other["IMAGE_INPUTS"] != tree
     assert other["IMAGE_INPUTS"] == fingerprint.of_tree(pairings.default(), base)
+
+
+def test_an_image_with_a_password_is_refused_without_showing_it():
+    """Sweep 12 U10: the reference was printed whole in `is no image reference an engine takes`."""
+    proc = make_build("IMAGE=u:SECRETPW@reg.example/slime")
+    assert_refused(proc, "make build", "IMAGE=***@reg.example/slime carries a user name or password", "docker login")
+    assert "SECRETPW" not in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("variable", ["TAG", "IMAGE", "PLATFORM", "ENGINE", "BUILD_ARGS", "PAIRING"])
+def test_a_value_beginning_with_a_dash_is_a_value_not_an_option(variable):
+    """Sweep 12 U10: `TAG=-x` reached argparse as an option (`argument --tag: expected one argument`); each make
+    variable is passed as --OPTION=VALUE, so its own rule refuses it."""
+    proc = make_build(f"{variable}=-x")
+    assert proc.returncode != 0 and "expected one argument" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 2 and "-x" in proc.stderr, proc.stderr
+
+
+def test_every_make_variable_is_passed_to_an_option_with_its_equals_sign():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.findall(r"--[a-z][a-z-]* \$\(call q,", makefile) == []

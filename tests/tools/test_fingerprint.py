@@ -3,11 +3,14 @@ rendered with, and make submit's comparison with the cluster's image (its versio
 slime-record's shape), with its override."""
 
 import json
+import os
 import re
 import shutil
+import socket
 
 import pytest
 import yaml
+from slime_image.errors import UserError
 from test_host_bad_input import USER, assert_refused, tool
 
 from tools.inputs import download_pins, fingerprint, pairings
@@ -121,3 +124,35 @@ def test_every_download_pin_of_every_pairing_is_in_its_fingerprint(tmp_path, mon
     moved = pairings.load(name)
     assert moved.args[pin] == value
     assert fingerprint.of_tree(moved) != before
+
+
+def odd_shapes(tmp_path):
+    """Each entry of a fingerprinted folder that is no file, folder or link to one inside it (sweep 12 W5)."""
+    outside = tmp_path / "shadow"
+    outside.write_text("a file the image never holds\n")
+    return {
+        "a FIFO": lambda path: os.mkfifo(path),
+        "a device": lambda path: path.symlink_to("/dev/zero"),
+        "a socket": lambda path: socket.socket(socket.AF_UNIX).bind(path.name),  # in its folder: a short path
+        "a link out of the tree": lambda path: path.symlink_to(outside),
+        "a dangling link": lambda path: path.symlink_to("nowhere.py"),
+    }
+
+
+@pytest.mark.parametrize("shape", ["a FIFO", "a device", "a socket", "a link out of the tree", "a dangling link"])
+def test_an_entry_of_image_that_is_no_file_is_refused_naming_it(tmp_path, shape, monkeypatch):
+    folder = tmp_path / "image" / "slime_image"
+    folder.mkdir(parents=True)
+    (folder / "a.py").write_text("x = 1\n")
+    (tmp_path / "image" / "bin").mkdir()
+    (tmp_path / "image" / "bin" / "a").symlink_to("../slime_image/a.py")  # as image/bin's commands are: taken
+    before = fingerprint.tree_digest(tmp_path / "image")
+    monkeypatch.chdir(folder)
+    odd_shapes(tmp_path)[shape](folder / "odd.py")
+    with pytest.raises(UserError) as refused:
+        fingerprint.tree_digest(tmp_path / "image")
+    kind = {"a device": "a link out of the tree (to /dev/zero)", "a dangling link": "a link to no file or folder"}
+    assert f"odd.py is {kind.get(shape, shape)}" in refused.value.cause, refused.value.cause
+    assert refused.value.fix.startswith("remove it (rm "), refused.value.fix
+    (folder / "odd.py").unlink()
+    assert fingerprint.tree_digest(tmp_path / "image") == before

@@ -13,11 +13,12 @@ import json
 
 import pytest
 from silent_servers import served
+from slime_image import fetch
 from slime_image.errors import UserError
 from test_host_bad_input import assert_refused, tool
 
 from tools.planner import index_http
-from tools.planner.plan_index import DENIED_FIX, JSON_PAGE, NOTHING_FOUND_FIX, PlanIndex, project_files
+from tools.planner.plan_index import JSON_PAGE, NOTHING_FOUND_FIX, PlanIndex, project_files
 
 SHA = "a" * 64
 WHEEL = "six-1.16.0-py2.py3-none-any.whl"
@@ -106,11 +107,19 @@ def test_lock_hashes_says_two_lines_naming_the_index(answer):
 
 # Sweep 9 F6: an index refusing every request (credentials wanted; a mirror URL missing its path): make plan blamed the
 # recipe's steps with a dependency conflict in 88 lines, lock_hashes asked for an index serving PEP 691 JSON.
+def table(status: int) -> tuple[str, str]:
+    """What fetch.py's one table says of `status`, PIP_INDEX_URL serving."""
+    cause, fix = fetch.http_answer(status, "PIP_INDEX_URL", "the project's name")
+    return f"answered HTTP {status} ({cause}) at", fix
+
+
 REFUSING = {
-    ("tools.planner.plan", 401): ("answered HTTP 401 (credentials wanted) at", DENIED_FIX),
+    ("tools.planner.plan", 401): table(401),
+    ("tools.planner.plan", 500): table(500),
     ("tools.planner.plan", 404): ("knows none of the projects asked:", NOTHING_FOUND_FIX),
-    ("tools.planner.lock_hashes", 401): ("answered HTTP 401 (credentials wanted) at", DENIED_FIX),
-    ("tools.planner.lock_hashes", 403): ("answered HTTP 403 (access refused) at", DENIED_FIX),
+    ("tools.planner.lock_hashes", 401): table(401),
+    ("tools.planner.lock_hashes", 403): table(403),
+    ("tools.planner.lock_hashes", 500): table(500),  # sweep 12 U7: told to change the index, not to run it again
 }
 
 
@@ -122,3 +131,30 @@ def test_an_index_refusing_every_request_is_named_with_its_answer(module, status
         proc = tool(module, *args, env={"PIP_INDEX_URL": index})
     assert_refused(proc, module.rsplit(".", 1)[1], f"the package index {index}", fix)
     assert cause in proc.stderr and len(proc.stderr.strip().splitlines()) == 2, proc.stdout[-2000:] + proc.stderr
+
+
+# Sweep 12 U7: each class of fetch.py's table (but 404 and 410: a project the index does not know) as an index's answer.
+STATUSES = {"401": 401, "403": 403, "429": 429, "3": 300, "4": 400, "5": 503}
+
+
+def test_the_table_s_classes_are_each_asked():
+    assert set(fetch.HTTP_ANSWERS) - {"404", "410"} == set(STATUSES)
+
+
+@pytest.mark.parametrize("key", STATUSES)
+def test_project_files_says_every_http_error_answer_through_fetch_s_table(key):
+    status = STATUSES[key]
+    with answering(status, {}, b"") as index, pytest.raises(UserError) as refused:
+        project_files(index, "six", "its hashes")
+    cause, fix = table(status)
+    assert cause in refused.value.cause and refused.value.fix == fix, refused.value
+
+
+@pytest.mark.parametrize("key", STATUSES)
+def test_the_plans_index_keeps_every_http_error_answer_through_fetch_s_table(key, tmp_path):
+    status = STATUSES[key]
+    with answering(status, {}, b"") as index, PlanIndex(index, tmp_path, "x86_64") as ours:
+        index_http.get(f"{ours.url}six/", {"Accept": JSON_PAGE})
+        how, fix = ours.refusal()
+    cause, expected = table(status)
+    assert how.startswith(cause) and fix == expected, (how, fix)

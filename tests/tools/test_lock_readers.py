@@ -15,6 +15,7 @@ import ast
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,12 +24,13 @@ import pytest
 from bad_locks import BAD
 from conftest import ROOT
 from slime_image.commands import COMMANDS as IMAGE_COMMANDS
+from slime_image.errors import UserError
 from test_host_bad_input import USER
 from test_pairing_files import VERSIONS_JSON, _imports, tree  # noqa: F401 (tree: the fixture under `repo`)
 from test_promote import git
 
 import tools
-from tools.inputs import pairings
+from tools.inputs import lock, pairings
 
 DEFAULT = pairings.default().name
 OTHER = next(name for name in pairings.names() if name != DEFAULT)
@@ -343,3 +345,35 @@ def test_every_command_that_reads_a_lock_refuses_one_that_is_no_regular_file(rep
     assert re.search(r", not a lock: |it is a folder|: a link \(to ", said[0]) and "locks/" in said[0], said
     assert said[1].startswith("fix: ") and "Traceback" not in run.stderr, run.stderr
     assert git(repo, "status", "--porcelain", "--untracked-files=all") == ""
+
+
+# Sweep 12 U5: each kind of path that is no lock, named as it is, with the one fix of a lock in locks/.
+SHAPES = {
+    "a FIFO": (lambda path: os.mkfifo(path), "a FIFO"),
+    "a socket": (lambda path: socket.socket(socket.AF_UNIX).bind(path.name), "a socket"),
+    "a folder": (lambda path: path.mkdir(), "a folder"),
+    "a link to a device": (lambda path: path.symlink_to("/dev/zero"), "a link to /dev/zero"),
+    "a link out of the tree": (lambda path: path.symlink_to("/tmp/l.lock"), "a link to /tmp/l.lock"),
+    "a link to itself": (lambda path: path.symlink_to(path.name), "a link to v0.3.1.lock"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_lock_that_is_no_regular_file_is_named_as_it_is_with_the_one_fix(tmp_path, monkeypatch, shape):
+    make, kind = SHAPES[shape]
+    (tmp_path / "locks").mkdir()
+    monkeypatch.chdir(tmp_path / "locks")  # a socket's path is short
+    make(tmp_path / "locks" / "v0.3.1.lock")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as refused:
+        lock.regular_files([tmp_path / "locks" / "v0.3.1.lock"])
+    assert refused.value.cause == f"locks/v0.3.1.lock is {kind}, not a lock: a lock is a regular file of its own"
+    restore = "remove it and restore the committed lock: git checkout -- locks/v0.3.1.lock, or make lock"
+    assert refused.value.fix == restore
+
+
+def test_a_device_named_as_a_lock_is_called_a_device():
+    with pytest.raises(UserError) as refused:
+        lock.regular_files([Path("/dev/null")])
+    assert refused.value.cause.startswith("/dev/null is a device, not a lock"), refused.value.cause
+    assert refused.value.fix == "name a lock file, one of locks/*.lock"

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 import sys
 from pathlib import Path
 
 from slime_image.errors import UserError, run_command
+from slime_image.lock_file import as_typed
 from slime_image.options import Parser
 
 from tools.inputs import download_pins, lock, pairings
@@ -27,9 +30,37 @@ INPUTS = ("slime.Dockerfile", "requirements.txt", "image")  # and the pairing's 
 ARGS = "pairing build arguments"  # of_tree's name for the pairing's values, beside the files' digests
 
 
+def odd_entry(entry: Path, folder: Path) -> str | None:
+    """What `entry` of the fingerprinted `folder` is, when it is neither a file, a folder, nor a link to one of those in
+    `folder`, or None. The build context's image/ holds it as it is (COPY keeps a link as a link), which the digest of
+    files alone never saw: a FIFO or a link to /dev/zero left the fingerprint as the clean tree's, and a link to
+    /etc/shadow put a file the image never holds into it (sweep 12 W5)."""
+    mode = entry.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        target = Path(os.path.realpath(entry))
+        inside = target.is_relative_to(os.path.realpath(folder))
+        if not inside or not (target.is_file() or target.is_dir()):
+            where = "out of the tree" if not inside else "to no file or folder"
+            return f"a link {where} (to {os.readlink(entry)})"
+        return None
+    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device", stat.S_ISBLK: "a device", stat.S_ISSOCK: "a socket"}
+    return next((kind for test, kind in kinds.items() if test(mode)), None)
+
+
 def tree_digest(path: Path) -> str:
-    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out)."""
+    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out); an
+    entry of a folder that is no file, folder, or link to one inside it is refused, naming it."""
     digest = hashlib.sha256()
+    if path.is_dir():
+        for entry in sorted(path.rglob("*")):
+            odd = odd_entry(entry, path)
+            if odd:
+                shown = as_typed(entry)
+                raise UserError(
+                    f"{shown} is {odd}: the build's COPY of {path.name}/ would take it as it is, which the "
+                    "fingerprint of its files cannot say",
+                    f"remove it (rm {shown}); a file the image needs goes in {path.name}/ as a regular file",
+                )
     files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
     for file in files:
         if "__pycache__" in file.parts or file.suffix == ".pyc":

@@ -9,6 +9,7 @@ index's own, where a command has read the index's pages."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from slime_image import clone_files
@@ -28,7 +29,6 @@ from slime_image.lock_file import (
     Pin,
     as_typed,
     canonical,
-    committed,
     make_lock,
     pin_text,
     pins_digest,
@@ -148,19 +148,34 @@ def existing_locks(paths: list[Path]) -> dict[Path, Lock]:
     return {path: read_lock(path) for path in paths if path.is_file()}
 
 
+def odd_kind(path: Path) -> str | None:
+    """What `path` is when it is there but no regular file of its own, as it is (sweep 12 U5: a FIFO was called `a link
+    or a device`); None for a regular file or nothing there."""
+    if path.is_symlink():
+        return f"a link to {os.readlink(path)}"
+    if not os.path.lexists(path) or path.is_file():
+        return None
+    mode = path.stat().st_mode
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
+    return next((kind for test, kind in kinds.items() if test(mode)), "a device")
+
+
 def regular_files(paths) -> None:
-    """Refuse a lock's path that is there but is no regular file of its own (a folder, a device, a link, a link that
-    loops): every command that reads or writes a lock checks it here first."""
+    """Refuse a lock's path that is there but is no regular file of its own (a folder, a FIFO, a device, a link, a link
+    that loops), naming what it is: every command that reads or writes a lock checks it here first. A path in a locks/
+    folder is a lock a pairing names (or make lock writes): the one fix restores it, whoever named it (sweep 12 U5: a
+    link out of the tree was told to `name a lock file`, though the pairing had named it); another path, typed by the
+    user (lock_hashes /dev/null), is told to name a lock."""
     for path in paths:
-        if path.is_symlink() or (os.path.lexists(path) and not path.is_file()):
-            whole = Path(os.path.abspath(path))
+        what = odd_kind(Path(path))
+        if what:
             shown = as_typed(path)  # the link's own path
-            what = "a folder" if whole.is_dir() and not path.is_symlink() else "a link or a device"
-            # Whether git tracks the path itself (committed() takes a link's own name, not what it points at).
-            restore = f"remove it and restore the committed lock: git checkout -- {shown}, or make lock"
+            in_locks = Path(os.path.abspath(path)).parent.name == "locks"
             raise UserError(
                 f"{shown} is {what}, not a lock: a lock is a regular file of its own",
-                restore if committed(whole) else "name a lock file, one of locks/*.lock",
+                f"remove it and restore the committed lock: git checkout -- {shown}, or make lock"
+                if in_locks
+                else "name a lock file, one of locks/*.lock",
             )
 
 

@@ -23,7 +23,7 @@ from slime_image.lock_file import as_typed
 from slime_image.options import check_owned
 from slime_image.record import VERSION_SUFFIXES
 
-from tools.inputs import pep440
+from tools.inputs import pep440, url_form
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
 
@@ -169,6 +169,8 @@ class Recipe:
             )
         recipe = cls(path, Path(context) if context else path.parent, _parse(path), target)
         recipe.check_no_links()
+        # The engines' proxy arguments reach every step without an ARG and change no step's text (sweep 12 U3).
+        build_args = {name: value for name, value in (build_args or {}).items() if not url_form.is_proxy(name)}
         if build_args:
             undeclared = sorted(set(build_args) - recipe.declared)
             if undeclared:

@@ -113,6 +113,41 @@ def hosts_problem(value: str) -> str | None:
     return None
 
 
+# Docker's predefined proxy build arguments (buildah and podman take them too): each reaches every RUN step with no ARG
+# line, and stays out of the image's history and config, so a build behind a proxy gives them as build arguments
+# (sweep 12 U3: they were refused as ARGs the Dockerfile does not declare). What an engine and the build's log show
+# of them is held to a URL (or NO_PROXY's list of hosts) with no USER:PASSWORD@.
+PROXIES = tuple(n for base in ("HTTP", "HTTPS", "FTP", "ALL") for n in (f"{base}_PROXY", f"{base.lower()}_proxy"))
+NO_PROXY = ("NO_PROXY", "no_proxy")
+PROXY_FIX = (
+    "set {} to the proxy's URL, http://HOST:PORT (no USER:PASSWORD@: the build's log shows it; a proxy asking "
+    "credentials is given them in the engine's own proxy configuration)"
+)
+NO_PROXY_FIX = "set {} to host names, .domains, addresses or * separated by commas, with no scheme and no USER@"
+_NO_PROXY_ENTRY = re.compile(r"\*|\.?[A-Za-z0-9_.-]+(?::[0-9]{1,5})?|[0-9A-Fa-f:.\[\]]+(?:/[0-9]{1,3})?")
+
+
+def is_proxy(name: str) -> bool:
+    """The ARG `name` is one of the engines' predefined proxy arguments, taken without an ARG line."""
+    return name in PROXIES or name in NO_PROXY
+
+
+def proxy_problem(value: str) -> str | None:
+    """Why `value` is no proxy URL, or None: the one URL form (fetch.url_problem), of an http(s) proxy."""
+    if why := url_problem(value):
+        return why
+    if not value.lower().startswith(("http://", "https://")):
+        return "is no http:// or https:// URL of a proxy"
+    return None
+
+
+def no_proxy_problem(value: str) -> str | None:
+    for entry in value.split(","):
+        if entry.strip() and not _NO_PROXY_ENTRY.fullmatch(entry.strip()):
+            return f"holds {said_hosts(entry)}, no host, .domain, address or *"
+    return None
+
+
 def refused(name: str, value: str) -> tuple[str, str, str] | None:
     """(the value as a message may say it, why, the fix) where the ARG `name` may not hold `value`, or None: the one
     rule of a URL's and a host list's form, whichever way the value enters (a build argument, a pairing's [args], the
@@ -121,6 +156,10 @@ def refused(name: str, value: str) -> tuple[str, str, str] | None:
         return said(value), why, fix(name)
     if name in HOSTS and (why := hosts_problem(value)):
         return said_hosts(value), why, HOSTS_FIX.format(name)
+    if name in PROXIES and (why := proxy_problem(value)):
+        return said(value), why, PROXY_FIX.format(name)
+    if name in NO_PROXY and (why := no_proxy_problem(value)):
+        return said_hosts(value), why, NO_PROXY_FIX.format(name)
     return None
 
 

@@ -33,6 +33,13 @@ REDIRECTS = 5
 TIMEOUT = fetch.TIMEOUT
 
 
+def http_answer(status: int) -> tuple[str, str]:
+    """The cause and the fix of an index's HTTP error answer: fetch.py's one table, PIP_INDEX_URL the URL it is served
+    by (sweep 12 U7: an index answering 500 was told to be replaced by one serving PEP 691 JSON, where the table says
+    to run it again later)."""
+    return fetch.http_answer(status, "PIP_INDEX_URL", "the project's name")
+
+
 class Unreachable(OSError):
     """The server did not answer (refused, timed out, no route, no name): not the same as an answer it gave."""
 

@@ -54,12 +54,6 @@ _LEAD = re.compile(r"\s*v?(?:(\d+)!)?(\d+)", re.IGNORECASE)  # PEP 440's epoch a
 
 
 NO_PAGE_FIX = "set PIP_INDEX_URL to an index that serves PEP 691 JSON (PyPI, or a mirror of it that does)"
-# An index refusing every request (sweep 9 F6): its answer, and the fix each asks for.
-DENIED = {401: "credentials wanted", 403: "access refused"}
-DENIED_FIX = (
-    "set PIP_INDEX_URL to an index that asks no credentials: a mirror or proxy on the build host that holds them "
-    "(docs/building.md)"
-)
 NOTHING_FOUND_FIX = "check PIP_INDEX_URL: it names the index's simple API (https://pypi.org/simple, or a mirror's)"
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 # A file entry's keys the tools read, and the type each must be (PEP 691); others pass as they are.
@@ -110,17 +104,18 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
             "check the network and PIP_INDEX_URL",
             code,
         ) from None
-    if answer.status in DENIED:
-        raise UserError(
-            f"the package index {url_form.shown(index)} answered HTTP {answer.status} ({DENIED[answer.status]}) at "
-            f"{url_form.shown(url)} ({why})",
-            DENIED_FIX,
-            code,
-        )
     if answer.status in (404, 410):
         raise UserError(
             f"the package index knows no project {name} ({why}): {url_form.shown(url)} answered HTTP {answer.status}",
             f"spell {name} as the index does, or set PIP_INDEX_URL to an index that serves it",
+            code,
+        )
+    if answer.status != 200:  # every other error answer through the one table (sweep 12 U7)
+        cause, fix = index_http.http_answer(answer.status)
+        raise UserError(
+            f"the package index {url_form.shown(index)} answered HTTP {answer.status} ({cause}) at "
+            f"{url_form.shown(url)} ({why})",
+            fix,
             code,
         )
     try:
@@ -257,7 +252,7 @@ class PlanIndex:
         self.tags: dict[str, list[str]] = {}  # real URL -> the WHEEL tags, where the metadata came from the wheel
         self.errors: list[str] = []  # what could not reach the real index
         self.refused: list[str] = []  # the real index's pages that are no PEP 691 pages (page_of), and why
-        self.denied: list[str] = []  # the real index's pages answered 401 or 403, and how
+        self.denied: list[tuple[str, str]] = []  # an error answer of the real index's but 404 and 410: how, and the fix
         self.missing: list[str] = []  # the real index's pages answered 404 or 410
         self.served = False  # whether any page came back 200
         self.server = _Server(("127.0.0.1", 0), self._handler())
@@ -278,7 +273,7 @@ class PlanIndex:
         """(how, fix) where the real index refused the plan's requests (credentials wanted, or no page of any project
         found: a URL missing its path), or None: pip then blamed the recipe's steps with a conflict (sweep 9 F6)."""
         if self.denied:
-            return self.denied[0], DENIED_FIX
+            return self.denied[0]
         if self.missing and not self.served:
             return f"knows none of the projects asked: {self.missing[0]}", NOTHING_FOUND_FIX
         return None
@@ -330,12 +325,13 @@ class PlanIndex:
         except index_http.Unreachable as exc:
             self.errors.append(str(exc))
             return 502, str(exc).encode(), "text/plain"
-        if answer.status in DENIED:
-            self.denied.append(f"answered HTTP {answer.status} ({DENIED[answer.status]}) at {real}")
-        elif answer.status in (404, 410):
+        if answer.status in (404, 410):
             self.missing.append(f"{real} answered HTTP {answer.status}")
+        elif answer.status != 200:  # said through the one table, not left to pip to blame the steps (sweep 12 U7)
+            cause, fix = index_http.http_answer(answer.status)
+            self.denied.append((f"answered HTTP {answer.status} ({cause}) at {url_form.shown(real)}", fix))
         else:
-            self.served = self.served or answer.status == 200
+            self.served = True
         if answer.status != 200:
             return answer.status, b"", "text/plain"
         if not answer.content_type.startswith(JSON_PAGE):

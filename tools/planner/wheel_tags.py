@@ -46,7 +46,9 @@ class RangeFile(io.RawIOBase):
     def _request(self, first: int, last: int) -> tuple[bytes, str]:
         answer = index_http.get(self.url, {"Range": f"bytes={first}-{last}"})
         if answer.status not in (200, 206):
-            raise index_http.Unreachable(f"{url_form.shown(self.url)}: the index answered HTTP {answer.status}")
+            cause = index_http.http_answer(answer.status)[0]
+            shown = url_form.shown(self.url)
+            raise index_http.Unreachable(f"{shown}: the index answered HTTP {answer.status} ({cause})")
         return answer.body, answer.headers.get("content-range", "")
 
     def _size(self) -> int:

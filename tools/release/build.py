@@ -78,6 +78,8 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     given = build_arguments.parsed(extra)
     for name, value in given.items():
         download_pins.check({name: value}, "build argument")
+        if url_form.is_proxy(name):  # the engine's own, reaching every step unstamped; its form held by parsed()
+            continue
         if name not in declared:
             raise UserError(
                 f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
@@ -215,11 +217,18 @@ def main(argv: list[str] | None = None) -> int:
         pairing = pairings.load(args.pairing)
         engine = chosen_engine(args.engine, installed=not args.dry_run)
         tag = args.tag or pairing_tag(pairing)
+        if image_ref.has_userinfo(args.image):  # sweep 12 U10: the reference, password and all, was printed
+            raise UserError(
+                f"IMAGE={image_ref.shown(args.image)} carries a user name or password before the registry, which the "
+                "build's command and its log would show",
+                "IMAGE names REGISTRY/NAME alone; give the registry your credentials with the engine's login "
+                "(docker login REGISTRY)",
+            )
         if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
             raise UserError(
                 f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
                 "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
-                "digits and . _ - (128 at most)",
+                "digits and . _ - (128 at most, not starting with . or -)",
             )
         others = {pairing_tag(p): n for n, p in pairings.every().items() if n != pairing.name} if args.tag else {}
         if tag in others:  # sweep 5 U7: a v0.3.1 build tagged as v0.3.0's was taken

@@ -33,6 +33,17 @@ class Reference:
     digest: str | None
 
 
+def shown(text: str) -> str:
+    """An image reference as a message may say it: everything before an '@' that opens no digest as *** (a
+    USER:PASSWORD@, which no engine takes there: the registry's credentials go to its login)."""
+    return re.sub(r"^.*@(?!sha256:)", "***@", text)
+
+
+def has_userinfo(text: str) -> bool:
+    """`text` holds an '@' that opens no digest: a USER:PASSWORD@ before the registry."""
+    return shown(text) != text
+
+
 def parse(text: str) -> Reference | None:
     """The reference `text` is, by the grammar, or None. A first component is a registry when it holds `.` or `:`
     or is localhost, as the engines read it; a sha256 digest has 64 lower-case hex digits."""

@@ -33,10 +33,10 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 from slime_image import fetch
-from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
+from tools import tree_writes
 from tools.inputs import build_arguments, download_pins, pairings, pep440, url_form
 from tools.inputs.recipe import DOCKERFILE, Recipe
 from tools.planner.wheel_zip import Unreadable, Wheel
@@ -163,6 +163,8 @@ def pin(
 ) -> dict[str, tuple[str, str]]:
     """Write each pin (name -> (the pin it had, the one written)) with its note, all or none; a pin set to other bytes
     moves only with `update`."""
+    toml = pairings.FOLDER / f"{pairing.name}.toml"
+    tree_writes.no_links([dockerfile, toml])  # sweep 12 D1: before any download
     recipe = Recipe.load(dockerfile, build_args={**pairing.build_arg_values, **given})
     download_pins.check_recipe(recipe)  # the pins it keeps, read as every command reads them
     wanted = downloads(recipe.args)
@@ -182,7 +184,6 @@ def pin(
         name: f"{d.url}, fetched and found {d.what} by python -m tools.release.pin_downloads"
         for name, d in wanted.items()
     }
-    toml = pairings.FOLDER / f"{pairing.name}.toml"
     own = Recipe.load(dockerfile)
     values = {EFA: (found[EFA], source[EFA])}
     if pairings.matches(pairing, own):  # the default's values are copies in the Dockerfile
@@ -190,7 +191,7 @@ def pin(
     text = download_pins.noted(dockerfile.read_text(), download_pins.in_dockerfile(own), values, toml=False)
     paired = download_pins.in_pairing(toml, toml.read_text())
     router = download_pins.noted(toml.read_text(), paired, {ROUTER: (found[ROUTER], source[ROUTER])}, toml=True)
-    write_all({dockerfile: text, toml: router})
+    tree_writes.write({dockerfile: text, toml: router})
     return pins
 
 

@@ -60,11 +60,6 @@ LOGIN = "(ECR: aws ecr get-login-password | python -m tools.release.referrer ...
 USER_FIX = f"pass the registry's user name alone as --user NAME, its password on stdin {LOGIN}"
 
 
-def _shown(text: str) -> str:
-    """--image as a message may say it: everything before an '@' that opens no digest as *** (a USER:PASSWORD@)."""
-    return re.sub(r"^.*@(?!sha256:)", "***@", text)
-
-
 def parse_image(text: str) -> tuple[str, str, str]:
     """--image's registry, repository and digest: the one parse of it, every part held to its form before a request is
     made (sweep 10 T1: a USER:PASSWORD@ reached http.client, whose traceback printed the password; a space or an
@@ -72,12 +67,13 @@ def parse_image(text: str) -> tuple[str, str, str]:
     at = text.count("@")
     if at > 1 or (at == 1 and not text.partition("@")[2].startswith("sha256:") and "/" not in text.partition("@")[0]):
         raise UserError(
-            f"--image {_shown(text)!r} carries a user name or password before the registry",
+            f"--image {image_ref.shown(text)!r} carries a user name or password before the registry",
             f"{IMAGE_FIX}; the registry's user is --user NAME, its password read from stdin",
         )
     name, _, digest = text.rpartition("@")
     if not DIGEST.fullmatch(digest):
-        raise UserError(f"--image {_shown(text)!r} has no @sha256:<64 lower-case hex digits> digest", IMAGE_FIX)
+        shown = image_ref.shown(text)
+        raise UserError(f"--image {shown!r} has no @sha256:<64 lower-case hex digits> digest", IMAGE_FIX)
     host = name.partition("/")[0]
     if why := url_form.host_problem(host):
         raise UserError(f"--image {text!r} names the registry {host!r}, which {why}", IMAGE_FIX)

@@ -10,8 +10,8 @@ import json
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
-from slime_image.atomic_write import write_atomically
 
+from tools import tree_writes
 from tools.inputs import pairings
 from tools.inputs.recipe import ROOT
 
@@ -23,6 +23,7 @@ RECORD_MD = "README.md"
 SLIME_FLAGS = "slime-flags.json"
 # The image's own SBOM (slime-sbom), as the build wrote it into the image.
 SBOM = "sbom.cdx.json"
+FILES = (RECORD_JSON, RECORD_MD, SLIME_FLAGS, SBOM)  # what a record folder holds, each written by the write_* below
 
 
 def folder_for(pairing: pairings.Pairing) -> Path:
@@ -257,16 +258,17 @@ def known_sentence(tests: dict, pairing: str) -> str:
 
 
 def write(record: dict, directory: Path) -> None:
-    write_atomically(directory / RECORD_JSON, json.dumps(record, indent=2) + "\n")
-    write_atomically(directory / RECORD_MD, markdown(record))
+    tree_writes.no_links([directory / RECORD_JSON, directory / RECORD_MD])  # both, before either is made
+    tree_writes.write_one(directory / RECORD_JSON, json.dumps(record, indent=2) + "\n")
+    tree_writes.write_one(directory / RECORD_MD, markdown(record))
 
 
 def write_sbom(document: str, directory: Path) -> None:
-    write_atomically(directory / SBOM, document)
+    tree_writes.write_one(directory / SBOM, document)
 
 
 def write_flags(flags: dict, directory: Path) -> None:
-    write_atomically(directory / SLIME_FLAGS, "".join(f"{json.dumps({k: v})}\n" for k, v in flags.items()))
+    tree_writes.write_one(directory / SLIME_FLAGS, "".join(f"{json.dumps({k: v})}\n" for k, v in flags.items()))
 
 
 def slime_flags(pairing: pairings.Pairing) -> dict[str, dict] | None:

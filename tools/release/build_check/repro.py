@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 
 from slime_image import work_folder
-from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
 
+from tools import tree_writes
 from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
@@ -238,6 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         lock.locked(pairing)  # its locks there and in the one form, before any work
         out = record.folder_for(pairing)
         Recipe.load().check_outputs({}, folders={"--work": args.work})
+        tree_writes.no_links([out / JSON, out / PAGE])  # sweep 12 D1
         work_folder.check(args.work, WORK_MARK, COMMANDS, EARLIER)
         repos = {n: getattr(args, f"{n}_repo") for n in UPSTREAM}
         given, volumes = checked_sources(pairing, repos, args.work / "mirrors")  # as build-check, before any work
@@ -266,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             "epoch": epoch,
             **compare(*images),
         }
-        write_all({out / JSON: json.dumps(result, indent=2) + "\n", out / PAGE: page(result)})
+        tree_writes.write({out / JSON: json.dumps(result, indent=2) + "\n", out / PAGE: page(result)})
         fraction = result["identical_bytes_fraction"]
         same = f"{result['layers_identical']} of {len(result['layers'])}"
         print(f"repro-check: {same} layers identical; {fraction} of the bytes above the base in them")

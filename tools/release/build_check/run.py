@@ -33,6 +33,7 @@ from slime_image.children import Children
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_number, add_path
 
+from tools import tree_writes
 from tools.inputs import build_arguments, fingerprint, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import sdist_metadata
@@ -480,6 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.out or record.folder_for(pairing)
         own = record.folder_for(pairing)  # its record, rewritten; another pairing's is no folder of its own
         Recipe.load().check_outputs({}, fills=own, replaces=True, folders={"--work": args.work, "--out": out})
+        tree_writes.no_links(Path(out) / name for name in record.FILES)  # sweep 12 D1
         work_folder.check(args.work, WORK_MARK, COMMANDS, EARLIER)
         return verify(pairing, repos, args.work, out, extra, args.registry_port)
 
