@@ -8,9 +8,7 @@ keeping the Authorization of each request it is sent."""
 from __future__ import annotations
 
 import base64
-import http.server
 import io
-from typing import ClassVar
 
 import pytest
 from silent_servers import served
@@ -21,28 +19,12 @@ from tools.release import referrer
 AUTHORIZATION = "Basic " + base64.b64encode(f"u:{PASSWORD}".encode()).decode()
 
 
-class Elsewhere(http.server.BaseHTTPRequestHandler):
-    """The other host: the image's manifest at /image, no referrers tag at /tag, any upload taken."""
-
-    seen: ClassVar[list[tuple[str, str | None]]] = []
-
-    def answer(self):
-        self.seen.append((f"{self.command} {self.path}", self.headers.get("Authorization")))
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        status, headers, body = {
-            "GET /image": (200, {"Content-Type": referrer.MANIFEST}, IMAGE),
-            "GET /tag": (404, {}, b""),
-        }.get(f"{self.command} {self.path}", (201, {}, b""))
-        self.send_response(status)
-        for name, value in {**headers, "Content-Length": str(len(body))}.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = do_PUT = answer
-
-    def log_message(self, *args):
-        pass
+def elsewhere():
+    """The other host, a stand-in registry of its own: the image's manifest at /image, no referrers tag at /tag, any
+    upload taken; its `asked` and `authorized` say what reached it."""
+    return registry(
+        {("GET", "/image"): (200, {"Content-Type": referrer.MANIFEST}, IMAGE), ("GET", "/tag"): (404, {}, b"")}
+    )
 
 
 @pytest.fixture
@@ -85,14 +67,15 @@ ELSEWHERE = {
 @pytest.mark.parametrize("case", ELSEWHERE)
 def test_another_host_gets_no_credentials(case, sbom, capsys):
     where, (status, headers, body), count = ELSEWHERE[case]
-    Elsewhere.seen = []
-    with served(Elsewhere) as other:
+    other_host = elsewhere()
+    with served(other_host) as other:
         led = {name: value.format(other=other) for name, value in headers.items()}
         handler = registry({where: (status, led, body)})
         with served(handler) as url:
             code = run(f"{url.removeprefix('http://')}/repo@{DIGEST}", sbom)
     assert code == 0, capsys.readouterr().err
-    assert len(Elsewhere.seen) == count and all(auth is None for _, auth in Elsewhere.seen), Elsewhere.seen
+    seen = list(zip(other_host.asked, other_host.authorized, strict=True))
+    assert len(seen) == count and all(auth is None for _, auth in seen), seen
     assert handler.authorized == [AUTHORIZATION] * len(handler.asked), handler.asked  # the registry's own still do
 
 
