@@ -349,7 +349,7 @@ def pages(docs: Path) -> list[Path]:
 
 def sync(docs: Path, dockerfile: Path, check: bool) -> int:
     if not check:
-        tree_writes.no_links(pages(docs))
+        tree_writes.no_links(pages(docs), docs.parent)
     stale = pending(docs, dockerfile)
     if stale and check:
         raise UserError(

@@ -24,7 +24,7 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
     or none (a docs/ that cannot take them leaves the Dockerfile as it was). Returns the ARGs that changed and the
     files written."""
     dockerfile = root / DOCKERFILE.name
-    tree_writes.no_links([dockerfile, *docs.pages(root / "docs")])  # sweep 12 D1: before any work
+    tree_writes.no_links([dockerfile, *docs.pages(root / "docs")], root)  # sweep 12 D1, 13 D1: before any work
     text, changed = pairings.promoted(name, dockerfile)
     # A default is built: what a build of it refuses (its locks there, in the one form and not stale; its pins in form)
     # is refused here, before anything is written (sweep 4 row 11: a stale lock was promoted, then refused by rules).

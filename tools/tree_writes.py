@@ -18,17 +18,30 @@ from slime_image.atomic_write import write_all, write_atomically
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
 
+from tools.inputs.recipe import ROOT
 
-def no_links(paths: Iterable[Path]) -> None:
-    """Refuse the first of `paths` that is a link, naming it and where it leads."""
-    for path in paths:
-        if Path(path).is_symlink():
-            shown = as_typed(Path(path))
+
+def no_links(paths: Iterable[Path], root: Path = ROOT) -> None:
+    """Refuse the first of `paths` that is a link, or lies in a folder of `root` that is one (sweep 13 D1: docs/ a link
+    out of the tree, promote wrote pairings.md where it led), naming the link and where it leads."""
+    for given in paths:
+        path = Path(given).absolute()
+        below = [path, *(p for p in path.parents if p.is_relative_to(root) and p != root)]
+        link = next((p for p in below if p.is_symlink()), None)
+        if link is None:
+            continue
+        shown = as_typed(link)
+        if link == path:
             raise UserError(
-                f"{shown} is a link to {os.readlink(path)}: the write would put a file in the link's place, not write "
+                f"{shown} is a link to {os.readlink(link)}: the write would put a file in the link's place, not write "
                 "where it leads, and nothing was written",
                 f"put the file itself at {shown} (rm {shown}, then git checkout -- {shown}, or move it back)",
             )
+        raise UserError(
+            f"{shown} is a link to {os.readlink(link)}: {as_typed(Path(given))} would be written where it leads, out "
+            "of the tree its readers read, and nothing was written",
+            f"put the folder itself at {shown} (rm {shown}, then git checkout -- {shown}, or move it back)",
+        )
 
 
 def write(files: dict[Path, str]) -> None:

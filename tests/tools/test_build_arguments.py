@@ -185,6 +185,11 @@ PROXY_REFUSED = {
     "http_proxy=proxy.corp:3128": "build argument http_proxy='proxy.corp:3128' does not begin SCHEME://",
     "ALL_PROXY=file:///etc/passwd": "build argument ALL_PROXY='file:///etc/passwd' is no http:// or https:// URL",
     "NO_PROXY=localhost,u:SECRETPW@x": "build argument NO_PROXY='***@x' holds '***@x', no host",
+    # Sweep 13 W3: a token in a proxy's query went into the docker command the log shows; a path was taken.
+    "HTTPS_PROXY=http://proxy.corp:3128/?tok=SECRETPW": "build argument HTTPS_PROXY='http://proxy.corp:3128/?tok=***' "
+    "carries a path, query or fragment",
+    "HTTP_PROXY=http://proxy.corp:3128/some/path": "build argument HTTP_PROXY='http://proxy.corp:3128/some/path' "
+    "carries a path, query or fragment",
 }
 
 
@@ -195,3 +200,23 @@ def test_a_proxy_argument_out_of_form_is_refused_by_every_command_without_its_pa
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
     assert lines[0].split(": ", 1)[1].startswith(PROXY_REFUSED[text]), lines
+
+
+# Sweep 13 W2: make build's own refusals of a build argument printed its value whole: a password and a query's value,
+# and a 5000-character version as a 5000-character line. Each refusal of build.overrides, by the kind of argument.
+SECRET_URL = "https://u:SECRETPW@x.example/?tok=SECRETPW"
+OVERRIDES = {
+    "a pairing's value": "SGLANG_VERSION",
+    "a download pin": "SGL_ROUTER_SHA256",
+    "an ARG no fingerprint says": "TORCH_VERSION",
+}
+
+
+@pytest.mark.parametrize("value", [SECRET_URL, "1" * 5000], ids=["a URL with secrets", "5000 characters"])
+@pytest.mark.parametrize("kind", OVERRIDES)
+def test_make_build_s_refusal_quotes_a_value_redacted_and_cut(kind, value, capsys):
+    from tools.release import build
+
+    code = build.main(["--dry-run", "--engine", "buildah", "--build-args", f"{OVERRIDES[kind]}={value}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in lines[0] and len(lines[0]) < 600, lines

@@ -156,3 +156,22 @@ def test_an_entry_of_image_that_is_no_file_is_refused_naming_it(tmp_path, shape,
     assert refused.value.fix.startswith("remove it (rm "), refused.value.fix
     (folder / "odd.py").unlink()
     assert fingerprint.tree_digest(tmp_path / "image") == before
+
+
+@pytest.mark.parametrize("added", ["a .pyc beside the modules", "a link to a folder inside"])
+def test_what_the_build_s_copy_takes_changes_the_fingerprint_and_only_pycache_is_left_out(tmp_path, added):
+    """Sweep 13 W1: a sourceless .pyc beside the modules (importable, and in the image: .dockerignore leaves out only
+    __pycache__) and a link to a folder (the COPY keeps it; rglob does not descend it) left the fingerprint as it
+    was."""
+    folder = tmp_path / "image" / "slime_image"
+    (folder / "__pycache__").mkdir(parents=True)
+    (folder / "a.py").write_text("x = 1\n")
+    before = fingerprint.tree_digest(tmp_path / "image")
+    (folder / "__pycache__" / "a.cpython-312.pyc").write_bytes(b"left out, as .dockerignore leaves it out")
+    assert fingerprint.tree_digest(tmp_path / "image") == before
+    if added == "a .pyc beside the modules":
+        (folder / "evil.pyc").write_bytes(b"evil")
+    else:
+        (tmp_path / "image" / "loop").symlink_to("slime_image")
+    assert fingerprint.tree_digest(tmp_path / "image") != before
+    assert "image/**/__pycache__" in (fingerprint.ROOT / ".dockerignore").read_text().splitlines()

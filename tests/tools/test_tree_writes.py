@@ -86,6 +86,22 @@ def test_promote_refuses_a_link_at_a_file_it_writes(tmp_path, outside, where):
     refused(exc, at, outside)
 
 
+def test_promote_refuses_a_folder_of_the_tree_that_is_a_link(tmp_path):
+    """Sweep 13 D1: docs/ a link to a folder out of the tree, promote rewrote the pairings.md there (exit 0): every
+    folder between the tree's root and a file written is asked, as the file is."""
+    root, elsewhere = tmp_path / "root", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pairings.md").write_text("kept\n")
+    root.mkdir()
+    (root / "docs").symlink_to(elsewhere)
+    with pytest.raises(tree_writes.UserError) as exc:
+        promote.promote(other_pairing(), root=root)
+    assert exc.value.cause.startswith(f"{root / 'docs'} is a link to {elsewhere}: ") and "written where it leads" in (
+        exc.value.cause
+    )
+    assert exc.value.fix.startswith("put the folder itself at ") and (elsewhere / "pairings.md").read_text() == "kept\n"
+
+
 def test_make_docs_refuses_a_link_at_a_page_it_writes(tmp_path, outside):
     folder = tmp_path / "docs"
     assert ROOT / "docs" / "pairings.md" in docs.pages(ROOT / "docs")

@@ -27,6 +27,7 @@ from pathlib import Path
 from slime_image.errors import UserError
 from slime_image.fetch import HEX
 from slime_image.lock_file import as_typed
+from slime_image.quoted import quoted
 
 BASE = "BASE_IMAGE"
 SUFFIX = "_SHA256"
@@ -62,7 +63,10 @@ def problem(name: str, value: str) -> str | None:
     """Why `value` is no pin of the form `name` needs, or None (also for a name that is no pin). An empty `*_SHA256`
     is a pin not yet made, and a base without a digest one named by its tag: both build with a warning (build.py)."""
     if name.endswith(SUFFIX) and value and not HEX.fullmatch(value):
-        return f"{name}={value!r} is no sha256: {_why(value)}; a download pin is 64 lower-case hex digits, nothing else"
+        return (
+            f"{name}={quoted(value)} is no sha256: {_why(value)}; a download pin is 64 lower-case hex digits, nothing "
+            "else"
+        )
     if name == BASE and "/" in value and "@" in value.split("/", 1)[0]:  # sweep 9 F12: was "more than one digest"
         shown = "***@" + value.split("/", 1)[0].rpartition("@")[2] + "/" + value.split("/", 1)[1]
         return (
@@ -82,7 +86,10 @@ def problem(name: str, value: str) -> str | None:
             return None
         else:
             why = _why(encoded)
-        return f"{name}={value}: its digest {digest!r} is no pin: {why}; a base's is sha256: and 64 lower-case hex"
+        return (
+            f"{name}={quoted(value)}: its digest {quoted(digest)} is no pin: {why}; a base's is sha256: and 64 "
+            "lower-case hex"
+        )
     return None
 
 

@@ -61,11 +61,15 @@ def tree_digest(path: Path) -> str:
                     "fingerprint of its files cannot say",
                     f"remove it (rm {shown}); a file the image needs goes in {path.name}/ as a regular file",
                 )
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    # What .dockerignore leaves out of the context, and that alone: a sourceless .pyc beside the modules went into the
+    # image under the clean tree's fingerprint (sweep 13 W1). A link to a folder, which the COPY keeps as a link and
+    # rglob does not descend, is taken as the link it is.
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink())
     for file in files:
-        if "__pycache__" in file.parts or file.suffix == ".pyc":
+        if "__pycache__" in file.parts:
             continue
-        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + file.read_bytes() + b"\0")
+        held = file.read_bytes() if file.is_file() else b"link to " + os.readlink(file).encode()
+        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + held + b"\0")
     return digest.hexdigest()
 
 

@@ -10,6 +10,7 @@ An index ARG's value (INDEXES) is held besides to an index's form, as is the pla
 from __future__ import annotations
 
 import re
+from urllib.parse import urlsplit
 
 from slime_image.fetch import URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
 from slime_image.recorded_values import REPO_FIX, REPO_URL  # the form slime-record holds a *_REPO_URL to
@@ -138,6 +139,11 @@ def proxy_problem(value: str) -> str | None:
         return why
     if not value.lower().startswith(("http://", "https://")):
         return "is no http:// or https:// URL of a proxy"
+    parts = urlsplit(value)
+    if (
+        parts.path not in ("", "/") or parts.query or parts.fragment
+    ):  # a token in a query went into the log (sweep 13 W3)
+        return "carries a path, query or fragment: a proxy is addressed by its HOST:PORT alone"
     return None
 
 

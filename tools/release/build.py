@@ -24,6 +24,7 @@ import sys
 from slime_image import git
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
+from slime_image.quoted import cut, redacted
 from slime_image.record import image_tag
 
 from tools.inputs import build_arguments, download_pins, fingerprint, lock, pairings, url_form
@@ -78,6 +79,7 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
     given = build_arguments.parsed(extra)
     for name, value in given.items():
         download_pins.check({name: value}, "build argument")
+        said = f"{name}={cut(redacted(value))}"  # no password, no query's value, no page-long line (sweep 13 W2)
         if url_form.is_proxy(name):  # the engine's own, reaching every step unstamped; its form held by parsed()
             continue
         if name not in declared:
@@ -92,14 +94,14 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
             )
         if download_pins.is_pin(name) and name != download_pins.BASE:
             raise UserError(
-                f"build argument {name}={value} overrides the download pin of pairing {pairing.name}: the image "
-                f"would carry {pairing.name}'s tag and fingerprint without being its build",
+                f"build argument {said} overrides the download pin of pairing {pairing.name}: the "
+                f"image would carry {pairing.name}'s tag and fingerprint without being its build",
                 pin_fix(name, pairing.name),
             )
         if name in pairing.build_arg_values:
             raise UserError(
-                f"build argument {name}={value} overrides a value of pairing {pairing.name}: the image would carry "
-                f"{pairing.name}'s tag and fingerprint without being its build",
+                f"build argument {said} overrides a value of pairing {pairing.name}: the image would "
+                f"carry {pairing.name}'s tag and fingerprint without being its build",
                 "a version change is a pairing: make a pairing (pairings/<name>.toml, python -m tools.inputs.pairings "
                 "draft), make lock PAIRING=<name>, then make build PAIRING=<name>",
             )
@@ -107,8 +109,7 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
             raise UserError(f"build argument {name} is the stamp make build works out", f"leave {name} out")
         if not overridable(name):
             raise UserError(
-                f"build argument {name}={value} changes what the image holds, which its tag and fingerprint would "
-                "not say",
+                f"build argument {said} changes what the image holds, which its tag and fingerprint would not say",
                 f"change ARG {name} in slime.Dockerfile, an input of the fingerprint (or make a pairing)",
             )
         if url_form.holds_url(name) and not value and Recipe.load().args.get(name):
