@@ -16,7 +16,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 from test_pairing_files import V030, folder_with
 
-from tools import promote
+from tools import tree_writes
 from tools.inputs import pairing_schema, pairings, pep440
 
 DIGITS = "1" * 5000
@@ -63,7 +63,7 @@ def with_value(table: str, key: str, value: str) -> str:
 def refused(tmp_path, monkeypatch, capsys, text: str, command: str) -> list[str]:
     monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(promote, "write_all", lambda files: pytest.fail(f"promote would write {list(files)}"))
+    monkeypatch.setattr(tree_writes, "write_all", lambda files: pytest.fail(f"promote would write {list(files)}"))
     module, argv, prog = COMMANDS[command]
     assert __import__(module, fromlist=["main"]).main(argv) != 0
     err = capsys.readouterr().err
@@ -146,3 +146,13 @@ def test_draft_refuses_a_requirement_of_more_digits_naming_its_line(tmp_path, mo
     )
     assert "(5007 characters)` is not a requirement" in lines[0] and len(lines[0]) < 600, lines
     assert not out.exists()
+
+
+@pytest.mark.parametrize("text", ["==0.{}.*", "!=1.{}.*"])
+def test_a_prefix_match_of_a_number_past_the_limit_is_refused_too(text):
+    """Sweep 13 T1: a prefix match parses with no int made, passed the guard, and raised once a version was matched
+    against it (the planner, make lock)."""
+    value = text.format("1" * 5000)
+    for kind, given in ((pep440.SpecifierSet, value), (pep440.Requirement, f"wandb{value}")):
+        found, why = pep440.parsed(kind, given)
+        assert found is None and "more than 4300 digits" in why, why

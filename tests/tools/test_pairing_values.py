@@ -15,7 +15,7 @@ from conftest import ROOT
 from packaging.specifiers import SpecifierSet
 from test_pairing_files import V030, folder_with
 
-from tools import promote
+from tools import tree_writes
 from tools.inputs import pairing_schema, pairings
 from tools.inputs.recipe import Recipe
 
@@ -91,7 +91,7 @@ def test_a_pairing_value_not_of_its_kind_is_refused_naming_the_pairing(
     text = kept.replace("[args]\n", f"[args]\n{name} = {quoted(value)}\n", 1)
     monkeypatch.setattr(pairings, "FOLDER", folder_with(tmp_path, "v0.3.0", text))
     monkeypatch.chdir(ROOT)
-    monkeypatch.setattr(promote, "write_all", lambda files: pytest.fail(f"promote would write {list(files)}"))
+    monkeypatch.setattr(tree_writes, "write_all", lambda files: pytest.fail(f"promote would write {list(files)}"))
     module, argv, prog = COMMANDS[command]
     assert __import__(module, fromlist=["main"]).main(argv) != 0
     captured = capsys.readouterr()

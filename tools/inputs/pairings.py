@@ -39,7 +39,7 @@ from slime_image.atomic_write import write_atomically
 from slime_image.errors import Finding, UserError, report_findings, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser, add_output, add_path
-from slime_image.quoted import quoted
+from slime_image.quoted import cut, quoted
 
 from tools.inputs import download_pins, pairing_schema, pep440, requirements_file, upstream_release
 from tools.inputs.recipe import DOCKERFILE, REQUIREMENTS, ROOT, Recipe, requirement_lines
@@ -259,9 +259,10 @@ def misnamed(found: list[Pairing], folder: Path | None = None) -> list[Finding]:
     lock, record and image tag named another release); a draft, not yet any release's, may be named otherwise."""
     return [
         Finding(
-            f"{as_typed((folder or FOLDER) / f'{p.name}.toml')} sets SLIME_REF {p.args['SLIME_REF']}: a release's "
-            "pairing is pairings/<its tag>.toml",
-            f"set SLIME_REF to the tag {p.name} names, or give the file its tag's name ({p.args['SLIME_REF']}.toml)",
+            f"{as_typed((folder or FOLDER) / f'{p.name}.toml')} sets SLIME_REF {cut(p.args['SLIME_REF'])}: a "
+            "release's pairing is pairings/<its tag>.toml",
+            f"set SLIME_REF to the tag {p.name} names, or give the file its tag's name "
+            f"({cut(p.args['SLIME_REF'])}.toml)",
         )
         for p in found
         if not p.draft and p.args.get("SLIME_REF") and p.args["SLIME_REF"] != p.name

@@ -20,7 +20,10 @@ PACKAGING = (InvalidVersion, InvalidSpecifier, InvalidRequirement)
 def parsed(kind: type[Parsed], value: str) -> tuple[Parsed | None, str]:
     """(kind(value), "") or (None, why it is not one)."""
     try:
-        return kind(value), ""
+        found = kind(value)
+        # A prefix match (`==1.<5000 digits>.*`) parses with no int made, and raised once matched: match it here.
+        (found.specifier if isinstance(found, Requirement) else found).contains("0") if kind is not Version else None
+        return found, ""
     except PACKAGING as exc:
         return None, str(exc).splitlines()[0]
     except ValueError:  # int()'s limit on a run of digits; its own words advise raising the limit, no fix here
