@@ -23,7 +23,16 @@ from silent_servers import served
 from slime_image.errors import UserError
 from slime_image.lock_file import read_lock
 
-from tools.inputs import build_arguments, lock, pairing_schema, pairings, requirements_file, rules, url_form
+from tools.inputs import (
+    build_arguments,
+    download_pins,
+    lock,
+    pairing_schema,
+    pairings,
+    requirements_file,
+    rules,
+    url_form,
+)
 from tools.inputs.recipe import Recipe
 from tools.planner import index_http, plan_env, plan_index, plan_symbols, wheel_tags
 from tools.release import pin_downloads, referrer
@@ -152,7 +161,22 @@ def by_pairings(tmp_path, server) -> list[str]:
     return [_said(lambda: pairings.load(f"https://m.example/x{QUERY}"))]
 
 
+def by_download_pins(tmp_path, server) -> list[str]:
+    """A download pin given a URL (pasted where the sha256 goes) is quoted in its refusal."""
+    return [_said(lambda: download_pins.check({"SGL_ROUTER_SHA256": f"https://m.example/x{QUERY}"}, "pin"))]
+
+
+def by_build(tmp_path, server) -> list[str]:
+    """make build's own refusals of a build argument: a pairing's value, a download pin, an ARG no fingerprint says."""
+    from tools.release import build
+
+    given = ("SGLANG_VERSION", "SGL_ROUTER_SHA256", "TORCH_VERSION")
+    return [_said(lambda n=n: build.overrides(pairings.default(), [f"{n}=https://m.example/x{QUERY}"])) for n in given]
+
+
 SHOWING = {
+    "tools.inputs.download_pins": by_download_pins,
+    "tools.release.build": by_build,
     "tools.inputs.pairings": by_pairings,
     "tools.inputs.pairing_schema": by_pairing_schema,
     "tools.inputs.build_arguments": by_build_arguments,
