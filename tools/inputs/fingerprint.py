@@ -43,8 +43,8 @@ def odd_entry(entry: Path, folder: Path) -> str | None:
             where = "out of the tree" if not inside else "to no file or folder"
             return f"a link {where} (to {os.readlink(entry)})"
         return None
-    kinds = {stat.S_ISFIFO: "a FIFO", stat.S_ISCHR: "a device", stat.S_ISBLK: "a device", stat.S_ISSOCK: "a socket"}
-    return next((kind for test, kind in kinds.items() if test(mode)), None)
+    kind = lock.mode_kind(mode)
+    return None if kind == "a folder" else kind
 
 
 def tree_digest(path: Path) -> str:

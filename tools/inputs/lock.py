@@ -148,16 +148,23 @@ def existing_locks(paths: list[Path]) -> dict[Path, Lock]:
     return {path: read_lock(path) for path in paths if path.is_file()}
 
 
+def mode_kind(mode: int) -> str | None:
+    """What a file of `mode` (a stat's, not a link's) is in a message's words when it is no regular file: a folder, a
+    FIFO, a socket or a device; None for a regular file. The lock reader and the fingerprint name a kind by it."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
+    return next((kind for test, kind in kinds.items() if test(mode)), "a device")
+
+
 def odd_kind(path: Path) -> str | None:
     """What `path` is when it is there but no regular file of its own, as it is (sweep 12 U5: a FIFO was called `a link
     or a device`); None for a regular file or nothing there."""
     if path.is_symlink():
         return f"a link to {os.readlink(path)}"
-    if not os.path.lexists(path) or path.is_file():
+    if not os.path.lexists(path):
         return None
-    mode = path.stat().st_mode
-    kinds = {stat.S_ISDIR: "a folder", stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
-    return next((kind for test, kind in kinds.items() if test(mode)), "a device")
+    return mode_kind(path.stat().st_mode)
 
 
 def regular_files(paths) -> None:
