@@ -4,7 +4,6 @@ check first that they can be written."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import shutil
 import stat
@@ -163,13 +162,15 @@ def check_writable(option: str, path: Path | str | None) -> None:
 
 
 def _takes_a_write(target: Path) -> str | None:
-    """Why a device or pipe refuses a write, or None. A pipe nothing reads yet is refused: the write would wait for its
-    reader without end, saying nothing (sweep 12 H1: slime-sbom, slime-record and pairings draft sat until killed)."""
+    """Why a device or pipe refuses a write, or None. A named pipe is refused, read or not: one nothing reads made the
+    write wait without end, saying nothing (sweep 12 H1), and one with a reader is ended by the probe's own open and
+    close, so the reader got nothing and the write waited again (sweep 13 H1: the advice to start the reader first led
+    to that hang)."""
+    if stat.S_ISFIFO(target.stat().st_mode):
+        return "a named pipe: the output is written whole to a file, and a pipe's reader would get nothing or half"
     try:
         handle = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
     except OSError as exc:
-        if exc.errno == errno.ENXIO and stat.S_ISFIFO(target.stat().st_mode):
-            return "a named pipe nothing reads: the write would wait for a reader; start the reader first"
         return exc.strerror
     try:
         os.write(handle, b"")

@@ -288,6 +288,27 @@ def _interrupt_in(error: BaseException | None) -> bool:
     return False
 
 
+def _delivered_again(before):
+    """An unraisable-exception hook that delivers again a Ctrl-C or stop signal raised where Python ignores what is
+    raised (a weakref callback: importlib's module locks as an import ends; a __del__): it was printed as `Exception
+    ignored in ... Traceback`, then lost, the command going on as if never stopped (test_all_or_nothing's promote)."""
+
+    def unraisable(info) -> None:
+        stop = info.exc_value
+        if isinstance(stop, (KeyboardInterrupt, Terminated)) and threading.current_thread() is threading.main_thread():
+            signum = getattr(stop, "signum", signal.SIGINT)
+            signal.signal(signum, interrupt if signum == signal.SIGINT else _terminate)
+            # Sent again from another thread a moment later, so that it lands once this hook has returned (raised
+            # here, or as the thread starts, it landed in the hook, which Python ignores as well).
+            again = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
+            again.daemon = True
+            again.start()
+            return
+        before(info)
+
+    return unraisable
+
+
 def handle_start(missing_fix: str, names: dict[str, str] | None = None) -> None:
     """End what stops a command outside run_command as run_command would, with no traceback: Ctrl-C while Python
     imports what the command needs or while it exits, an output closed early (the dispatcher's usage), and a module
@@ -307,3 +328,4 @@ def handle_start(missing_fix: str, names: dict[str, str] | None = None) -> None:
             sys.__excepthook__(kind, value, traceback)
 
     sys.excepthook = hook
+    sys.unraisablehook = _delivered_again(sys.unraisablehook)

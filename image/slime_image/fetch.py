@@ -61,7 +61,10 @@ SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 # over the network or from a mirror on disk. urllib takes others (data:, ftp:) in its own way, and ends in Python's
 # words (sweep 5 U9: `data://x: not enough values to unpack`).
 SCHEMES = ("https", "http", "file")
-USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")  # a user name and password before the host
+# A user name and password before the host: up to an '@' in the authority, or, after USER:, up to the first '@' even
+# past a raw / ? or # (a typed password is not %-escaped: `u:SECRET/PW@host` was read as host u, and shown whole, sweep
+# 13 W4). USER:digits then / ? # is a HOST:PORT, whose path may hold an '@' (a VCS URL's @REVISION).
+USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)(?:[^/?#\s]*@|[^/?#\s@:]*:(?!\d*(?:[/?#]|$))[^\s@]*@)")
 URL_FIX = (
     "give {} as SCHEME://HOST/PATH, with no USER:PASSWORD@ (what the build fetches is served to anyone), and each "
     "space or other such character written %XX (a space: %20)"
@@ -117,16 +120,40 @@ def http_answer(code: int, served: str = SERVED, named: str = NAMED) -> tuple[st
     return cause, fix.format(served=served, named=named)
 
 
+REDIRECT_FIX = (
+    "point the URL at where the file is finally served, a URL of http:// or https:// with no USER:PASSWORD@ (or ask "
+    "the server's owner to redirect there)"
+)
+
+
+class RedirectRefused(urllib.error.URLError):
+    """A redirect no request of the project's follows: to a URL with USER:PASSWORD@, to a scheme other than http(s),
+    or to no URL. Its reason is the cause in our words (sweep 12 U4: `<urlopen error ...>` and the fix of a host not
+    reached)."""
+
+
 class _Followed(urllib.request.HTTPRedirectHandler):
     """Keeps the last redirect's target: a failure past a redirect was said as the first host's (sweep 11 U5: a
     redirect to a host that does not resolve read `<the first host>: Name or service not known`)."""
 
     target: str | None = None
 
+    def http_error_302(self, req, fp, code, msg, headers):
+        location = headers.get("location") or headers.get("uri")
+        if location:  # none: urllib's own answer, the HTTP error (HTTP_ANSWERS' "3")
+            self.target = urllib.parse.urljoin(req.full_url, location)
+            scheme = urllib.parse.urlsplit(self.target).scheme.lower()
+            if scheme not in ("http", "https"):  # urllib said `Redirection to url ... is not allowed`, as an HTTP 302
+                fp.close()
+                raise RedirectRefused(f"the server redirects to a URL of {scheme}:, a scheme no download follows")
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
+
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         self.target = newurl
         if why := url_problem(newurl):  # a USER:PASSWORD@ there went whole into http.client's error (a "port")
-            raise urllib.error.URLError(f"the redirect's target {why}")
+            raise RedirectRefused(f"the redirect's target {why}")
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
@@ -147,9 +174,23 @@ def reached(url: str, exc: BaseException) -> str:
     return shown(url) + (f" (redirected to {shown(target)})" if target else "")
 
 
+def said(exc: BaseException) -> str:
+    """What a failed request's error says, as a message line says it: a URLError's reason without urllib's `<urlopen
+    error ...>` around it (sweep 12 U4), the error's class where it says nothing."""
+    reason = (
+        exc.reason if isinstance(exc, urllib.error.URLError) and not isinstance(exc, urllib.error.HTTPError) else exc
+    )
+    return plain(str(reason)) or type(exc).__name__
+
+
 def plain(text: str) -> str:
     """A server's words as a message line says them: on one line, each control character escaped."""
-    return CONTROL.sub(lambda found: repr(found.group())[1:-1], " ".join(text.split()))
+    return escape(" ".join(text.split()))
+
+
+def escape(text: str) -> str:
+    """`text` with each control character (CONTROL) written as a Python string writes it, ESC as \\x1b."""
+    return CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
 
 
 class Terminated(BaseException):
@@ -284,9 +325,11 @@ def url_problem(value: str) -> str | None:
     if USERINFO.match(value):
         return "carries a user name or password, which the build's log, the download's record and the SBOM would show"
     try:
-        _ = urllib.parse.urlsplit(value).port  # an unclosed '[', a port not a number or out of range raise here
+        port = urllib.parse.urlsplit(value).port  # an unclosed '[', a port not a number or out of range raise here
     except ValueError as exc:
         return f"is no URL: {exc}"
+    if port == 0:  # urllib takes it, and the connection is refused (sweep 12 W2)
+        return "names port 0, which no server listens on (a port is 1 to 65535)"
     return None
 
 
@@ -323,6 +366,12 @@ def without_slashes(given: str, scheme: str) -> tuple[str, str]:
         f"the URL beginning {scheme}: has no // after it, so it would be read as a path in this folder",
         URL_FIX.format("it"),
     )
+
+
+def without_query(url: str) -> str:
+    """`url` as a record keeps it: without its query and fragment, which name no other bytes (a pin or a sha256 does)
+    and may hold a presigned mirror's signature (pip_reports' kept URLs, sweep 11 W4; versions.json's, sweep 12 W8)."""
+    return re.split(r"[?#]", url, maxsplit=1)[0]
 
 
 def shown(url: str) -> str:
@@ -412,6 +461,18 @@ def stage(path: str, data: bytes | None = None, made: list[str] | None = None) -
     return tmp
 
 
+def cut_short(name: str, url: str, declared: str | None, got: int) -> None:
+    """Refuse a body shorter than the Content-Length its server declared: http.client's read(n) returns b'' when the
+    connection closes early, raising nothing, so the part was kept as the file (sweep 12 W9: 491 of 983 bytes, and an
+    unpinned router wheel taken; a pinned one blamed on a mirror serving other bytes)."""
+    if declared and declared.strip().isdigit() and got < int(declared):
+        raise Refused(
+            f"{name} from {shown(url)}: got {got} of the {int(declared)} bytes its server declared: the connection "
+            "closed early, and nothing was kept",
+            "run it again (a server or proxy that keeps closing early: point the *_URL build argument at a mirror)",
+        )
+
+
 def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[str]:
     """Download `url` to `out` when its sha256 is `sha256`; the lines to print (a warning for an empty pin)."""
     if sha256 and not HEX.fullmatch(sha256):
@@ -441,10 +502,12 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
         digest = hashlib.sha256()
         with response:
             staged[out] = stage(out, made=made)
+            got = 0
             with open(staged[out], "wb") as file:
                 while chunk := response.read(1 << 20):
                     digest.update(chunk)
-                    file.write(chunk)
+                    got += file.write(chunk)
+            cut_short(name, url, response.headers.get("Content-Length"), got)
         served = digest.hexdigest()
         if sha256 and served != sha256:
             raise Refused(
@@ -465,6 +528,9 @@ def fetch(url: str, sha256: str, out: str, records: str | None = None) -> list[s
 
 
 def main(argv: list[str]) -> int:
+    if argv[1:] in (["-h"], ["--help"]):  # as pip_reports.py takes it (sweep 12 U8): no URL is spelled so
+        print(f"usage: {argv[0]} {USAGE}\n\n{__doc__.split(chr(10) * 2)[0]}")
+        return 0
     if len(argv) not in (4, 5):
         print(f"fetch: {' '.join(argv[1:]) or 'no arguments'}\nfix: run {argv[0]} {USAGE}", file=sys.stderr)
         return 2
@@ -495,9 +561,11 @@ def main(argv: list[str]) -> int:
                 file=sys.stderr,
             )
             return 1
-        said = plain(str(exc)) or type(exc).__name__  # a server's words may hold line ends, or be none
-        print(f"fetch: {reached(argv[1], exc)}: {said}", file=sys.stderr)
-        print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
+        print(f"fetch: {reached(argv[1], exc)}: {said(exc)}", file=sys.stderr)
+        if isinstance(exc, RedirectRefused):
+            print(f"fix: {REDIRECT_FIX}", file=sys.stderr)
+        else:
+            print("fix: check the URL, that the build reaches it, and that its disk has room", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Terminated) as stopped:
         how, code = ("interrupted", 130)

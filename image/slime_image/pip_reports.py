@@ -39,6 +39,7 @@ from slime_image.fetch import (
     shown,
     stage,
     unstage,
+    without_query,
 )
 from slime_image.json_input import loads
 
@@ -82,9 +83,8 @@ def record_wrong(record) -> str | None:
 
 
 def plain_url(url):
-    """A direct install's URL as kept: without its query and fragment, which name no other bytes (the sha256 does)
-    and may hold a signature; `url` as it is where it is no text, for record_wrong to name."""
-    return re.split(r"[?#]", url, maxsplit=1)[0] if isinstance(url, str) else url
+    """A direct install's URL as kept (without_query); `url` as it is where it is no text, for record_wrong to name."""
+    return without_query(url) if isinstance(url, str) else url
 
 
 def _kind(value) -> str:
@@ -213,8 +213,15 @@ def keep(report: Path, name: str, folder: Path | str | None = None) -> Path:
 
 
 def main(argv: list[str]) -> int:
+    if argv[1:] in (["-h"], ["--help"]):  # sweep 12 U8: it was taken as a REPORT, "given 1 arguments"
+        print(f"usage: {argv[0]} REPORT NAME [FOLDER]\n\n{__doc__.split(chr(10) * 2)[0]}")
+        return 0
     if len(argv) not in (3, 4):
-        print(f"pip-reports: takes REPORT NAME [FOLDER], and was given {len(argv) - 1} arguments", file=sys.stderr)
+        given = len(argv) - 1
+        print(
+            f"pip-reports: takes REPORT NAME [FOLDER], and was given {given} argument{'s' * (given != 1)}",
+            file=sys.stderr,
+        )
         print(f"fix: run {argv[0]} REPORT NAME [FOLDER]", file=sys.stderr)
         return 2
     try:

@@ -24,7 +24,7 @@ def recorded(name: str, value: str) -> str:
     versions.json would carry to every node that pulls the image (sweep 12 W8). A repository's is kept whole, or
     refused (value_problem): its query would be another repository's."""
     if name.endswith("_URL") and not name.endswith("_REPO_URL"):
-        return re.split(r"[?#]", value, maxsplit=1)[0]
+        return fetch.without_query(value)
     return value
 
 

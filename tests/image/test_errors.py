@@ -166,6 +166,24 @@ def test_a_ctrl_c_python_wraps_in_another_error_is_reported_as_one():
     assert said[0].endswith(": interrupted: nothing it was writing was kept") and said[1] == "fix: run it again"
 
 
+def test_a_ctrl_c_landing_where_python_ignores_exceptions_is_delivered_again():
+    """A Ctrl-C landing in a weakref callback (importlib's module locks as an import ends) was printed as `Exception
+    ignored in ... Traceback` and lost, the command going on (test_all_or_nothing's promote, once): it lands again at
+    the next line, reported in two lines."""
+    code = (
+        f"import signal, sys, time, weakref\nsys.path.insert(0, {str(ROOT / 'image')!r})\n"
+        "from slime_image import errors\n"
+        "errors.handle_start('install it')\nsignal.signal(signal.SIGINT, errors.interrupt)\nerrors._raise_on_stop()\n"
+        "class Held:\n    pass\nheld = Held()\n"
+        "gone = weakref.ref(held, lambda _: signal.raise_signal(signal.SIGINT))\n"
+        "del held\ntime.sleep(2)\nprint('went on')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    said = proc.stderr.strip().splitlines()
+    assert "went on" not in proc.stdout and "Traceback" not in proc.stderr and len(said) == 2, (proc.stdout, said)
+    assert proc.returncode in (130, -signal.SIGINT) and said[1] == "fix: run it again", (proc.returncode, said)
+
+
 @pytest.mark.parametrize("entry", [ROOT / "tools" / "__init__.py", ROOT / "image" / "bin" / "slime-image"])
 def test_each_entry_point_holds_ctrl_c_before_any_other_import(entry):
     """Sweep 4 row 20 again: a SIGINT while tools/__init__.py imported pathlib, before its holder, ended in a

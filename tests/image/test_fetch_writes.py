@@ -319,6 +319,7 @@ BAD_URLS = {
     "a port not a number": "http://127.0.0.1:abc/x",
     "a port with a space": "http://127.0.0.1:1 8/x",
     "a port out of range": "http://127.0.0.1:99999/x",
+    "port 0": "http://127.0.0.1:0/x",  # sweep 12 W2: urllib takes it; the connection was refused
     "an unclosed [": "http://[::1",
     "a bare %": "http://127.0.0.1:9/a%zz",
     "a letter beyond ASCII": "http://127.0.0.1:9/\u00e9",
@@ -653,3 +654,63 @@ def test_a_redirect_to_a_host_not_reached_is_named(tmp_path, user):
     assert proc.returncode == 1 and len(lines) == 2, proc.stderr
     assert lines[0].startswith(f"fetch: {base}/go (redirected to {shown}): "), lines
     assert "SECRET" not in proc.stderr and sorted(tmp_path.iterdir()) == []
+
+
+# Sweep 12 U4: a redirect no download follows was said in urllib's `<urlopen error ...>` (or, for file:, as the server
+# redirecting "where no file is fetched (a loop, or no Location)"), with the fix of a host not reached. Each target
+# refused: the cause in fetch's words, the redirect's fix, nothing kept.
+REFUSED_REDIRECTS = {
+    "a user name and password": ("http://u:SECRET@127.0.0.1:9/x", "the redirect's target carries a user name"),
+    "a password holding a /": ("http://u:SECRET/PW@127.0.0.1:9/x", "the redirect's target carries a user name"),
+    "a file: URL": ("file:///etc/hostname", "the server redirects to a URL of file:, a scheme no"),
+    "an ftp: URL": ("ftp://127.0.0.1:9/x", "the server redirects to a URL of ftp:, a scheme no"),
+    "port 0": ("http://127.0.0.1:0/x", "the redirect's target names port 0"),
+}
+
+
+@pytest.mark.parametrize("case", REFUSED_REDIRECTS)
+def test_a_redirect_no_download_follows_is_named_in_its_own_words(tmp_path, case):
+    target, cause = REFUSED_REDIRECTS[case]
+    with served(type("Redirect", (_Status,), {"target": target})) as base:
+        proc = run("fetch.py", f"{base}/go", "", str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 2, proc.stderr
+    assert cause in lines[0] and "urlopen error" not in lines[0], lines
+    assert lines[1] == f"fix: {fetch.REDIRECT_FIX}", lines
+    assert "SECRET" not in proc.stderr and sorted(tmp_path.iterdir()) == []
+
+
+class _CutShort(http.server.BaseHTTPRequestHandler):
+    """Declares 983 bytes, sends 491 and closes: a connection dropped mid-transfer (a proxy's timeout, a reset)."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "983")
+        self.end_headers()
+        self.wfile.write(b"z" * 491)
+        self.wfile.flush()
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.mark.parametrize("pin", ["", "a" * 64], ids=["unpinned", "pinned"])
+def test_a_transfer_cut_short_is_named_and_nothing_is_kept(tmp_path, pin):
+    """Sweep 12 W9: http.client's read(n) returns b'' at an early close, raising nothing: unpinned (the router wheel's
+    default), half a wheel was kept as the file and recorded; pinned, the cause said was a mirror with other bytes."""
+    with served(_CutShort) as base:
+        proc = run("fetch.py", f"{base}/router.whl", pin, str(tmp_path / "o" / "T"), str(tmp_path / "r"))
+    lines = proc.stderr.splitlines()
+    assert proc.returncode == 1 and len(lines) == 2, proc.stderr
+    assert "got 491 of the 983 bytes its server declared: the connection closed early" in lines[0], lines
+    assert lines[1].startswith("fix: run it again"), lines
+    assert sorted(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("script", build_step_scripts())
+@pytest.mark.parametrize("asked", ["-h", "--help"])
+def test_help_prints_the_usage(script, asked):
+    """Sweep 12 U8: `pip_reports.py --help` was taken as a REPORT (`was given 1 arguments`)."""
+    proc = run(script, asked)
+    assert proc.returncode == 0 and not proc.stderr and proc.stdout.startswith("usage: "), proc

@@ -199,7 +199,7 @@ ARGUMENTS = {
     "NAME of 300 letters": (["R", "a" * 300], f"NAME '{'a' * 80}' is no step name"),
     "REPORT missing": (["missing.json", "a"], "REPORT missing.json is no file"),
     "REPORT a folder": ([".", "a"], "REPORT . is no file"),
-    "no NAME": (["R"], "takes REPORT NAME [FOLDER], and was given 1 arguments"),
+    "no NAME": (["R"], "takes REPORT NAME [FOLDER], and was given 1 argument"),
     "too many": (["R", "a", "F", "x"], "takes REPORT NAME [FOLDER], and was given 4 arguments"),
 }
 

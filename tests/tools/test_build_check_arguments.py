@@ -75,6 +75,7 @@ BAD_REPOS = (
     "https://git hub.com/x",
     "http://[bad/x",
     "https://x:99999/y",
+    "https://x:0/y",
 )
 
 

@@ -38,6 +38,7 @@ REDIRECTS = {
     "a file: URL": "file:///etc/passwd",
     "an ftp: URL": "ftp://x/y",
     "a port out of range": "http://127.0.0.1:99999/x",
+    "port 0": "http://127.0.0.1:0/x",
     "no host": "https:///x",
     "a user name and password": "http://user:s3cret@127.0.0.1:9/x",  # sent on, and printed (sweep 8 N6)
 }

@@ -522,7 +522,7 @@ def test_an_output_dash_is_stdout_where_it_may_go_there_and_refused_where_not():
         ("/dev/full", "cannot be written (No space left on device)"),
         ("/proc/version", "cannot write a file there (/proc: "),
         ("/proc/new/r.json", "cannot write a file there (/proc: "),
-        ("{tmp}/fifo", "cannot be written (a named pipe nothing reads: the write would wait for a reader"),
+        ("{tmp}/fifo", "cannot be written (a named pipe: the output is written whole to a file"),
     ],
 )
 def test_an_output_that_names_no_file_it_can_write_is_refused(tmp_path, where, cause):
@@ -532,6 +532,18 @@ def test_an_output_that_names_no_file_it_can_write_is_refused(tmp_path, where, c
     with pytest.raises(UserError, match=re.escape(cause)):
         Output("--out")(where.format(tmp=tmp_path))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "file"]
+
+
+def test_an_output_that_is_a_named_pipe_a_reader_holds_is_refused_too(tmp_path):
+    """Sweep 13 H1: the refusal said to start the reader first; with one, the probe's open and close ended its side,
+    and the write then waited without end. A pipe is refused, read or not."""
+    os.mkfifo(tmp_path / "fifo")
+    reader = os.open(tmp_path / "fifo", os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        with pytest.raises(UserError, match=re.escape("cannot be written (a named pipe: the output is written whole")):
+            Output("--out")(str(tmp_path / "fifo"))
+    finally:
+        os.close(reader)
 
 
 @pytest.mark.parametrize("given", ["", " "])

@@ -57,3 +57,40 @@ def test_the_pairing_schema_quotes_no_secret(case, tmp_path):
 def test_a_url_is_redacted_before_it_is_cut():
     """Cut first, `https://u:SECRE` would have no `@` left to find the password by."""
     assert "SECRE" not in quoted(f"x {URL}", 20) and quoted(5) == "5"
+
+
+# Sweep 13 W4: a typed password (not %-escaped) holding / ? # was not seen as one, so the user name and the password's
+# head, or all of it, were printed; a URL written without `//` was not seen as a URL at all. Each spelling, through the
+# one redaction (fetch.shown, quoted.redacted), the lock reader and the pairing schema.
+SPELLINGS = {
+    "a / in the password": "https://u:SECRET/PW@x.example/p.whl",
+    "a ? in the password": "https://u:SECRET?PW@x.example/p.whl",
+    "a # in the password": "https://u:SECRET#PW@x.example/p.whl",
+    "an @ in the user": "https://u@SECRET:PW@x.example/p.whl",
+    "no scheme": "u:SECRETPW@x.example/p.whl",
+    "one slash": "https:/u:SECRETPW@x.example/p.whl",
+}
+
+
+@pytest.mark.parametrize("case", SPELLINGS)
+def test_a_password_however_typed_is_never_printed(case, tmp_path):
+    url = SPELLINGS[case]
+    assert "SECRET" not in quoted(f"kernels @ {url}")
+    lock = (ROOT / "locks" / "v0.3.1.lock").read_text()
+    head, _, pins = lock.partition("\n\n")
+    with pytest.raises(UserError) as refused:
+        parse_lock(f"{head}\n\npkg @ {url}\n{pins}", "locks/v0.3.1.lock")
+    text = (ROOT / "pairings" / "v0.3.0.toml").read_text()
+    (tmp_path / "v0.3.0.toml").write_text(
+        text.replace('KERNELS_REQUIREMENT = "', f'KERNELS_REQUIREMENT = "k @ {url} x', 1)
+    )
+    with pytest.raises(UserError) as schema:
+        pairings.load("v0.3.0", tmp_path)
+    for said in (refused.value, schema.value):
+        assert "SECRET" not in f"{said.cause}\n{said.fix}", said.cause
+
+
+def test_a_host_port_and_a_revision_s_at_are_no_password():
+    """What the wider rule leaves as it is: HOST:PORT before a path holding an '@' (a VCS URL's @REVISION)."""
+    for url in ("https://git.example:8443/repo@v1", "https://x.example/a@b", "https://x.example/p?a=b:c@d"):
+        assert "***@" not in quoted(url), url

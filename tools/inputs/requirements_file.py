@@ -19,7 +19,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from slime_image.errors import UserError
-from slime_image.fetch import CONTROL, USERINFO
+from slime_image.fetch import USERINFO, escape
 from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import refuse_link_out
 from slime_image.quoted import cut, redacted
@@ -65,7 +65,7 @@ def echoed(line: str) -> str:
     password, a query's values and a fragment as ***) and each control character escaped (sweep 11 W2: a refused
     `-f https://u:pw@...` was echoed with its password; U3: an ESC or NUL reached the terminal raw); a long one cut,
     its length said (sweep 12 T1: a version of 5000 digits was echoed whole)."""
-    return "`" + cut(CONTROL.sub(lambda char: repr(char.group())[1:-1], redacted(line))) + "`"
+    return "`" + cut(escape(redacted(line))) + "`"
 
 
 def text(path: Path) -> str:

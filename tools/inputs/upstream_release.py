@@ -162,7 +162,7 @@ def read(tree: Path) -> Release:
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
     has_folder = folder is not None and folder.is_dir()
     if has_folder:
-        refuse_link_out(tree, folder, *patch_files(folder))
+        patch_files(folder)
     slime_requires, files = requirements_file.read(tree / "requirements.txt", tree)
     untracked = [path for path in files if not _git(tree, "ls-files", "--", os.path.abspath(path))]
     if untracked:  # read from the working tree, recorded as the commit's (sweep 5 W5's kin)

@@ -143,8 +143,10 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
                         f"run it where the URL answers, or give --build-arg {SERVED_BY[name]}=<a mirror that does>",
                     ) from None
                 raise UserError(
-                    f"{name}: {where} could not be fetched: {fetch.plain(str(exc))}",
-                    "run it where the URL is reachable",
+                    f"{name}: {where} could not be fetched: {fetch.said(exc)}",
+                    fetch.REDIRECT_FIX
+                    if isinstance(exc, fetch.RedirectRefused)
+                    else "run it where the URL is reachable",
                 ) from None
             unlike = download.unlike(path)
             if unlike:

@@ -120,8 +120,8 @@ def patch_all(
     choice = upstream.choose(roots["slime_root"], version)
     if choice.folder is not None:  # what slime-patch reads of the tree, before it is hashed or applied
         slime_root = roots["slime_root"]
-        patches = upstream.patch_files(choice.folder)
-        upstream.refuse_link_out(slime_root, slime_root / upstream.ORDER_SOURCE, choice.folder, *patches)
+        upstream.refuse_link_out(slime_root, slime_root / upstream.ORDER_SOURCE)
+        upstream.patch_files(choice.folder)
     differences = upstream.series_differences(choice, series) if series and choice.folder else []
     if differences:
         why = f"{choice.why}, which is not the series the pairing declares: {'; '.join(differences)}; nothing written"

@@ -278,8 +278,10 @@ def patch_files(folder: Path) -> list[Path]:
     """The patch files of a slime patch folder, by name, each named as a series can declare it: every reader of the
     folder (pairings draft and series, slime-patch, slime-record) asks here, so that one no series could declare is
     refused, naming it; so is a patch there that is no regular file (sweep 12 W6: a FIFO as sglang.patch was read as
-    none, and every SGLang patch of the series passed as not needed)."""
+    none, and every SGLang patch of the series passed as not needed). A link out of the slime tree or a link loop is
+    named as such first (refuse_link_out: a loop was said as no regular file)."""
     found = sorted(folder.glob("*.patch"))
+    refuse_link_out(folder.parents[len(PATCH_ROOT.parts)], folder, *found)  # the tree: a folder is TREE/PATCH_ROOT/NAME
     for path in [folder, *found]:
         if why := name_problem(path.name, folder=path == folder):
             raise UserError(
