@@ -9,6 +9,7 @@ import importlib
 import shlex
 
 import pytest
+from slime_image.errors import UserError
 from test_options import command_modules, commands, nothing_outside, path_without_engines  # noqa: F401
 
 from tools.inputs import build_arguments, url_form
@@ -182,8 +183,10 @@ def test_make_build_takes_each_proxy_argument_and_keeps_the_fingerprint(name, ca
 PROXY_REFUSED = {
     "HTTPS_PROXY=http://u:SECRETPW@proxy.corp:3128": "build argument HTTPS_PROXY='http://***@proxy.corp:3128' carries "
     "a user name or password",
-    "http_proxy=proxy.corp:3128": "build argument http_proxy='proxy.corp:3128' does not begin SCHEME://",
-    "ALL_PROXY=file:///etc/passwd": "build argument ALL_PROXY='file:///etc/passwd' is no http:// or https:// URL",
+    "http_proxy=proxy.corp:3128": "build argument http_proxy='proxy.corp:3128' names no scheme: a proxy here is "
+    "http:// or https://HOST:PORT",
+    "ALL_PROXY=file:///etc/passwd": "build argument ALL_PROXY='file:///etc/passwd' is a file:// URL: a proxy here is "
+    "http:// or https://HOST:PORT",
     "NO_PROXY=localhost,u:SECRETPW@x": "build argument NO_PROXY='***@x' holds '***@x', no host",
     # Sweep 13 W3: a token in a proxy's query went into the docker command the log shows; a path was taken.
     "HTTPS_PROXY=http://proxy.corp:3128/?tok=SECRETPW": "build argument HTTPS_PROXY='http://proxy.corp:3128/?tok=***' "
@@ -200,6 +203,60 @@ def test_a_proxy_argument_out_of_form_is_refused_by_every_command_without_its_pa
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
     assert lines[0].split(": ", 1)[1].startswith(PROXY_REFUSED[text]), lines
+
+
+# Sweep 13 U2: a proxy of another scheme was refused in fetch.py's download words, which offer file:// (no proxy) and
+# say nothing of why SOCKS is not taken; `proxy.corp:3128` got the same list of schemes. Each refused in the proxy
+# rule's words by the one reader (every command's, as the test above shows), for every proxy variable.
+PROXY_FORM = "a proxy here is http:// or https://HOST:PORT"
+PROXY_SCHEMES = {
+    "socks5://proxy.corp:1080": f"is a socks5:// URL: {PROXY_FORM}; SOCKS is not taken: pip speaks it only beside",
+    "socks5h://proxy.corp:1080": f"is a socks5h:// URL: {PROXY_FORM}; SOCKS is not taken",
+    "SOCKS4://proxy.corp:1080": f"is a SOCKS4:// URL: {PROXY_FORM}; SOCKS is not taken",
+    "ftp://proxy.corp:21": f"is a ftp:// URL: {PROXY_FORM}",
+    "file:///etc/passwd": f"is a file:// URL: {PROXY_FORM}",
+    "proxy.corp:3128": f"names no scheme: {PROXY_FORM}",
+    "[::1]:3128": f"names no scheme: {PROXY_FORM}",
+    "u:SECRETPW@proxy.corp:3128": f"names no scheme: {PROXY_FORM}",
+}
+
+
+@pytest.mark.parametrize("value", PROXY_SCHEMES)
+@pytest.mark.parametrize("name", [n for n in PROXY_VALUES if n not in url_form.NO_PROXY])
+def test_a_proxy_of_another_scheme_is_refused_in_the_proxy_rule_s_words(name, value):
+    with pytest.raises(UserError) as caught:
+        build_arguments.parsed([f"{name}={value}"])
+    cause, fix = caught.value.cause, caught.value.fix
+    assert cause.startswith(f"build argument {name}=") and PROXY_SCHEMES[value] in cause, cause
+    offered = (cause + fix).replace(value, "").replace("is a file:// URL", "")  # file:// said only as the value's own
+    assert "file://" not in offered and "SECRETPW" not in cause + fix, (cause, fix)
+    if "://" not in value and "@" not in value:  # a HOST:PORT alone: its URL named
+        assert fix == f"set {name}=http://{value} (or https:// for a proxy spoken to over TLS)", fix
+    else:
+        assert fix == url_form.PROXY_FIX.format(name), fix
+
+
+# Sweep 13 U2: HTTP_PROXY and http_proxy with two values were both passed; curl reads http_proxy alone, Python the
+# lower case first, Go the upper, so which proxy a step used depended on the tool.
+@pytest.mark.parametrize("base", PROXY_BASES)
+def test_the_two_cases_of_one_proxy_variable_are_taken_only_with_one_value(base):
+    value = PROXY_VALUES[base]
+    other = "localhost" if base == "NO_PROXY" else "http://other.corp:8080"
+    for upper, lower in ((value, value), (value, ""), ("", other)):  # the same value, or one of them unset
+        assert build_arguments.parsed([f"{base}={upper}", f"{base.lower()}={lower}"]) == {
+            base: upper,
+            base.lower(): lower,
+        }
+    for words in ([f"{base}={value}", f"{base.lower()}={other}"], [f"{base.lower()}={other}", f"{base}={value}"]):
+        with pytest.raises(UserError) as caught:
+            build_arguments.parsed(words)
+        said = caught.value.cause
+        assert said.startswith(f"build arguments {base}={value!r} and {base.lower()}={other!r} differ: "), said
+        assert said.endswith(
+            "which of them a step uses would depend on the tool (curl reads http_proxy alone, Python "
+            "the lower case first, Go the upper)"
+        ), said
+        assert caught.value.fix == f"give {base} and {base.lower()} the same value, or only one of them"
 
 
 # Sweep 13 W2: make build's own refusals of a build argument printed its value whole: a password and a query's value,

@@ -2,7 +2,8 @@
 the plan (--build-arg), make build and the verification build (--build-arg, BUILD_ARGS) and pin_downloads
 (--build-arg NAME=URL). Each bad form has one message whatever the command: no '=', no NAME before it, a NAME given
 twice (the last would win silently), a *_URL value that is no URL, a host list that is none (url_form: each would
-fail only at the download). What a command then allows of a well-formed one is its own to say.
+fail only at the download), the two cases of one proxy variable given two values (url_form.cases_problem). What a
+command then allows of a well-formed one is its own to say.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def parsed(words: list[str]) -> dict[str, str]:
         if value and (found := url_form.refused(name, value)):  # empty: the ARG unset, as its default leaves it
             raise UserError(f"build argument {name}={found[0]} {found[1]}", found[2])
         given[name] = value
+    if found := url_form.cases_problem(given):
+        raise UserError(f"build arguments {found[0]}", found[1])
     return given
 
 

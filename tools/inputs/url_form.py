@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from slime_image.fetch import URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
+from slime_image.fetch import SCHEME, URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
 from slime_image.recorded_values import REPO_FIX, REPO_URL  # the form slime-record holds a *_REPO_URL to
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
@@ -124,6 +124,14 @@ PROXY_FIX = (
     "set {} to the proxy's URL, http://HOST:PORT (no USER:PASSWORD@: the build's log shows it; a proxy asking "
     "credentials is given them in the engine's own proxy configuration)"
 )
+# The proxy rule's own words, for a value that is no http(s) URL: fetch.url_problem's offer the download's schemes,
+# file:// among them, which no proxy is (sweep 13 U2).
+PROXY_FORM = "a proxy here is http:// or https://HOST:PORT"
+# The build's steps fetch through pip and fetch.py (Python's urllib): a SOCKS proxy would fail them at the download.
+SOCKS = (
+    "SOCKS is not taken: pip speaks it only beside PySocks, which no lock installs, and fetch.py (Python's urllib) "
+    "speaks none"
+)
 NO_PROXY_FIX = "set {} to host names, .domains, addresses or * separated by commas, with no scheme and no USER@"
 _NO_PROXY_ENTRY = re.compile(r"\*|\.?[A-Za-z0-9_.-]+(?::[0-9]{1,5})?|[0-9A-Fa-f:.\[\]]+(?:/[0-9]{1,3})?")
 
@@ -134,16 +142,52 @@ def is_proxy(name: str) -> bool:
 
 
 def proxy_problem(value: str) -> str | None:
-    """Why `value` is no proxy URL, or None: the one URL form (fetch.url_problem), of an http(s) proxy."""
+    """Why `value` is no proxy URL, or None: an http(s) URL, its scheme said in the proxy rule's words (sweep 13 U2),
+    then the one URL form (fetch.url_problem)."""
+    if not SCHEME.match(value):
+        return f"names no scheme: {PROXY_FORM}"
+    scheme = value.partition("://")[0]
+    if scheme.lower().startswith("socks"):
+        return f"is a {scheme}:// URL: {PROXY_FORM}; {SOCKS}"
+    if scheme.lower() not in ("http", "https"):
+        return f"is a {scheme}:// URL: {PROXY_FORM}"
     if why := url_problem(value):
         return why
-    if not value.lower().startswith(("http://", "https://")):
-        return "is no http:// or https:// URL of a proxy"
     parts = urlsplit(value)
     if (
         parts.path not in ("", "/") or parts.query or parts.fragment
     ):  # a token in a query went into the log (sweep 13 W3)
         return "carries a path, query or fragment: a proxy is addressed by its HOST:PORT alone"
+    return None
+
+
+def proxy_fix(name: str, value: str) -> str:
+    """The fix of a proxy value refused: a HOST:PORT with no scheme gets its http:// URL named (sweep 13 U2)."""
+    if not SCHEME.match(value) and not host_problem(value):
+        return f"set {name}=http://{value} (or https:// for a proxy spoken to over TLS)"
+    return PROXY_FIX.format(name)
+
+
+# The two cases of one proxy variable are read differently: curl (and git's fetches through it) reads http_proxy
+# alone, and the lower case first of the others, as Python (pip, fetch.py) does; Go's tools the upper case first.
+CASES = (
+    "which of them a step uses would depend on the tool (curl reads http_proxy alone, Python the lower case first, "
+    "Go the upper)"
+)
+CASES_FIX = "give {} and {} the same value, or only one of them"
+
+
+def cases_problem(given: dict[str, str]) -> tuple[str, str] | None:
+    """(why, fix) where `given` sets the two cases of one proxy variable to different values, or None. An empty one
+    is unset, as every one of those tools reads it."""
+    for upper in (name for name in (*PROXIES, *NO_PROXY) if name.isupper()):
+        lower = upper.lower()
+        if given.get(upper) and given.get(lower) and given[upper] != given[lower]:
+            show = said_hosts if upper in NO_PROXY else said
+            return (
+                f"{upper}={show(given[upper])} and {lower}={show(given[lower])} differ: {CASES}",
+                CASES_FIX.format(upper, lower),
+            )
     return None
 
 
@@ -162,8 +206,8 @@ def refused(name: str, value: str) -> tuple[str, str, str] | None:
         return said(value), why, fix(name)
     if name in HOSTS and (why := hosts_problem(value)):
         return said_hosts(value), why, HOSTS_FIX.format(name)
-    if name in PROXIES and (why := proxy_problem(value)):
-        return said(value), why, PROXY_FIX.format(name)
+    if name in PROXIES and (why := proxy_problem(value)):  # a USER:PASSWORD@ with no scheme is no URL shown() sees
+        return said(value) if SCHEME.match(value) else said_hosts(value), why, proxy_fix(name, value)
     if name in NO_PROXY and (why := no_proxy_problem(value)):
         return said_hosts(value), why, NO_PROXY_FIX.format(name)
     return None

@@ -30,6 +30,7 @@ from email.message import Message
 from slime_image import fetch, json_input
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
+from slime_image.quoted import cut, quoted, redacted
 
 from tools.inputs import url_form
 from tools.release import image_ref
@@ -51,11 +52,22 @@ DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
 MEDIA_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}")  # RFC 6838
 DESCRIPTOR = "mediaType a media type, digest sha256:<64 hex>, size a non-negative integer"
 IMAGE_FIX = "pass the reference make push prints, REGISTRY/REPO@sha256:<digest>, with no USER:PASSWORD@"
-UNREACHABLE_FIX = (
-    "check the registry's HOST:PORT in --image and that this machine reaches it; a registry that speaks plain HTTP "
-    "(one on localhost) needs --insecure"
-)
+UNREACHABLE_FIX = "check the registry's HOST:PORT in --image and that this machine reaches it"
+# With --insecure given, "needs --insecure" sent its user to what was done (sweep 13 U3).
+PLAIN_HTTP = {
+    False: "; a registry that speaks plain HTTP (one on localhost) needs --insecure",
+    True: " (--insecure speaks plain HTTP to it: a registry that speaks HTTPS is reached without it)",
+}
 REGISTRY_FIX = "check that --image names an OCI distribution registry (its API at /v2/) and read the registry's log"
+# A Location or a redirect is made of the URL the registry takes as its own, which its configuration names.
+LOCATION_FIX = (
+    "check the URL the registry takes as its own (the distribution registry's http.host), which its Locations and "
+    "redirects are made of, and read the registry's log"
+)
+TURNED_FIX = (
+    "have the registry name its plain-HTTP address as its own (the distribution registry's http.host), or serve it "
+    "over HTTPS and leave out --insecure"
+)
 LOGIN = "(ECR: aws ecr get-login-password | python -m tools.release.referrer ... --user AWS)"
 USER_FIX = f"pass the registry's user name alone as --user NAME, its password on stdin {LOGIN}"
 
@@ -101,7 +113,7 @@ class Answer:
         if self.status not in statuses:
             raise UserError(
                 f"the registry {self.host} answered {self.request} with HTTP {self.status}, not {meaning}: "
-                f"{self.body[:200]!r}",
+                f"{said_body(self.body)}",
                 REGISTRY_FIX,
             )
         return self
@@ -126,9 +138,8 @@ class Answer:
         its Content-Type with an ESC, became the subject's descriptor)."""
         kind = self.header("Content-Type", "the image manifest's media type").partition(";")[0].strip().lower()
         if kind not in SUBJECT_TYPES:
-            raise self.refuse(
-                f"the Content-Type {self.headers['Content-Type'][:80]!r}, no manifest's ({', '.join(SUBJECT_TYPES)})"
-            )
+            said = quoted(self.headers["Content-Type"], 80)
+            raise self.refuse(f"the Content-Type {said}, no manifest's ({', '.join(SUBJECT_TYPES)})")
         if (found := "sha256:" + hashlib.sha256(self.body).hexdigest()) != digest:
             raise self.refuse(f"{len(self.body)} bytes of the digest {found}, not the image's {digest}")
         return kind
@@ -138,7 +149,9 @@ class Answer:
         stored other bytes was taken at its 201)."""
         said = self.headers.get("Docker-Content-Digest")
         if said is not None and said != digest:
-            raise self.refuse(f"the Docker-Content-Digest {said[:80]!r}, not {digest}, the digest of what was pushed")
+            raise self.refuse(
+                f"the Docker-Content-Digest {quoted(said, 80)}, not {digest}, the digest of what was pushed"
+            )
 
     def index(self) -> dict:
         """The OCI image index the answer holds: JSON, with a `manifests` list of descriptors, each held to the
@@ -153,10 +166,15 @@ class Answer:
             raise self.refuse("no OCI index (a `manifests` list of descriptors)")
         for number, entry in enumerate(manifests):
             if not _descriptor(entry):
-                shown = json.dumps(entry)
-                shown = shown if len(shown) <= 120 else shown[:120] + "..."
+                shown = cut(redacted(json.dumps(entry)), 120)
                 raise self.refuse(f"no OCI index: its manifests[{number}] {shown} is no descriptor ({DESCRIPTOR})")
         return document
+
+
+def said_body(data: bytes) -> str:
+    """An answer's body as a message says it: text (its bytes read as UTF-8, any other byte as U+FFFD), quoted(),
+    never Python's b'' (sweep 13 U3)."""
+    return f"its body {quoted(data.decode('utf-8', errors='replace'))}" if data else "an empty body"
 
 
 def _descriptor(entry: object) -> bool:
@@ -177,6 +195,40 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return parts.scheme, (parts.hostname or "").lower(), parts.port or {"http": 80, "https": 443}.get(parts.scheme)
 
 
+def location_problem(location: str) -> str | None:
+    """Why the referrer follows no Location `location` (an upload's, a redirect's target), in words that follow it, or
+    None: the one judgment of a Location (sweep 13 U3: one with a USER:PASSWORD@ was `no http(s) URL`, a redirect's
+    was said in fetch.py's download words, which offer file://)."""
+    scheme = location.partition("://")[0].lower() if url_form.SCHEME.match(location) else ""
+    if scheme not in ("http", "https"):
+        return "which is no http(s) URL"
+    if fetch.USERINFO.match(location):
+        return (
+            "a Location with a user name or password, which the referrer sends in no URL (a password goes only in "
+            "the Authorization header, to the registry's own HOST:PORT)"
+        )
+    return f"which {why}" if (why := url_form.url_problem(location)) else None
+
+
+def joined(base: str, location: str) -> str:
+    """`location` read against the URL it answered, as urllib reads a redirect's; as given where urljoin cannot read
+    it (an unclosed '['), for location_problem to name."""
+    try:
+        return urllib.parse.urljoin(base, location)
+    except ValueError:
+        return location
+
+
+def loop(start: str, visited: dict[str, int], target: str, looped: bool) -> list[str]:
+    """The hops of the redirects urllib gave up on, from `start`, by its count of each target (`visited`, in the order
+    first reached): each URL once, then the one the loop goes back to, which is `start` where it was reached again,
+    else the first reached more than once (those before it were passed once on the way in)."""
+    if not looped:
+        return [start, *visited, target]
+    back = start if start in visited else next(url for url, times in visited.items() if times > 1)
+    return [start, *(url for url in visited if url != start), back]
+
+
 def loopback(host: str) -> bool:
     """Whether the registry HOST[:PORT] is this machine (localhost, 127.0.0.0/8, ::1): plain HTTP to it crosses no
     network."""
@@ -191,7 +243,7 @@ def loopback(host: str) -> bool:
 
 class Registry:
     def __init__(self, host: str, repo: str, insecure: bool, auth: str | None):
-        self.host, self.repo, self.auth = host, repo, auth
+        self.host, self.repo, self.auth, self.insecure = host, repo, auth, insecure
         self.base = f"{'http' if insecure else 'https'}://{host}/v2/{repo}"
         self.origin = _origin(self.base)
 
@@ -215,14 +267,11 @@ class Registry:
                 with fetch.open_url(request) as answer:
                     status, found, data = answer.status, answer.headers, answer.read()
             except urllib.error.HTTPError as exc:
+                if 300 <= exc.code < 400:  # a redirect urllib did not follow
+                    raise self.unfollowed(request, said, exc) from None
                 status, found, data = exc.code, exc.headers, exc.read()
         except (OSError, http.client.HTTPException) as exc:
-            reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
-            target = getattr(exc, "redirected_to", None)  # where a redirect sent it: the host not reached (sweep 11 U5)
-            said += f", redirected to {url_form.said(target)}" if target else ""
-            raise UserError(
-                f"the registry {self.host} could not be reached ({said}): {fetch.plain(str(reason))}", UNREACHABLE_FIX
-            ) from None
+            raise self.unreached(url, said, exc) from None
         if status in (401, 403):
             whose = "the credentials of --user" if self.auth else "a request without credentials"
             fix = (
@@ -233,16 +282,63 @@ class Registry:
             raise UserError(f"the registry {self.host} refused {whose} (HTTP {status} to {said})", f"{fix} {LOGIN}")
         return Answer(self.host, said, status, found, data)
 
+    def located(self, said: str, location: str, why: str, via: str = "") -> UserError:
+        """A Location refused (location_problem), `via` the redirect that gave it, if one did."""
+        return UserError(
+            f"the registry {self.host} answered {said} with {via}the Location {url_form.said(location)}, {why}",
+            LOCATION_FIX,
+        )
+
+    def unfollowed(self, request: urllib.request.Request, said: str, exc: urllib.error.HTTPError) -> UserError:
+        """A 3xx answer urllib did not follow, by what it is (sweep 13 U3: a loop was `HTTP 307, not 200, the image's
+        manifest: b''`): redirects in a loop, or more than urllib follows, with their hops; a redirect with no
+        Location; one to a Location refused (location_problem); one of a request urllib does not send again."""
+        where = exc.headers.get("Location") or exc.headers.get("URI")
+        if not where:
+            return UserError(
+                f"the registry {self.host} answered {said} with HTTP {exc.code}, a redirect with no Location header",
+                LOCATION_FIX,
+            )
+        target = joined(exc.url or request.full_url, where)
+        if str(exc.msg).startswith(urllib.request.HTTPRedirectHandler.inf_msg):
+            visited = getattr(request, "redirect_dict", {})  # urllib's count of each target, in the order first reached
+            looped = visited.get(target, 0) >= urllib.request.HTTPRedirectHandler.max_repeats
+            most = urllib.request.HTTPRedirectHandler.max_redirections
+            kind = "redirects in a loop" if looped else f"more redirects than the {most} urllib follows"
+            hops = quoted(" -> ".join(map(url_form.shown, loop(request.full_url, visited, target, looped))), 600)
+            return UserError(
+                f"the registry {self.host} answered {said} with {kind} (HTTP {exc.code}: {hops})", LOCATION_FIX
+            )
+        why = location_problem(target) or f"which the referrer does not follow for a {request.get_method()}"
+        return self.located(said, target, why, f"a redirect (HTTP {exc.code}) to ")
+
+    def unreached(self, url: str, said: str, exc: BaseException) -> UserError:
+        """A request that got no answer: at a redirect's target the referrer refuses, that target named so; at a
+        Location that turns --insecure's plain HTTP to HTTPS, named so (sweep 13 U3: `needs --insecure`, which was
+        given); else the registry not reached, and where a redirect sent it (sweep 11 U5)."""
+        reason = fetch.plain(str(exc.reason if isinstance(exc, urllib.error.URLError) else exc))
+        target = getattr(exc, "redirected_to", None)
+        if target and (why := location_problem(target)):
+            return self.located(said, target, why, "a redirect to ")
+        failed = target or url
+        if self.origin[0] == "http" and urllib.parse.urlsplit(failed).scheme.lower() == "https":
+            return UserError(
+                f"the registry {self.host} gave a Location that turns plain HTTP to HTTPS, {url_form.said(failed)}, "
+                f"which could not be reached ({said}): {reason}",
+                TURNED_FIX,
+            )
+        said += f", redirected to {url_form.said(target)}" if target else ""
+        return UserError(
+            f"the registry {self.host} could not be reached ({said}): {reason}",
+            UNREACHABLE_FIX + PLAIN_HTTP[self.insecure],
+        )
+
     def blob(self, data: bytes) -> dict:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         started = self.call("POST", "/blobs/uploads/").expect(202, meaning="202, an upload begun")
-        location = urllib.parse.urljoin(self.base, started.header("Location", "where the blob is to be uploaded"))
-        if urllib.parse.urlsplit(location).scheme not in ("http", "https") or url_form.url_problem(location):
-            raise UserError(
-                f"the registry {self.host} answered {started.request} with the Location {url_form.said(location)}, "
-                "which is no http(s) URL",
-                REGISTRY_FIX,
-            )
+        location = joined(self.base, started.header("Location", "where the blob is to be uploaded"))
+        if why := location_problem(location):
+            raise self.located(started.request, location, why)
         self.call(
             "PUT", f"{location}{'&' if '?' in location else '?'}digest={digest}", data,
             {"Content-Type": "application/octet-stream"},
