@@ -131,6 +131,10 @@ class RedirectRefused(urllib.error.URLError):
     or to no URL. Its reason is the cause in our words (sweep 12 U4: `<urlopen error ...>` and the fix of a host not
     reached)."""
 
+    def __init__(self, reason: str, code: int):
+        super().__init__(reason)
+        self.code = code  # the redirect's status, which its message names
+
 
 class _Followed(urllib.request.HTTPRedirectHandler):
     """Keeps the last redirect's target: a failure past a redirect was said as the first host's (sweep 11 U5: a
@@ -145,7 +149,7 @@ class _Followed(urllib.request.HTTPRedirectHandler):
             scheme = urllib.parse.urlsplit(self.target).scheme.lower()
             if scheme not in ("http", "https"):  # urllib said `Redirection to url ... is not allowed`, as an HTTP 302
                 fp.close()
-                raise RedirectRefused(f"the server redirects to a URL of {scheme}:, a scheme no download follows")
+                raise RedirectRefused(f"the server redirects to a URL of {scheme}:, a scheme no download follows", code)
         return super().http_error_302(req, fp, code, msg, headers)
 
     http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
@@ -153,7 +157,7 @@ class _Followed(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         self.target = newurl
         if why := url_problem(newurl):  # a USER:PASSWORD@ there went whole into http.client's error (a "port")
-            raise RedirectRefused(f"the redirect's target {why}")
+            raise RedirectRefused(f"the redirect's target {why}", code)
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 

@@ -106,13 +106,13 @@ ANSWERS = {
     ),
     "a redirect to ftp://": (
         redirect("GET", DIGEST, "ftp://127.0.0.1:{port}/x"),
-        "with a redirect to the Location 'ftp://127.0.0.1:{port}/x', which is no http(s) URL",
+        "with a redirect (HTTP 307) to the Location 'ftp://127.0.0.1:{port}/x', which is no http(s) URL",
         LOCATION_FIX,
     ),
     "a redirect with a password": (
         redirect("GET", DIGEST, f"http://AWS:{PASSWORD}@127.0.0.1:{{port}}{{path}}"),
-        "with a redirect to the Location 'http://***@127.0.0.1:{port}/v2/repo/manifests/{digest}', a Location with "
-        "a user name or password",
+        "with a redirect (HTTP 307) to the Location 'http://***@127.0.0.1:{port}/v2/repo/manifests/{digest}', a "
+        "Location with a user name or password",
         LOCATION_FIX,
     ),
     "a redirect of a PUT": (

@@ -319,7 +319,8 @@ class Registry:
         reason = fetch.plain(str(exc.reason if isinstance(exc, urllib.error.URLError) else exc))
         target = getattr(exc, "redirected_to", None)
         if target and (why := location_problem(target)):
-            return self.located(said, target, why, "a redirect to ")
+            code = f" (HTTP {exc.code})" if isinstance(exc, fetch.RedirectRefused) else ""
+            return self.located(said, target, why, f"a redirect{code} to ")
         failed = target or url
         if self.origin[0] == "http" and urllib.parse.urlsplit(failed).scheme.lower() == "https":
             return UserError(
