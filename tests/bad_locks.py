@@ -66,6 +66,14 @@ def _missing_continuation(text: str) -> str:
     return text[: block.end(1)] + text[block.end(1) + 2 :]
 
 
+def _blank_after_backslash(text: str, line: int) -> str:
+    """A blank and a tab after the `\\` ending the first pin block's `line` (0: the pin's own, 1: its first hash's)."""
+    end = _first_block(text).start() - 1
+    for _ in range(line + 1):
+        end = text.index("\n", end + 1)
+    return text[:end] + " \t" + text[end:]
+
+
 def _without_hashes(text: str) -> str:
     block = _first_block(text)
     return text[: block.start()] + block[1] + "\n" + text[block.end() :]
@@ -123,6 +131,16 @@ BAD = {
         _trailing_continuation, lambda t: _line_of(t, _first_block(t).end() - 1), "joins line"
     ),
     "blank-after-continuation": Bad(_blank_after_continuation, lambda t: _pin_line(t) + 1, "is blank after"),
+    # Sweep 14 W1: pip continues a line only where `\\` is its last character; a blank after it, on a pin's line or a
+    # hash's, and pip read the `\\` as the line's own and refused the lock in the build.
+    "blank-after-pin-backslash": Bad(lambda t: _blank_after_backslash(t, 0), _pin_line, "a blank after its"),
+    "blank-after-hash-backslash": Bad(
+        lambda t: _blank_after_backslash(t, 1), lambda t: _pin_line(t) + 1, "a blank after its"
+    ),
+    # Sweep 14 W2: a version of more digits than pip's int() reads (digit_runs, the one rule).
+    "version-past-int-limit": Bad(
+        lambda t: _replace_pin(t, lambda p: p.partition("==")[0] + "==" + "1" * 5000), _pin_line, "more than 4300"
+    ),
     "byte-order-mark": Bad(lambda t: "\ufeff" + t, lambda t: 1, "byte-order mark"),
     "extra": Bad(lambda t: _replace_pin(t, lambda p: p.replace("==", "[x]==", 1)), _pin_line, "an extra"),
     "marker": Bad(lambda t: _replace_pin(t, lambda p: p + ' ; python_version >= "3.8"'), _pin_line, "marker"),

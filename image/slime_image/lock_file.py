@@ -25,8 +25,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from slime_image import digit_runs
 from slime_image.errors import UserError
-from slime_image.quoted import redacted
+from slime_image.quoted import quoted, redacted
 
 HASH_OPTION = "--hash=sha256:"
 CONTINUED = " \\"
@@ -393,6 +394,13 @@ def _pin(path: Path, lines: list[str], first: int) -> tuple[Pin, int]:
         raise LockError(
             path, first, _why_no_pin(head), "write each pin as name==version, its hashes on the lines after"
         )
+    if why := digit_runs.too_long(match[2]):  # the pattern takes any run; pip's int() does not (sweep 14 W2)
+        raise LockError(
+            path,
+            first,
+            f"{quoted(head, 90)} is no pin pip reads: {why}",
+            "write each pin as make lock writes it, name==version of the version the plan chose",
+        )
     hashes: list[str] = []
     number = first
     while continued:
@@ -446,6 +454,15 @@ def _continued(path: Path, line: str, number: int) -> tuple[str, bool]:
     """A pin's or a hash's line without its indent and its ` \\`, and whether it had one."""
     stripped = line.strip()
     continued = stripped.endswith("\\")
+    if continued and not line.endswith("\\"):
+        # pip continues a line only where its very last character is the `\\` (sweep 14 W1: a blank after it was
+        # taken here, and pip refused the lock in the build as an invalid requirement).
+        raise LockError(
+            path,
+            number,
+            "has a blank after its `\\`: pip continues a line only where the `\\` is its last character",
+            "end the line with its `\\`, nothing after it",
+        )
     if continued and not stripped.endswith(CONTINUED):
         raise LockError(path, number, "ends in a `\\` with no space before it", f"end the line with `{CONTINUED}`")
     return stripped.removesuffix("\\").strip(), continued

@@ -110,3 +110,22 @@ def test_a_repository_url_s_fix_says_its_form(tmp_path):
     """Sweep 12 (noticed): the fix for a *_REPO_URL with ? or # did not say that a repository's URL holds neither."""
     written, _ = write(tmp_path, {**GOOD, "SLIME_REPO_URL": "https://github.com/THUDM/slime?x"})
     assert written.splitlines()[1].endswith("with no ?QUERY and no #FRAGMENT"), written
+
+
+# Sweep 14 W7: the writer cut a download URL's query and fragment before it checked the value, so that a typed
+# password holding / ? or # was never seen: `https://SECRET#PW@...` went in as `https://SECRET`, and `u:SECRET#PW@` was
+# refused as a port naming SECRET. Each spelling, with a user name and without, checked as given.
+TYPED = [
+    *(f"https://u:{SECRET}{mark}PW@mirror.example/efa.tar.gz" for mark in "/?#"),
+    # No user, or USER:digits: `/` there starts a path (a HOST:PORT's, fetch.USERINFO), which may hold an '@'.
+    *(f"https://{head}{mark}{SECRET}@mirror.example/efa.tar.gz" for head in ("PW", "u:12345") for mark in "?#"),
+]
+
+
+@pytest.mark.parametrize("url", TYPED)
+@pytest.mark.parametrize("name", ["EFA_INSTALLER_URL", "SGL_ROUTER_URL", "SLIME_REPO_URL"])
+def test_a_password_holding_a_slash_query_or_fragment_is_refused_as_given(tmp_path, name, url):
+    written, out = write(tmp_path, {**GOOD, name: url})
+    lines = written.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"the build argument {name} "), written
+    assert SECRET not in written and "PW" not in written and not out.exists(), written

@@ -8,6 +8,7 @@ fixture), not upstream's."""
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,51 @@ def test_a_patch_that_is_no_regular_file_is_refused_by_every_reader(kind, trees,
     with pytest.raises(UserError) as recorded:
         record.record(["SLIME_REF"], {"SLIME_REF": "v0.3.1"}, str(tmp_path / "versions.json"), slime)
     assert recorded.value.cause == cause
+
+
+# Sweep 14 W5: what stands where a folder of slime's patches is, but is no folder, each read as no folder, so that
+# slime's patches were "not needed". Each reader of the folders (upstream.is_folder) refuses it, naming what it is.
+SHAPES = {
+    "a link loop": (lambda path: path.symlink_to(path.name), "is a link loop (its links lead back to each other)"),
+    "a file": (lambda path: path.write_text("x\n"), "is a file, not the folder"),
+    "a FIFO": (os.mkfifo, "is a FIFO, not the folder"),
+    "a dangling link": (lambda path: path.symlink_to("gone"), "is a link to gone, which leads nowhere, not the folder"),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("place", ["docker/patch", "docker/patch/latest"])
+def test_a_patch_folder_that_is_no_folder_is_refused_by_slime_patch_and_slime_record(
+    place, shape, trees, tmp_path, capsys
+):
+    slime, megatron = trees
+    odd = slime / place
+    shutil.rmtree(odd)
+    make, said = SHAPES[shape]
+    make(odd)
+    code, err = slime_patch(slime, megatron, capsys)
+    assert code == 2 and len(err) == 2 and err[0].startswith(f"slime-patch: {odd} {said}"), err
+    fix = f"pass a checkout of the release whose files are its own (git -C {slime} checkout -- {place}, or a fresh"
+    assert err[1] == f"fix: {fix} git clone --branch TAG)", err
+    with pytest.raises(UserError) as recorded:
+        record.record(["SLIME_REF"], {"SLIME_REF": "v0.3.1"}, str(tmp_path / "versions.json"), slime)
+    assert recorded.value.cause == err[0].removeprefix("slime-patch: ")
+    assert not (tmp_path / "versions.json").exists()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("place", ["docker/patch", "docker/patch/v0.5.17"])
+def test_a_patch_folder_that_is_no_folder_is_refused_by_the_draft(place, shape, tmp_path, capsys):
+    def edit(tree: Path) -> None:
+        (tree / place).parent.mkdir(parents=True, exist_ok=True)
+        if shape != "a FIFO":  # git commits no FIFO: made after, untracked, where the draft reads the tree
+            SHAPES[shape][0](tree / place)
+
+    tree = tagged_tree(tmp_path, "v0.3.2", edit=edit)
+    if shape == "a FIFO":
+        os.mkfifo(tree / place)
+    out = tmp_path / "d.toml"
+    assert pairings.main(["draft", "--slime-tree", str(tree), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and err[0].startswith(f"pairings: {tree / place} {SHAPES[shape][1]}"), err
+    assert err[1].startswith("fix: pass a checkout of the release whose files are its own") and not out.exists()

@@ -15,7 +15,7 @@ from pathlib import Path
 from slime_image import git
 from slime_image.errors import UserError
 from slime_image.lock_file import as_typed
-from slime_image.patches.upstream import declaration_of, patch_files, refuse_link_out, slime_order
+from slime_image.patches.upstream import declaration_of, is_folder, patch_files, refuse_link_out, slime_order
 
 from tools.inputs import pairing_schema, requirements_file
 from tools.inputs.recipe import Recipe, substitute
@@ -160,7 +160,7 @@ def read(tree: Path) -> Release:
     if version:  # held before it names a folder: 5000 digits ended in `File name too long` (sweep 12 U2)
         held("sglang", version, line_of(dockerfile, "sglang", version))
     folder = tree / "docker" / "patch" / f"v{version}" if version else None
-    has_folder = folder is not None and folder.is_dir()
+    has_folder = folder is not None and is_folder(tree, folder)
     if has_folder:
         patch_files(folder)
     slime_requires, files = requirements_file.read(tree / "requirements.txt", tree)

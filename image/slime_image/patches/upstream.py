@@ -22,6 +22,7 @@ import importlib.metadata
 import os
 import re
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -105,15 +106,45 @@ def sglang_version(sglang_root: Path) -> str | None:
     return None
 
 
+def is_folder(tree: Path, path: Path) -> bool:
+    """Whether the slime tree `tree` holds a folder at `path` (inside it, as docker/patch/latest): False where nothing
+    is there. What is there but no folder, at `path` or a folder above it (a link loop, a link to nothing, a file, a
+    FIFO), is refused, as patch_files refuses such a patch file: read as no folder, slime's patches for SGLang were
+    said "not needed" (sweep 14 W5). Every reader of the patch folders asks here: choose (slime-patch, slime-record)
+    and pairings draft."""
+    for each in [*reversed(path.relative_to(tree).parents[:-1]), path.relative_to(tree)]:
+        place = tree / each
+        if not os.path.lexists(place):
+            return False
+        refuse_link_out(tree, place)
+        if not place.is_dir():
+            raise UserError(
+                f"{place} is {_kind(place)}, not the folder a release of slime holds there: none of its patches "
+                "could be read",
+                _own_files(tree, place),
+                code=2,
+            )
+    return True
+
+
+def _kind(path: Path) -> str:
+    """What `path`, there but no folder, is in a message's words."""
+    if not path.exists():
+        return f"a link to {os.readlink(path)}, which leads nowhere"
+    mode = path.stat().st_mode
+    kinds = {stat.S_ISREG: "a file", stat.S_ISFIFO: "a FIFO", stat.S_ISSOCK: "a socket"}
+    return next((kind for test, kind in kinds.items() if test(mode)), "a device")
+
+
 def choose(slime_root: Path, version: str | None) -> Choice:
     """slime's patch folder for this SGLang version, else the one slime's own Dockerfile would apply."""
     base = slime_root / PATCH_ROOT
     order = slime_order(slime_root)
     if version:
         for name in (f"v{version}", version):
-            if (base / name).is_dir():
+            if is_folder(slime_root, base / name):
                 return Choice(base / name, f"{PATCH_ROOT / name} (for the installed SGLang {version})", order)
-    if (base / FALLBACK).is_dir():
+    if is_folder(slime_root, base / FALLBACK):
         return Choice(
             base / FALLBACK,
             f"{PATCH_ROOT / FALLBACK}: no folder for SGLang {version or '(not installed)'}, so the one slime's "
