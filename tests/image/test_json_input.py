@@ -48,7 +48,6 @@ NOT_HANDED = {
     ("image/slime_image/own_output.py", "found[key], at = _DECODER.raw_decode(text, at)"): "the same head",
     ("tools/k8s/k8s_nodes.py", 'return json.loads(proc.stdout)["items"]'): "kubectl's output",
     ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
-    ("tools/inputs/steps_digest.py", "args = tomllib.loads(_git("): "a pairing as git holds it; unparsed is no history",
     ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",
     ("tools/release/build_check/record.py", "return {k: v for line"): "build-check's own record",
     ("tools/release/build_check/sbom_check.py", 'return json.loads((out / "scan.cdx.json")'): "the scanner's output",
@@ -62,11 +61,9 @@ NOT_HANDED = {
     ("tools/release/build_check/repro.py", "images = json.loads((graph_root"): "buildah's storage",
     ("tools/release/build_check/slime_tests.py", "dev = tomllib.loads((ROOT"): "the clone's pyproject.toml",
     ("tools/release/build_check/slime_tests.py", "return json.loads((out / RESULT)"): "the tests' own result",
-    # A pairing is a user's file: pairing_schema.read, which every command reads a pairing through first, catches
-    # RecursionError itself, and in_pairing reads only a pairing it took.
-    ("tools/inputs/pairing_schema.py", 'return tomllib.loads(data.decode("utf-8"))'): "the pairing's one parse",
-    ("tools/inputs/download_pins.py", 'args = tomllib.loads(text).get("args", {})'): "a pairing read already",
-    ("tools/inputs/download_pins.py", 'item = tomllib.loads(line) if table == "args" else {}'): "one line of it",
+    # A pairing is a user's file: every reader of one (pairing_schema.read, download_pins.in_pairing, steps_digest)
+    # parses it through pairing_toml.loads, which names a RecursionError and int()'s ValueError itself (sweep 14 T1).
+    ("tools/inputs/pairing_toml.py", "return tomllib.loads(text)"): "a pairing's one parse",
     ("tools/docs.py", "own = (json.loads(built.read_text())"): "build-check's records, docs/build",
     ("tools/docs.py", "built = json.loads(path.read_text())"): "build-check's records, docs/build",
     ("tools/docs.py", 'rebuilds.append(f"{change} rebuilds in'): "build-check's records, docs/rebuilds",

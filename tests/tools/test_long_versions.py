@@ -156,3 +156,45 @@ def test_a_prefix_match_of_a_number_past_the_limit_is_refused_too(text):
     for kind, given in ((pep440.SpecifierSet, value), (pep440.Requirement, f"wandb{value}")):
         found, why = pep440.parsed(kind, given)
         assert found is None and "more than 4300 digits" in why, why
+
+
+# Sweep 14 T1: an integer past the limit anywhere in a pairing (a key no schema knows, or a value the schema wants a
+# string for) ended tomllib in int()'s ValueError, which no reader caught: each reader of a pairing names it.
+NUMBERS = {"a key of no table": f"EXTRA = {DIGITS}\n", "an [args] value": f"MBRIDGE_VERSION = {DIGITS}\n"}
+
+
+@pytest.mark.parametrize("case", NUMBERS)
+@pytest.mark.parametrize("command", COMMANDS)
+def test_a_number_past_the_limit_anywhere_in_a_pairing_is_refused_by_every_reader(
+    tmp_path, monkeypatch, capsys, command, case
+):
+    text = V030.replace("[args]\n", f"[args]\n{NUMBERS[case]}", 1) if "args" in case else V030 + NUMBERS[case]
+    lines = refused(tmp_path, monkeypatch, capsys, text, command)
+    assert "v0.3.0.toml: holds a number of more than 4300 digits, longer than any value a pairing holds" in lines[0]
+
+
+# Sweep 14 T3: a marker's version past the limit passed the guard (packaging makes its int only when the marker is
+# evaluated, in pip or the planner): each requirement field of a pairing, and the draft's reading of requirements.txt.
+MARKER = f'python_version > "3.{DIGITS}"'
+MARKED = {
+    ("args", "KERNELS_REQUIREMENT"): f"'kernels>=0.1 ; {MARKER}'",
+    ("upstream", "slime_requires"): f"['wandb==0.1 ; {MARKER}']",
+    ("megatron", "requires"): f"['x==1 ; {MARKER}']",
+}
+
+
+@pytest.mark.parametrize("table, key", MARKED, ids=[f"[{t}] {k}" for t, k in MARKED])
+def test_a_marker_s_version_of_more_digits_than_python_reads_is_refused(tmp_path, monkeypatch, capsys, table, key):
+    lines = refused(tmp_path, monkeypatch, capsys, with_value(table, key, MARKED[table, key]), "check")
+    assert f"[{table}] {key}" in lines[0], lines
+
+
+def test_draft_refuses_a_marker_of_more_digits_naming_its_line(tmp_path, monkeypatch, capsys):
+    from test_slime_requirements import tree_with
+
+    tree = tree_with(tmp_path, {"requirements.txt": f"accelerate\nwandb==0.1 ; {MARKER}\n"})
+    out = tmp_path / "d.toml"
+    assert pairings.main(["draft", "--slime-tree", str(tree), "--out", str(out)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and f"{Path(tree) / 'requirements.txt'}:2: `wandb==0.1" in lines[0], lines
+    assert "more than 4300 digits" in lines[0] and len(lines[0]) < 600 and not out.exists(), lines

@@ -19,7 +19,6 @@ note is refused, `FILE:LINE: ...` and a fix line; pin_downloads and draft write 
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,8 @@ from slime_image.errors import UserError
 from slime_image.fetch import HEX
 from slime_image.lock_file import as_typed
 from slime_image.quoted import quoted
+
+from tools.inputs import pairing_toml
 
 BASE = "BASE_IMAGE"
 SUFFIX = "_SHA256"
@@ -207,10 +208,7 @@ def in_dockerfile(recipe) -> dict[str, Pin]:
 def in_pairing(path: Path, text: str) -> dict[str, Pin]:
     """Each pin of a pairing's [args] (`text`, the file at `path`) with the line that sets it, a line TOML reads as
     that key and value alone however it is spaced or quoted; one set any other way (inline, dotted) is refused."""
-    try:
-        args = tomllib.loads(text).get("args", {})
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{as_typed(path)}: not TOML: {exc}", "fix the syntax the parser names") from None
+    args = pairing_toml.loads(text, as_typed(path)).get("args", {})
     lines = text.split("\n")
     found, table = {}, None
     for number, line in enumerate(lines, 1):
@@ -219,8 +217,8 @@ def in_pairing(path: Path, text: str) -> dict[str, Pin]:
             table = header[1].strip("\"'")
             continue
         try:
-            item = tomllib.loads(line) if table == "args" else {}
-        except tomllib.TOMLDecodeError:
+            item = pairing_toml.loads(line, as_typed(path)) if table == "args" else {}
+        except UserError:  # a line of no key and value alone (a table's line, a part of a multi-line one)
             continue
         for name, value in item.items():
             if is_pin(name) and args.get(name) == value:

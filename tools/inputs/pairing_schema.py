@@ -10,7 +10,6 @@ from __future__ import annotations
 import codecs
 import difflib
 import re
-import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,7 +24,7 @@ from slime_image.patches.upstream import parse_series
 from slime_image.quoted import quoted
 from slime_image.sbom import FROM_CHECKOUT
 
-from tools.inputs import download_pins, pep440, requirements_file, url_form
+from tools.inputs import download_pins, pairing_toml, pep440, requirements_file, url_form
 
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
 TABLES = {
@@ -269,14 +268,11 @@ def read(path: Path) -> dict:
     if data.startswith(codecs.BOM_UTF8):  # TOML forbids it; the parser would blame the first line's statement
         raise UserError(f"{shown}:1: begins with a byte-order mark", "save it as UTF-8 without a BOM")
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise UserError(f"{shown}:{line}: not UTF-8 text", "save it as UTF-8 text, or remove the file") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"{shown}: not TOML: {exc}", "fix the syntax the parser names, or remove the file") from None
-    except RecursionError:  # sweep 5 T1: arrays nested thousands deep ended in a traceback
-        raise UserError(f"{shown}: nests arrays or tables too deep to read", "write its values flat") from None
+    return pairing_toml.loads(text, shown)
 
 
 def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:

@@ -9,14 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-import tomllib
 from dataclasses import replace
 from pathlib import Path
 
 from slime_image import git
+from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
-from tools.inputs import download_pins, pairings
+from tools.inputs import download_pins, pairing_toml, pairings
 from tools.inputs.input_names import STEPS
 from tools.inputs.recipe import Recipe
 
@@ -76,8 +76,8 @@ def _committed_args(pairing: Path, lock: Path) -> list[dict[str, str]]:
     commit = _git(lock.parent, "log", "-1", "--format=%H", "--", lock.name).strip()
     for ref in dict.fromkeys(filter(None, [commit, "HEAD"])):
         try:
-            args = tomllib.loads(_git(pairing.parent, "show", f"{ref}:./{pairing.name}")).get("args")
-        except (tomllib.TOMLDecodeError, RecursionError):  # a pairing that never parsed: no history of its values
+            args = pairing_toml.loads(_git(pairing.parent, "show", f"{ref}:./{pairing.name}"), pairing).get("args")
+        except UserError:  # a pairing that never parsed: no history of its values
             continue
         if isinstance(args, dict) and all(isinstance(v, str) for v in args.values()):
             values = {pairings.ARG: pairing.stem, **args}
