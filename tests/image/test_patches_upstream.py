@@ -516,12 +516,6 @@ LINKS = {
 }
 
 
-# 4612c7f (sweep 12 W6) refuses a patch that is no regular file in upstream.patch_files, which runs before
-# refuse_link_out: a patch in a link loop is still refused (exit 2, two lines, its path), but said as "no regular file
-# (a folder, a FIFO, ...)". image/ was held still for both verification builds; the next build cycle names it again.
-MISNAMED = pytest.mark.xfail(strict=True, reason="a link loop said as no regular file until the next image/ cycle")
-
-
 @pytest.mark.parametrize("check", [["--check"], []], ids=["--check", "applying"])
 @pytest.mark.parametrize("link", LINKS)
 def test_a_file_of_the_slime_tree_that_links_out_of_it_is_refused(trees, link, check, tmp_path):
