@@ -20,6 +20,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser
 
+from tools import tree_reads
 from tools.inputs import download_pins, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import plan_steps
@@ -43,7 +44,7 @@ def odd_entry(entry: Path, folder: Path) -> str | None:
             where = "out of the tree" if not inside else "to no file or folder"
             return f"a link {where} (to {os.readlink(entry)})"
         return None
-    kind = lock.mode_kind(mode)
+    kind = tree_reads.mode_kind(mode)
     return None if kind == "a folder" else kind
 
 
@@ -51,6 +52,8 @@ def tree_digest(path: Path) -> str:
     """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out); an
     entry of a folder that is no file, folder, or link to one inside it is refused, naming it."""
     digest = hashlib.sha256()
+    if not path.is_dir():
+        tree_reads.check(path)  # a FIFO at requirements.txt was hashed as nothing (sweep 14 U7)
     if path.is_dir():
         for entry in sorted(path.rglob("*")):
             odd = odd_entry(entry, path)
@@ -68,7 +71,7 @@ def tree_digest(path: Path) -> str:
     for file in files:
         if "__pycache__" in file.parts:
             continue
-        held = file.read_bytes() if file.is_file() else b"link to " + os.readlink(file).encode()
+        held = tree_reads.read_bytes(file) if file.is_file() else b"link to " + os.readlink(file).encode()
         digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + held + b"\0")
     return digest.hexdigest()
 
