@@ -18,7 +18,7 @@ from pathlib import Path
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
 
-from tools import tree_writes, writers
+from tools import tree_reads, tree_writes, writers
 from tools.inputs import download_pins, pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.planner.base_manifest import manifest_for
@@ -64,7 +64,7 @@ def pull_table(dockerfile: Path) -> list[str]:
         path = manifest_for(base)
         published = load_manifest(path)[0].get("published") if path.is_file() else None
         built = record.folder_for(pairing) / record.RECORD_JSON
-        own = (json.loads(built.read_text()) if built.is_file() else {}).get("compressed_above_base_gb", {}).get("zstd")
+        own = json.loads(tree_reads.text_if_there(built) or "{}").get("compressed_above_base_gb", {}).get("zstd")
         base_cell = (
             f"`{base}`: {published['compressed_gb']} GB ({published['source']})"
             if published
@@ -188,9 +188,10 @@ def record_figures() -> list[Figure]:
     found = []
     for name in pairings.names():
         path = record.folder_for(pairings.load(name)) / record.RECORD_JSON
-        if not path.is_file():
+        text = tree_reads.text_if_there(path)
+        if text is None:
             continue
-        built = json.loads(path.read_text())
+        built = json.loads(text)
         machine = ", ".join(built["machine"].split(", ")[:3])
         when = built["started"][:16].replace("T", " ") + " UTC"
         cached = f"{built['cached_steps']} of {len(built['steps'])} steps cached"
@@ -238,10 +239,11 @@ def build_figures(_: Path) -> list[str]:
     parts = []
     for name in pairings.names():
         path = record.folder_for(pairings.load(name)) / record.RECORD_JSON
-        if not path.is_file():
+        text = tree_reads.text_if_there(path)
+        if text is None:
             parts.append(f"{name} not recorded (`make build-check PAIRING={name}`)")
             continue
-        built = json.loads(path.read_text())
+        built = json.loads(text)
         sizes = built["sizes"]
         uncached = f"uncached {UNCACHED_SECONDS[name]} s, " if name in UNCACHED_SECONDS else ""
         parts.append(
@@ -251,8 +253,9 @@ def build_figures(_: Path) -> list[str]:
     rebuilds = []
     for name, change in REBUILDS.items():
         path = record.RECORD_DIR.parent / "rebuilds" / name / record.RECORD_JSON
-        if path.is_file():
-            rebuilds.append(f"{change} rebuilds in {json.loads(path.read_text())['seconds']:.0f} s")
+        text = tree_reads.text_if_there(path)
+        if text is not None:
+            rebuilds.append(f"{change} rebuilds in {json.loads(text)['seconds']:.0f} s")
     if rebuilds:
         parts.append(f"{', '.join(rebuilds)} (docs/rebuilds/)")
     return [
@@ -277,7 +280,7 @@ def health_check_grace(_: Path) -> list[str]:
 
 def current_table(docs: Path) -> list[str]:
     """The current figure of each benchmark, each naming the section of benchmarks.md (or the record) it comes from."""
-    headings = re.findall(r"^#+ (.+)$", (docs / "benchmarks.md").read_text(), re.MULTILINE)
+    headings = re.findall(r"^#+ (.+)$", tree_reads.read_text(docs / "benchmarks.md"), re.MULTILINE)
     rows = [
         "| benchmark | current figure | machine | load | when | how, and earlier figures |",
         "|---|---|---|---|---|---|",
@@ -338,7 +341,7 @@ def pending(docs: Path, dockerfile: Path) -> dict[Path, str]:
     for name, (page, source, rows) in tables().items():
         path = docs / page
         if path not in original:
-            original[path] = updated[path] = path.read_text()
+            original[path] = updated[path] = tree_reads.read_text(path)
         updated[path] = replace_block(updated[path], *markers(name, source), rows(dockerfile), path)
     return {path: text for path, text in updated.items() if text != original[path]}
 

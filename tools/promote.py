@@ -13,7 +13,7 @@ from pathlib import Path
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
 
-from tools import docs, tree_writes, writers
+from tools import docs, tree_reads, tree_writes, writers
 from tools.inputs import pairings
 from tools.inputs.recipe import DOCKERFILE, ROOT, Recipe
 from tools.release import build
@@ -25,6 +25,7 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
     files written."""
     dockerfile = root / DOCKERFILE.name
     tree_writes.no_links([dockerfile, *docs.pages(root / "docs")], root)  # sweep 12 D1, 13 D1: before any work
+    tree_reads.check(dockerfile)  # pairings.promoted reads it as it is
     text, changed = pairings.promoted(name, dockerfile)
     # A default is built: what a build of it refuses (its locks there, in the one form and not stale; its pins in form)
     # is refused here, before anything is written (sweep 4 row 11: a stale lock was promoted, then refused by rules).
@@ -35,7 +36,7 @@ def promote(name: str, root: Path = ROOT) -> tuple[list[str], list[Path]]:
         if not pairings.matches(pairings.load(name), Recipe.load(staged, context=root)):
             raise UserError(f"{dockerfile.name} would not read back as {name}'s values", "check its ARG lines by hand")
         files = {dockerfile: text, **docs.pending(root / "docs", staged)}
-    files = {path: text for path, text in files.items() if not path.is_file() or path.read_text() != text}
+    files = {path: text for path, text in files.items() if tree_reads.text_if_there(path) != text}
     tree_writes.write(files)
     return changed, list(files)
 

@@ -158,20 +158,35 @@ def test_an_entry_of_image_that_is_no_file_is_refused_naming_it(tmp_path, shape,
     assert fingerprint.tree_digest(tmp_path / "image") == before
 
 
-@pytest.mark.parametrize("added", ["a .pyc beside the modules", "a link to a folder inside"])
+# What the build's COPY takes of image/ that the fingerprint of its files' bytes did not see, each made in a folder of
+# a.py (644), run (755) and __pycache__/.
+COPIED = {
+    "a .pyc beside the modules": lambda image: (image / "slime_image" / "evil.pyc").write_bytes(b"evil"),
+    "a link to a folder inside": lambda image: (image / "loop").symlink_to("slime_image"),
+    # Sweep 14 W6: `chmod -x image/bin/slime-image` (what slime-patch links to) and an empty folder left it as it was.
+    "an executable bit cleared": lambda image: (image / "bin" / "run").chmod(0o644),
+    "an executable bit set": lambda image: (image / "slime_image" / "a.py").chmod(0o755),
+    "an empty folder": lambda image: (image / "slime_image" / "empty").mkdir(),
+}
+
+
+@pytest.mark.parametrize("added", COPIED)
 def test_what_the_build_s_copy_takes_changes_the_fingerprint_and_only_pycache_is_left_out(tmp_path, added):
     """Sweep 13 W1: a sourceless .pyc beside the modules (importable, and in the image: .dockerignore leaves out only
     __pycache__) and a link to a folder (the COPY keeps it; rglob does not descend it) left the fingerprint as it
-    was."""
+    was; sweep 14 W6: so did a file's executable bit and an empty folder, which the COPY keeps too."""
     folder = tmp_path / "image" / "slime_image"
     (folder / "__pycache__").mkdir(parents=True)
     (folder / "a.py").write_text("x = 1\n")
+    (folder / "a.py").chmod(0o644)
+    (tmp_path / "image" / "bin").mkdir()
+    (tmp_path / "image" / "bin" / "run").write_text("#!/bin/sh\n")
+    (tmp_path / "image" / "bin" / "run").chmod(0o755)
     before = fingerprint.tree_digest(tmp_path / "image")
     (folder / "__pycache__" / "a.cpython-312.pyc").write_bytes(b"left out, as .dockerignore leaves it out")
+    (folder / "__pycache__" / "empty").mkdir()
+    (folder / "a.py").chmod(0o664)  # a mode git does not track: the checkout's umask
     assert fingerprint.tree_digest(tmp_path / "image") == before
-    if added == "a .pyc beside the modules":
-        (folder / "evil.pyc").write_bytes(b"evil")
-    else:
-        (tmp_path / "image" / "loop").symlink_to("slime_image")
+    COPIED[added](tmp_path / "image")
     assert fingerprint.tree_digest(tmp_path / "image") != before
     assert "image/**/__pycache__" in (fingerprint.ROOT / ".dockerignore").read_text().splitlines()

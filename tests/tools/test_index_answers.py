@@ -10,6 +10,9 @@ from __future__ import annotations
 import contextlib
 import http.server
 import json
+import socket
+import struct
+import time
 
 import pytest
 from silent_servers import served
@@ -159,3 +162,55 @@ def test_the_plans_index_keeps_every_http_error_answer_through_fetch_s_table(key
         how, fix = ours.refusal()
     cause, expected = table(status)
     assert how.startswith(cause) and fix == expected, (how, fix)
+
+
+def cut_mid_chunk(handler):
+    handler.send_response(200)
+    handler.send_header("Content-Type", JSON_PAGE)
+    handler.send_header("Transfer-Encoding", "chunked")
+    handler.end_headers()
+    handler.wfile.write(b"400\r\n" + b'{"files": [' * 20)
+
+
+def cut_of_its_length(handler):
+    handler.send_response(200)
+    handler.send_header("Content-Type", JSON_PAGE)
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    handler.wfile.write(b'{"files": [' * 20)
+
+
+def reset_after_bytes(handler):
+    cut_of_its_length(handler)
+    handler.wfile.flush()
+    time.sleep(0.2)  # the client reads the head and waits on the body
+    handler.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close sends RST
+    for held in (handler.wfile, handler.rfile, handler.connection):  # closed at once, before the server's FIN
+        held.close()
+
+
+# Sweep 14 U2: each way an index's answer is cut once it began was said in Python's words, `IncompleteRead(0 bytes
+# read)`, with the fix of a host not reached ("check the network and PIP_INDEX_URL"); each with what it is said as.
+CUTS = {
+    "a chunked body cut mid-chunk": (cut_mid_chunk, "closed"),
+    "a body short of its length": (cut_of_its_length, "closed"),
+    "a connection reset after bytes": (reset_after_bytes, "was reset"),
+}
+
+
+@pytest.mark.parametrize("cut", CUTS)
+def test_an_answer_cut_short_is_said_as_one_with_the_fix_to_run_it_again(cut, monkeypatch):
+    monkeypatch.setattr(index_http.time, "sleep", lambda _: None)  # each try cut alike: asked again at once
+    answer, how = CUTS[cut]
+    handler = type("Cut", (http.server.BaseHTTPRequestHandler,), {"do_GET": answer, "log_message": print})
+    with served(handler) as url, pytest.raises(UserError) as refused:
+        project_files(f"{url}/simple", "six", "its hashes")
+    assert refused.value.cause == (
+        f"the package index {url}/simple was reached for six (its hashes), but its answer was cut short: "
+        f"{url}/simple/six/: the connection {how} before the answer ended, in each of 3 tries"
+    )
+    assert (
+        refused.value.fix
+        == index_http.CUT_FIX
+        == ("run it again: the index was reached, and the connection broke before its answer ended")
+    )

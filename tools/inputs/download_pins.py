@@ -28,6 +28,7 @@ from slime_image.fetch import HEX
 from slime_image.lock_file import as_typed
 from slime_image.quoted import quoted
 
+from tools import tree_reads
 from tools.inputs import pairing_toml
 
 BASE = "BASE_IMAGE"
@@ -192,7 +193,7 @@ def _source(lines: list[str], line: int, name: str) -> str | None:
 def in_dockerfile(recipe) -> dict[str, Pin]:
     """Each pin the Dockerfile of `recipe` gives a default (the last, as a build takes it), as Docker's parser reads
     its ARG lines (any case, any spacing); a pin's ARG must set it alone, on one line, for a note to stand above it."""
-    lines = recipe.path.read_text().split("\n")
+    lines = tree_reads.read_text(recipe.path).split("\n")
     found = {}
     for ins in recipe.of("ARG"):
         for item in ins.value:

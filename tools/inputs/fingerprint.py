@@ -20,6 +20,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.lock_file import as_typed
 from slime_image.options import Parser
 
+from tools import tree_reads
 from tools.inputs import download_pins, lock, pairings
 from tools.inputs.recipe import ROOT, Recipe
 from tools.planner import plan_steps
@@ -43,14 +44,14 @@ def odd_entry(entry: Path, folder: Path) -> str | None:
             where = "out of the tree" if not inside else "to no file or folder"
             return f"a link {where} (to {os.readlink(entry)})"
         return None
-    kind = lock.mode_kind(mode)
+    kind = tree_reads.mode_kind(mode)
     return None if kind == "a folder" else kind
 
 
 def tree_digest(path: Path) -> str:
-    """sha256 over a file, or over a folder's files (relative path and content, in path order, caches left out); an
-    entry of a folder that is no file, folder, or link to one inside it is refused, naming it."""
-    digest = hashlib.sha256()
+    """sha256 over what the build's COPY takes of a file, or of a folder: each entry's relative path and what COPY keeps
+    of it (as_copied), in path order, less what .dockerignore leaves out (caches); an entry of a folder that is no file,
+    folder, or link to one inside it is refused, naming it."""
     if path.is_dir():
         for entry in sorted(path.rglob("*")):
             odd = odd_entry(entry, path)
@@ -61,16 +62,29 @@ def tree_digest(path: Path) -> str:
                     "fingerprint of its files cannot say",
                     f"remove it (rm {shown}); a file the image needs goes in {path.name}/ as a regular file",
                 )
-    # What .dockerignore leaves out of the context, and that alone: a sourceless .pyc beside the modules went into the
-    # image under the clean tree's fingerprint (sweep 13 W1). A link to a folder, which the COPY keeps as a link and
-    # rglob does not descend, is taken as the link it is.
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() or p.is_symlink())
-    for file in files:
-        if "__pycache__" in file.parts:
-            continue
-        held = file.read_bytes() if file.is_file() else b"link to " + os.readlink(file).encode()
-        digest.update(str(file.relative_to(path.parent)).encode() + b"\0" + held + b"\0")
+        # What .dockerignore leaves out of the context, and that alone: a sourceless .pyc beside the modules went into
+        # the image under the clean tree's fingerprint (sweep 13 W1).
+        entries = sorted(entry for entry in path.rglob("*") if "__pycache__" not in entry.relative_to(path).parts)
+    else:
+        tree_reads.check(path)  # a FIFO at requirements.txt was hashed as nothing (sweep 14 U7)
+        entries = [path] if path.is_file() else []
+    digest = hashlib.sha256()
+    for entry in entries:
+        digest.update(str(entry.relative_to(path.parent)).encode() + b"\0" + as_copied(entry, entry != path) + b"\0")
     return digest.hexdigest()
+
+
+def as_copied(entry: Path, inside: bool) -> bytes:
+    """What the build's COPY keeps of `entry` (`inside` a folder it copies, or named alone, where a link is followed):
+    a link as the link it is (one to a folder, which rglob does not descend, too); a folder, an empty one too; a file's
+    bytes and its executable bit, the mode git tracks (644 or 755; the rest is the checkout's umask). Of the bytes
+    alone, `chmod -x image/bin/slime-image` (what slime-patch, run by the Dockerfile, links to) and an empty folder
+    left the fingerprint the clean tree's, on an image that differs (sweep 14 W6)."""
+    if inside and entry.is_symlink():
+        return b"link to " + os.readlink(entry).encode()
+    if entry.is_dir():
+        return b"folder"
+    return (b"755\n" if os.stat(entry).st_mode & stat.S_IXUSR else b"644\n") + tree_reads.read_bytes(entry)
 
 
 def input_digests(*locks: str, root: Path = ROOT) -> dict[str, str]:

@@ -24,6 +24,7 @@ from slime_image.patches.upstream import parse_series
 from slime_image.quoted import quoted
 from slime_image.sbom import FROM_CHECKOUT
 
+from tools import tree_reads
 from tools.inputs import download_pins, pairing_toml, pep440, requirements_file, url_form
 
 # What each table holds beside [args]: key -> the type of its value (a list: of strings).
@@ -264,7 +265,7 @@ def read(path: Path) -> dict:
     """The file's TOML, or a UserError naming it: a file that does not parse is no pairing, and no list of the
     pairings may leave it out silently. Every command reads the folder here first (pairings.every), so one that is not
     UTF-8 text is named here too, not as text of no file."""
-    shown, data = as_typed(path), path.read_bytes()
+    shown, data = as_typed(path), tree_reads.read_bytes(path)
     if data.startswith(codecs.BOM_UTF8):  # TOML forbids it; the parser would blame the first line's statement
         raise UserError(f"{shown}:1: begins with a byte-order mark", "save it as UTF-8 without a BOM")
     try:
@@ -306,7 +307,7 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
         if found:
             raise UserError(f"{shown}: [args] {found[0]}", found[1])
     # Each pin by its form, then its note, read as every command reads a pairing's pins (download_pins.in_pairing).
-    pins = download_pins.in_pairing(path, path.read_text())
+    pins = download_pins.in_pairing(path, tree_reads.read_text(path))
     for pin in pins.values():
         found = download_pins.problem(pin.name, pin.value)
         if found:
@@ -341,7 +342,9 @@ def checked(path: Path, data: dict, declared: set[str], arg: str) -> dict:
 def _quote(path: Path, key: str, value) -> str:
     """The fix of a value TOML read as no string: the text as written, quoted (sweep 6 U18: `SLIME_COMMIT = 0x1` was
     told to write "1", and `1e999` "inf"), where a form asks for more, that form."""
-    typed = re.search(rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([^#\n]*?)[ \t]*(?:#.*)?$", path.read_text(), re.MULTILINE)
+    typed = re.search(
+        rf"^[ \t]*{re.escape(key)}[ \t]*=[ \t]*([^#\n]*?)[ \t]*(?:#.*)?$", tree_reads.read_text(path), re.MULTILINE
+    )
     text = typed[1] if typed else str(value)
     found = value_problem(key, text)
     return found[1] if found else f'quote it: {key} = "{text}"'

@@ -23,6 +23,7 @@ from slime_image.lock_file import as_typed
 from slime_image.options import check_owned
 from slime_image.record import VERSION_SUFFIXES
 
+from tools import tree_reads
 from tools.inputs import pep440, url_form
 from tools.inputs.recipe_steps import REQUIREMENTS as REQUIREMENTS  # read by the rules and the pairings
 from tools.inputs.recipe_steps import PipStep, Unsimulated, scan, substitute
@@ -88,7 +89,7 @@ def requirement_lines(path: Path) -> list[Requirement | str]:
     """Each requirement line of a pip requirements or constraints file, parsed (or the raw line if it is no
     requirement, such as an option line)."""
     found: list[Requirement | str] = []
-    for raw in path.read_text().splitlines():
+    for raw in tree_reads.read_text(path).splitlines():
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
@@ -104,9 +105,10 @@ _PARSED: dict[bytes, tuple[Instruction, ...]] = {}
 
 def _parse(path: Path) -> tuple[Instruction, ...]:
     shown = as_typed(path)  # as its user typed it, as every message names the Dockerfile (Recipe.shown)
+    tree_reads.check(path)  # sweep 14 U7: a FIFO here was `no Dockerfile at`
     if not path.is_file():
         raise UserError(f"no Dockerfile at {shown}", "pass the path of an existing Dockerfile")
-    text = path.read_bytes()
+    text = tree_reads.read_bytes(path)
     if text in _PARSED:
         return _PARSED[text]
     try:

@@ -24,6 +24,7 @@ from slime_image.lock_file import as_typed
 from slime_image.patches.upstream import refuse_link_out
 from slime_image.quoted import cut, redacted
 
+from tools import tree_reads
 from tools.inputs import pep440, url_form
 
 # The byte-order marks pip's reader of a requirements file decodes by, longest first (UTF-32's begin as UTF-16's).
@@ -71,7 +72,7 @@ def echoed(line: str) -> str:
 def text(path: Path) -> str:
     """A text file of the slime tree as pip reads a requirements file: a byte-order mark read and dropped (sweep 6 U5:
     a BOM'd requirements.txt was drafted as `\\ufeffnumpy`), else UTF-8; text of neither refused naming the file."""
-    data = path.read_bytes()
+    data = tree_reads.read_bytes(path, "put back the file its commit holds (git checkout -- FILE in the slime tree)")
     bom, encoding = next(((b, e) for b, e in BOMS if data.startswith(b)), (b"", "utf-8"))
     try:
         return data[len(bom) :].decode(encoding)

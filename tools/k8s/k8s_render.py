@@ -27,7 +27,7 @@ from slime_image import gpus
 from slime_image.errors import UserError, run_command
 from slime_image.options import Number, Parser, add_output, add_path
 
-from tools import guard_report
+from tools import guard_report, tree_reads
 from tools.inputs import fingerprint, pairings
 from tools.inputs.recipe import ROOT, requirement_lines
 from tools.k8s import cluster_shape, job_env, k8s_names, launch_recipe, rollout_engines
@@ -74,7 +74,7 @@ def load_overlay(name: str) -> dict:
     compute capability (COMPUTE_CAPABILITY) from the image's table of supported GPUs."""
     if name not in overlays():
         raise UserError(f"unknown OVERLAY {name!r}", f"use one of: {', '.join(overlays())}")
-    overlay = yaml.safe_load((K8S / "overlays" / f"{name}.yaml").read_text())
+    overlay = yaml.safe_load(tree_reads.read_text(K8S / "overlays" / f"{name}.yaml"))
     gpu = str(overlay.get("GPU", ""))
     if gpu not in gpus.GPUS:
         raise UserError(
@@ -180,7 +180,7 @@ def values_for(overlay: str, env: dict[str, str], env_file: Path | None) -> dict
 def worker_env() -> dict[str, str]:
     """What the RayCluster template's GPU worker containers set in their env as values: their NCCL and Ray settings,
     which every job actor inherits (read before ${NAME}s are filled: no value that matters here is one)."""
-    cluster = yaml.safe_load((K8S / "templates" / "raycluster.yaml").read_text())
+    cluster = yaml.safe_load(tree_reads.read_text(K8S / "templates" / "raycluster.yaml"))
     return {
         e["name"]: str(e["value"])
         for group in cluster["spec"].get("workerGroupSpecs", [])
@@ -202,7 +202,7 @@ def check_names(user: dict[str, str]) -> None:
     double-quoted strings take it, so a quote in a name is that name's fault, not the document's."""
     escaped = {name: json.dumps(value)[1:-1] for name, value in user.items()}
     for name in TEMPLATES:
-        text = (K8S / "templates" / f"{name}.yaml").read_text()
+        text = tree_reads.read_text(K8S / "templates" / f"{name}.yaml")
         filled = TOKEN.sub(lambda m: escaped.get(m.group(1), m.group(0)), text)
         k8s_names.check(text, filled, name, user)
 
@@ -220,7 +220,7 @@ def render(overlay: str, env: dict[str, str], env_file: Path | None, only: tuple
     values["EXPECTED_INPUTS"] = expected_inputs(values[fingerprint.ALLOW])  # digests every input: only to render
     documents = []
     for name in only:
-        text = (K8S / "templates" / f"{name}.yaml").read_text()
+        text = tree_reads.read_text(K8S / "templates" / f"{name}.yaml")
         unknown = sorted({t for t in TOKEN.findall(text) if t not in values})
         if unknown:
             raise UserError(

@@ -26,7 +26,7 @@ from slime_image.smoke.report import Guard
 from yamllint import config as yamllint_config
 from yamllint import linter
 
-from tools import guard_report
+from tools import guard_report, tree_reads
 from tools.inputs.recipe import Recipe
 from tools.k8s import job_env
 from tools.k8s.k8s_render import NODE_RESOURCES, load_overlay, yaml_problem
@@ -73,7 +73,7 @@ def crd_schema(root: Path, version: str, kind: str) -> dict:
     path = root / crd_file(version, kind)
     # libyaml's parser where PyYAML has it (its wheels do): a CRD is 16k to 18k lines of YAML, about 1 s of CPU each
     # through the pure-Python one; the same data either way.
-    crd = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    crd = yaml.load(tree_reads.read_text(path), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     served = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
     schema = copy.deepcopy(served["schema"]["openAPIV3Schema"])
     schema["properties"]["metadata"] = {"type": "object"}

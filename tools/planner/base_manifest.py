@@ -26,6 +26,7 @@ from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_output, add_path
 from slime_image.own_output import json_shaped
 
+from tools import tree_reads
 from tools.inputs import download_pins
 from tools.inputs.recipe import Recipe
 from tools.planner import input_shape, platforms
@@ -66,7 +67,7 @@ def manifest_for(image: str) -> Path:
 
 def read_json(path: Path, what: str, fix: str):
     try:  # a key twice (a metadata's version): json keeps the last, unsaid (sweep 7 W4)
-        return json_input.loads(path.read_text(), unique=True)
+        return json_input.loads(tree_reads.read_text(path), unique=True)
     except OSError as exc:
         raise UserError(f"cannot read {what} {path}: {exc.strerror}", fix) from None
     except ValueError as exc:

@@ -44,6 +44,23 @@ class Unreachable(OSError):
     """The server did not answer (refused, timed out, no route, no name): not the same as an answer it gave."""
 
 
+class CutShort(Unreachable):
+    """The server was reached, and its connection closed (or was reset) before the answer ended, in each try: a chunked
+    body cut mid-chunk was `IncompleteRead(0 bytes read)` with the fix of a host not reached (sweep 14 U2)."""
+
+
+CUT_FIX = "run it again: the index was reached, and the connection broke before its answer ended"
+
+
+def _cut(exc: BaseException) -> str | None:
+    """What cut an answer short, in the index reader's words, or None where `exc` is no such cut."""
+    if isinstance(exc, http.client.IncompleteRead):
+        return "the connection closed before the answer ended"  # its `partial`: a chunked body's whole chunks alone
+    if isinstance(getattr(exc, "reason", exc), ConnectionResetError):  # urllib's, through a proxy; RemoteDisconnected
+        return "the connection was reset before the answer ended"
+    return None
+
+
 @dataclass
 class Answer:
     status: int
@@ -275,6 +292,9 @@ def get(url: str, headers: dict[str, str] | None = None) -> Answer:
                 if TimeoutError in (type(exc), type(getattr(exc, "reason", None))):  # asking again would wait as long
                     raise Unreachable(f"{url_form.shown(url)}: no answer in {TIMEOUT:g} s") from None
                 if attempt == ATTEMPTS - 1:
+                    cut = _cut(exc)
+                    if cut:
+                        raise CutShort(f"{url_form.shown(url)}: {cut}, in each of {ATTEMPTS} tries") from None
                     raise Unreachable(f"{url_form.shown(url)}: {exc}") from None
                 time.sleep(0.5 * 2**attempt)  # a resolver or index briefly refusing many parallel requests
         if answer.status in (301, 302, 303, 307, 308) and "location" in answer.headers:

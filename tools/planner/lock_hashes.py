@@ -26,9 +26,10 @@ from slime_image.atomic_write import write_all
 from slime_image.errors import UserError, run_command
 from slime_image.lock_file import Lock, as_typed, parse_lock, pin_text, read_lock
 from slime_image.lock_file import Pin as LockPin
-from slime_image.options import Parser, add_output
+from slime_image.options import Parser
 
 from tools.inputs.lock import (
+    ReadLock,
     held_cutoff,
     held_pins,
     named_inputs,
@@ -174,7 +175,11 @@ def _text(comments: tuple[str, ...], pins: dict[str, LockPin]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = Parser(prog="tools.planner.lock_hashes", description=__doc__.strip().splitlines()[0])
-    add_output(parser, "lock", stdout=False, help="locks/<pairing>.lock (its stack locks beside it are rewritten too)")
+    parser.add_argument(
+        "lock",
+        type=ReadLock("lock", stdout=False),
+        help="locks/<pairing>.lock (its stack locks beside it are rewritten too)",
+    )
 
     def run() -> int:
         args = parser.parse_args(argv)

@@ -32,6 +32,7 @@ from slime_image.children import Children
 from slime_image.errors import UserError
 from slime_image.options import DAY, Number
 
+from tools import tree_reads
 from tools.inputs import url_form
 from tools.inputs.recipe import ROOT
 from tools.planner import index_http
@@ -112,7 +113,7 @@ def planner_pip() -> str:
     """The pip the planner resolves with, pinned in pyproject.toml ([tool.slime-image] planner-pip)."""
     import tomllib
 
-    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["slime-image"]["planner-pip"]
+    return tomllib.loads(tree_reads.read_text(ROOT / "pyproject.toml"))["tool"]["slime-image"]["planner-pip"]
 
 
 class EnvSetupError(Exception):
@@ -553,10 +554,11 @@ def listing_problems(entries: list[dict]) -> list[str]:
 def load_manifest(path: Path) -> tuple[dict, list[Dist]]:
     """A base-image manifest (`make base-manifest`): the image's Python distributions with their requirements."""
     fix = "pass a manifest written by `make base-manifest` (base-manifests/ holds the shipped ones)"
+    tree_reads.check(path)  # a FIFO is no missing manifest
     if not path.is_file():
         raise UserError(f"no base-image manifest at {path}", "run `make base-manifest` with Docker")
     try:
-        data = json_input.loads(path.read_text(), unique=True)  # a key twice: json keeps the last, unsaid
+        data = json_input.loads(tree_reads.read_text(path), unique=True)  # a key twice: json keeps the last, unsaid
     except ValueError as exc:
         raise UserError(f"the base manifest {path} is not JSON: {exc}", fix) from None
     entries = data.get("distributions") if isinstance(data, dict) else None

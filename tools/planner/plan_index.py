@@ -98,6 +98,13 @@ def project_files(index: str, name: str, why: str, code: int | None = None) -> l
     url = urllib.parse.urljoin(index.rstrip("/") + "/", f"{canonicalize_name(name)}/")
     try:
         answer = index_http.get(url, {"Accept": JSON_PAGE})
+    except index_http.CutShort as exc:
+        raise UserError(
+            f"the package index {url_form.shown(index)} was reached for {name} ({why}), but its answer was cut short: "
+            f"{exc}",
+            index_http.CUT_FIX,
+            code,
+        ) from None
     except index_http.Unreachable as exc:
         raise UserError(
             f"the package index {url_form.shown(index)} did not answer for {name} ({why}): {exc}",

@@ -24,6 +24,7 @@ from slime_image.atomic_write import write_atomically
 from slime_image.errors import UserError
 from slime_image.lock_file import Lock
 
+from tools import tree_reads
 from tools.inputs.input_names import shown
 from tools.inputs.lock import existing_locks, lock_cutoff, recipe_locks
 from tools.inputs.recipe import ROOT, Recipe
@@ -280,7 +281,9 @@ class Replay:
         the lock, its versions alone, which pip reads from a copy, never from the lock's path (a re-hashed lock, or
         the same lock in another folder, resolves as it did)."""
         state = sorted(self.env.installed().items())
-        texts = [lock.versions_text() if lock is not None and f == lock.path else f.read_text() for f in files]
+        texts = [
+            lock.versions_text() if lock is not None and f == lock.path else tree_reads.read_text(f) for f in files
+        ]
         named = {str(f): "the lock" if lock is not None and f == lock.path else str(f.absolute()) for f in files}
         pip_args = [named.get(arg, arg) for arg in pip_args]
         inputs = [state, pip_args, texts, self.arch, planner_pip(), index, sorted(self._pins.items())]  # what pip sees

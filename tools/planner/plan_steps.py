@@ -14,6 +14,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from slime_image.errors import UserError
 from slime_image.lock_file import Lock, as_typed
 
+from tools import tree_reads
 from tools.inputs import pairings, steps_digest
 from tools.inputs.input_names import STEPS, shown
 from tools.inputs.lock import INPUT_LINE, SOURCE_LINE, lock_inputs, lock_sources, named_inputs
@@ -158,8 +159,9 @@ def input_digests(recipe: Recipe, manifest: Path | None) -> dict[str, str]:
     """What a lock was made from: the Dockerfile's pip steps and ARGs, the files they read, the base manifest."""
     digests = {STEPS: steps_digest.text(recipe)}
     for path, name in input_files(recipe, manifest):
-        # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it.
-        digests[name] = path.read_text() if path.is_file() else ""
+        # One that is missing (copy-sources-exist names it) is no input's text: the lock is stale for it. One that is
+        # there but no file (a FIFO) is refused: read as empty, it was `changed since` (sweep 14 U7).
+        digests[name] = tree_reads.text_if_there(path) or ""
     return {name: steps_digest.short(text) for name, text in digests.items()}
 
 

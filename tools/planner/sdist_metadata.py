@@ -17,6 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from tools import tree_reads
 from tools.inputs.recipe import ROOT
 
 FOLDER = ROOT / "locks" / "sdist-metadata"
@@ -31,7 +32,7 @@ def records(folder: Path | None = None) -> dict[str, Path]:
 
 def split(record: Path) -> tuple[str, str]:
     """(the built wheel's tag, the METADATA text) of a record."""
-    first, _, metadata = record.read_text().partition("\n")
+    first, _, metadata = tree_reads.read_text(record).partition("\n")
     if not first.startswith(TAG):
         raise ValueError(f"{record} does not start with '{TAG}<the built wheel's tag>'")
     return first.removeprefix(TAG).strip(), metadata
@@ -43,7 +44,9 @@ def metadata_wheels(cache: Path, folder: Path | None = None) -> Path | None:
     found = records(folder)
     if not found:
         return None
-    digest = hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in found.values())).hexdigest()[:16]
+    digest = hashlib.sha256(b"".join(p.name.encode() + tree_reads.read_bytes(p) for p in found.values())).hexdigest()[
+        :16
+    ]
     target = cache / "sdist-metadata" / digest
     if target.is_dir():
         return target
