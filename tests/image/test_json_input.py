@@ -47,7 +47,7 @@ NOT_HANDED = {
     ): "an existing output's head, only asked whether this project wrote it",
     ("image/slime_image/own_output.py", "found[key], at = _DECODER.raw_decode(text, at)"): "the same head",
     ("tools/k8s/k8s_nodes.py", 'return json.loads(proc.stdout)["items"]'): "kubectl's output",
-    ("tools/planner/plan_env.py", "return tomllib.loads((ROOT"): "the clone's pyproject.toml",
+    ("tools/planner/plan_env.py", "return tomllib.loads(tree_reads.read_text(ROOT"): "the clone's pyproject.toml",
     ("tools/planner/plan_replay.py", "data = json.loads(report.read_text())"): "the report pip just wrote",
     ("tools/release/build_check/record.py", "return {k: v for line"): "build-check's own record",
     ("tools/release/build_check/sbom_check.py", 'return json.loads((out / "scan.cdx.json")'): "the scanner's output",
@@ -64,8 +64,8 @@ NOT_HANDED = {
     # A pairing is a user's file: every reader of one (pairing_schema.read, download_pins.in_pairing, steps_digest)
     # parses it through pairing_toml.loads, which names a RecursionError and int()'s ValueError itself (sweep 14 T1).
     ("tools/inputs/pairing_toml.py", "return tomllib.loads(text)"): "a pairing's one parse",
-    ("tools/docs.py", "own = (json.loads(built.read_text())"): "build-check's records, docs/build",
-    ("tools/docs.py", "built = json.loads(path.read_text())"): "build-check's records, docs/build",
+    ("tools/docs.py", "own = json.loads(tree_reads.text_if_there(built)"): "build-check's records, docs/build",
+    ("tools/docs.py", "built = json.loads(text)"): "build-check's records, docs/build",
     ("tools/docs.py", 'rebuilds.append(f"{change} rebuilds in'): "build-check's records, docs/rebuilds",
 }
 
