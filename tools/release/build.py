@@ -33,11 +33,6 @@ from tools.planner import plan_steps, platforms
 from tools.release import image_ref, pin_downloads
 
 ENGINES = ("docker", "podman", "buildah")
-# What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
-NAME = re.compile(
-    r"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-)
-TAG = re.compile(r"\w[\w.-]{0,127}")
 
 
 def git_head() -> str:
@@ -225,11 +220,13 @@ def main(argv: list[str] | None = None) -> int:
                 "IMAGE names REGISTRY/NAME alone; give the registry your credentials with the engine's login "
                 "(docker login REGISTRY)",
             )
-        if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
+        # The one reference rule (image_ref), IMAGE and TAG read as one: a grammar of build.py's own took port 0
+        # (sweep 12 W2).
+        if why := image_ref.problem(reference := f"{args.image}:{tag}"):
             raise UserError(
-                f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
-                "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
-                "digits and . _ - (128 at most, not starting with . or -)",
+                f"IMAGE:TAG {image_ref.said(reference)} {why}",
+                "IMAGE of lower-case letters, digits and . _ / - (a registry HOST:PORT before it, a port 1 to 65535), "
+                "TAG of letters, digits and . _ - (128 at most, not starting with . or -)",
             )
         others = {pairing_tag(p): n for n, p in pairings.every().items() if n != pairing.name} if args.tag else {}
         if tag in others:  # sweep 5 U7: a v0.3.1 build tagged as v0.3.0's was taken
