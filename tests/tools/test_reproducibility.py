@@ -117,7 +117,7 @@ SECRET = "SECRETPW"
 # `--help` reached buildah as its option, 3000 characters printed whole), and what its refusal says.
 AGAINST = {
     "the sweep's password and query": (f"u:{SECRET}@reg.example/slime:v1?tok={SECRET}", "carries a user name"),
-    "a query alone": (f"reg.example/slime:v1?tok={SECRET}", "has the tag 'v1?***'"),
+    "a query alone": (f"reg.example/slime:v1?tok={SECRET}", "has the tag 'v1?tok=***'"),
     "the sweep's --help": ("--help", "begins with '-'"),
     "an option with its value": ("--format=x", "begins with '-'"),
     "the sweep's 3000 characters": ("a" * 3000, "longer than the 255 characters"),

@@ -77,9 +77,10 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
         said = f"{name}={cut(redacted(value))}"  # no password, no query's value, no page-long line (sweep 13 W2)
         if url_form.is_proxy(name):  # the engine's own, reaching every step unstamped; its form held by parsed()
             continue
-        if name not in declared:
+        if name not in declared:  # the NAME said once, cut (sweep 14 W8: 3000 characters printed twice)
             raise UserError(
-                f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
+                f"build argument {build_arguments.named(name)}: slime.Dockerfile declares no ARG of that name, so it "
+                "would reach no step",
                 "pass only the ARGs slime.Dockerfile declares (a mirror: MEGATRON_REPO_URL=..., PIP_INDEX_URL=...)",
             )
         if name == pairings.ARG:
@@ -205,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make build's BUILD_ARGS)"
     )
+    parser.passes_on("build_args")  # its words checked by build_arguments.words, which names BUILD_ARGS
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
 
     def run() -> int:

@@ -12,6 +12,8 @@ from slime_image.errors import UserError
 from slime_image.fetch import CONTROL, HEX
 from slime_image.quoted import cut, quoted
 
+from tools.inputs import url_form
+
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
 _DOMAIN = rf"(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*|\[[0-9a-fA-F:.]+\])(?::[0-9]+)?"
@@ -41,10 +43,10 @@ def shown(text: str) -> str:
 
 
 def said(text: str) -> str:
-    """An image reference as a message quotes it: shown(), whatever follows a '?' or '#' as *** (no reference holds
-    one: a URL's token pasted with it), then quoted(), cut with its length said (sweep 14 W10: --against printed a
-    password, a query's token and 3000 characters whole)."""
-    return quoted(re.sub(r"(?<=[?#]).+", "***", shown(text), count=1, flags=re.S))
+    """An image reference as a message quotes it: shown(), each value after a '?' or '#' as *** as a URL's are (no
+    reference holds one: a URL's token pasted with it), then quoted(), cut with its length said (sweep 14 W10:
+    --against printed a password, a query's token and 3000 characters whole)."""
+    return quoted(url_form.shown(shown(text)))
 
 
 def port_problem(domain: str | None) -> str | None:

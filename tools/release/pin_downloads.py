@@ -251,7 +251,7 @@ def given_urls(words: list[str]) -> dict[str, str]:
             )
         if name not in SERVED_BY.values():
             raise UserError(
-                f"--build-arg {f'{name}={url_form.shown(value)}'!r}: only the URL a pinned file is served from may be "
+                f"--build-arg {quoted(f'{name}={value}')}: only the URL a pinned file is served from may be "
                 f"given ({known}); "
                 f"the pins it writes are {', '.join(SERVED_BY)}",
                 f"give {known}, or leave it out",
