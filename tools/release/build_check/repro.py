@@ -72,7 +72,7 @@ def check_against_form(image: str, pairing: str) -> None:
     was formatted whole into every message, a password, a query's token and 3000 characters with it, and `--help`
     reached buildah as its option (sweep 14 W10)."""
     if image_ref.has_userinfo(image):
-        why = "carries a user name or password before the registry: an image in buildah's storage is named without"
+        why = "carries a user name or password before the registry, which no image in buildah's storage is named with"
     else:
         why = image_ref.problem(image)
     if why:
