@@ -15,6 +15,8 @@ define newline
 
 
 endef
+# Every recipe line runs silently (`@`): make echoes a line with the variables in it as given, a password in BUILD_ARGS,
+# SLIME_REPO or AGAINST with them, before the tool it runs redacts it in its own words (sweep 14 W9).
 # `$(call q,TEXT)`: TEXT as one shell word, exactly: in single quotes, each quote as '\'' and each newline as '$'\n''
 # (make would cut the recipe line at a newline).
 q = '$(subst $(newline),'$$'\n'',$(subst ','\'',$(1)))'
@@ -193,13 +195,13 @@ deploy: venv ## Apply the RayCluster for OVERLAY to the current cluster
 	@$(need_cluster)
 	@$(VPY) -m tools.k8s.k8s_nodes $(overlay)
 	@$(VPY) -m tools.k8s.k8s_render $(overlay) --only raycluster --out $(RENDERED)
-	kubectl apply -f $(RENDERED)
+	@kubectl apply -f $(RENDERED)
 
 .PHONY: data-prep
 data-prep: venv ## Download the model and datasets onto the shared file system (a Job)
 	@$(need_cluster)
 	@$(VPY) -m tools.k8s.k8s_render $(overlay) --only data-prep-job --out $(RENDERED)
-	kubectl apply -f $(RENDERED)
+	@kubectl apply -f $(RENDERED)
 
 .PHONY: preflight
 preflight: venv ## Run the smoke suite on one GPU node of OVERLAY as a Job; print its report; exit with its status
@@ -262,13 +264,13 @@ test: venv ## Run the test suite (no Docker, no GPU needed), a worker a core and
 
 .PHONY: lint
 lint: venv ## ruff, hadolint, the generated tables of docs/, the pairings and the Dockerfile's rules
-	$(call q,$(VENV)/bin/ruff) check image tools tests benchmarks
-	$(call q,$(VENV)/bin/ruff) format --check image tools tests benchmarks
-	$(call q,$(VENV)/bin/hadolint) -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
-	$(VPY) -m tools.docs --check
-	$(VPY) -m tools.inputs.pairings check
+	@$(call q,$(VENV)/bin/ruff) check image tools tests benchmarks
+	@$(call q,$(VENV)/bin/ruff) format --check image tools tests benchmarks
+	@$(call q,$(VENV)/bin/hadolint) -c .hadolint.yaml $$([ -t 1 ] || echo --no-color) slime.Dockerfile
+	@$(VPY) -m tools.docs --check
+	@$(VPY) -m tools.inputs.pairings check
 	@$(reports_dir)
-	$(VPY) -m tools.inputs.rules --report-json=$(call q,$(REPORTS)/rules.json) --report-junit=$(call q,$(REPORTS)/rules.xml)
+	@$(VPY) -m tools.inputs.rules --report-json=$(call q,$(REPORTS)/rules.json) --report-junit=$(call q,$(REPORTS)/rules.xml)
 
 .PHONY: versions
 versions: venv ## Print the version set declared in slime.Dockerfile (of PAIRING, when given)
@@ -280,7 +282,7 @@ tag: venv ## Print the default image tag (of PAIRING, when given)
 
 .PHONY: docs
 docs: venv ## Regenerate the tables of docs/ (versions, pairings, checks, patches, walls) from their sources
-	$(VPY) -m tools.docs
+	@$(VPY) -m tools.docs
 
 # The engine `make build` drives (docker with buildx, podman or buildah; empty: the first found) and extra
 # NAME=value build arguments for it and make build-check, read as shell words so a quoted value stays one (a mirror:
@@ -305,16 +307,16 @@ APEX_REPO     ?=
 
 .PHONY: build-check
 build-check: venv ## Verification build: buildah, a stand-in CUDA base, sources from MEGATRON_REPO/SLIME_REPO/APEX_REPO (path or URL); record in docs/build/
-	$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) \
+	@$(VPY) -m tools.release.build_check.run $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) \
 	  $(if $(BUILD_ARGS),--build-args=$(call q,$(BUILD_ARGS)))
-	$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
+	@$(VPY) -m tools.docs  # the tables that quote the records (docs/benchmarks.md, "What a node pulls")
 
 # The image make build-check made, to compare a second uncached build with (empty: repro-check builds twice).
 AGAINST ?=
 
 .PHONY: repro-check
 repro-check: venv ## Build the verification build's recipe again without cache and compare every layer; docs/build/<pairing>/reproducibility.json
-	$(VPY) -m tools.release.build_check.repro $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) $(if $(AGAINST),--against=$(call q,$(AGAINST)))
+	@$(VPY) -m tools.release.build_check.repro $(pairing_opt) $(if $(MEGATRON_REPO),--megatron-repo=$(call q,$(MEGATRON_REPO))) $(if $(SLIME_REPO),--slime-repo=$(call q,$(SLIME_REPO))) $(if $(APEX_REPO),--apex-repo=$(call q,$(APEX_REPO))) $(if $(AGAINST),--against=$(call q,$(AGAINST)))
 
 .PHONY: push
 push: venv ## Push IMAGE:TAG to ECR (creates the repository when missing), COMPRESSION=gzip or zstd; print the reference with its digest; attach its SBOM as an OCI referrer
@@ -366,5 +368,5 @@ smoke-test: venv ## Run the smoke suite (all stages) in the built image on this 
 	@$(need_engine)
 	@image=$(call q,$(IMAGE):$(TAG)); docker image inspect "$$image" >/dev/null 2>&1 || { echo "make smoke-test: image $$image is not built here: run make build, or set IMAGE/TAG" >&2; exit 1; }
 	@$(reports_mount)
-	docker run --rm --gpus all --ipc=host -v $(call q,$(CURDIR)/$(REPORTS):/reports) $(call q,$(IMAGE):$(TAG)) \
+	@docker run --rm --gpus all --ipc=host -v $(call q,$(CURDIR)/$(REPORTS):/reports) $(call q,$(IMAGE):$(TAG)) \
 		slime-smoke --stage all --json /reports/smoke.json --junit /reports/smoke.xml

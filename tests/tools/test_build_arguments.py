@@ -14,6 +14,9 @@ from test_options import command_modules, commands, nothing_outside, path_withou
 
 from tools.inputs import build_arguments, url_form
 
+NAME_FORM = "an ARG is named with letters, digits and _, not starting with a digit"
+FIX = build_arguments.FIX
+NO_HOST = "names no host: an http(s) URL names its server after the //, as https://HOST[:PORT]/..."
 # The options that take build arguments: as words (--build-arg NAME=VALUE, repeated) or in one (make's BUILD_ARGS).
 OPTIONS = {"build_arg": "--build-arg", "build_args": "--build-args"}
 # What a command needs besides, to reach its build arguments without starting anything (no engine is on the PATH).
@@ -26,11 +29,56 @@ FORMS = {
         build_arguments.FIX,
     ),
     "no NAME": (["=file:///m"], "build argument '=file:///m' has no NAME before its '='", build_arguments.FIX),
-    "given twice": (
-        ["EFA_INSTALLER_URL=file:///a", "EFA_INSTALLER_URL=file:///b"],
-        "build argument EFA_INSTALLER_URL is given twice (EFA_INSTALLER_URL=file:///a, then "
-        "EFA_INSTALLER_URL=file:///b): the last would win unsaid",
+    "given twice": (  # neither value shown: either may hold a password
+        ["EFA_INSTALLER_URL=file:///a", "EFA_INSTALLER_URL=https://a.example/?tok=SECRETPW"],
+        "build argument EFA_INSTALLER_URL is given twice: the last would win unsaid",
         "give EFA_INSTALLER_URL once",
+    ),
+    # Sweep 14 W8: a NAME was printed whole, a URL's password in it, a 3000-character one twice.
+    "the sweep's URL as a NAME": (
+        ["https://u:SECRETPW@x.example/=1"],
+        f"build argument 'https://***@x.example/=1' has a NAME that is no ARG's: {NAME_FORM}",
+        build_arguments.FIX,
+    ),
+    "the sweep's USER:PASSWORD@ as a NAME": (
+        ["u:SECRETPW@x=1"],
+        f"build argument '***@x=1' has a NAME that is no ARG's: {NAME_FORM}",
+        build_arguments.FIX,
+    ),
+    "a NAME with a dash": (["A-B=1"], f"build argument 'A-B=1' has a NAME that is no ARG's: {NAME_FORM}", FIX),
+    "a NAME starting with a digit": (["1A=1"], f"build argument '1A=1' has a NAME that is no ARG's: {NAME_FORM}", FIX),
+    "the sweep's 3000-character NAME given twice": (
+        ["A" * 3000 + "=1", "A" * 3000 + "=2"],
+        f"build argument {'A' * 100}... (3000 characters) is given twice: the last would win unsaid",
+        f"give {'A' * 100}... (3000 characters) once",
+    ),
+    # Sweep 14 W12: an http(s) URL with no host was taken, to fail at the resolver a build later.
+    "the sweep's repository with no host": (
+        ["SLIME_REPO_URL=https:///THUDM/slime"],
+        f"build argument SLIME_REPO_URL='https:///THUDM/slime' {NO_HOST}",
+        url_form.fix("SLIME_REPO_URL"),
+    ),
+    "the sweep's port with no host": (
+        ["EFA_INSTALLER_URL=http://:80/x"],
+        f"build argument EFA_INSTALLER_URL='http://:80/x' {NO_HOST}",
+        url_form.fix("EFA_INSTALLER_URL"),
+    ),
+    "the sweep's index with no host": (
+        ["PIP_INDEX_URL=https:///simple"],
+        f"build argument PIP_INDEX_URL='https:///simple' {NO_HOST}",
+        url_form.fix("PIP_INDEX_URL"),
+    ),
+    "the sweep's proxy with no host": (
+        ["HTTPS_PROXY=http://:3128"],
+        f"build argument HTTPS_PROXY='http://:3128' {NO_HOST}",
+        url_form.PROXY_FIX.format("HTTPS_PROXY"),
+    ),
+    # Sweep 14 W12: an empty lower case beside a set upper case: Python and curl read the empty one, Go the upper.
+    "an empty http_proxy beside HTTP_PROXY": (
+        ["HTTP_PROXY=http://a:1", "http_proxy="],
+        "build arguments http_proxy given empty beside HTTP_PROXY='http://a:1': Python (pip, fetch.py) and curl read "
+        "the empty http_proxy and leave HTTP_PROXY unread, where Go's tools take HTTP_PROXY",
+        "give HTTP_PROXY and http_proxy the same value, or only one of them",
     ),
     # A *_URL value no URL can be (sweep 4 rows 1-3): fetch.py and pin_downloads ended in a traceback at the download.
     "a space in a URL": (
@@ -99,7 +147,7 @@ def test_every_command_refuses_each_bad_form_in_the_same_two_lines(module, optio
     )
     code = importlib.import_module(module).main([*BESIDES.get(module, []), *given])
     lines = capsys.readouterr().err.strip().splitlines()
-    assert code != 0 and len(lines) == 2, lines
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
     assert lines[0].split(": ", 1)[1] == cause and lines[1] == f"fix: {fix}", lines
 
 
@@ -154,6 +202,44 @@ def test_build_args_that_cannot_be_split_are_named_by_position_never_echoed(modu
     assert lines[1] == "fix: close each quote in BUILD_ARGS"
 
 
+# Sweep 14 U8: a control character in BUILD_ARGS was refused by the parser as `--build-args '...' holds ...`, an option
+# its user never typed, the whole value (a password with it) printed; now named as BUILD_ARGS, its word quoted.
+CONTROLS = {
+    "the sweep's ESC in a NAME": ("A\x1b[31mB=1", "BUILD_ARGS holds '\\x1b' in its word 'A\\x1b[31mB=1'"),
+    "a control character beside a password": (
+        "PIP_INDEX_URL=https://u:SECRETPW@x.example/\x01",
+        "BUILD_ARGS holds '\\x01' in its word 'PIP_INDEX_URL=https://***@x.example/\\x01'",
+    ),
+    "DEL in a second word": ("A=1 B=\x7f", "BUILD_ARGS holds '\\x7f' in its word 'B=\\x7f'"),
+}
+
+
+@pytest.mark.parametrize("case", CONTROLS)
+@pytest.mark.parametrize("module", [m for m, option in taking_build_arguments() if option == "--build-args"])
+def test_a_control_character_in_build_args_is_named_as_build_args(module, case, capsys):
+    text, said = CONTROLS[case]
+    code = importlib.import_module(module).main([*BESIDES.get(module, []), f"--build-args={text}"])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
+    assert lines[0].split(": ", 1)[1].startswith(said) and lines[1] == "fix: give BUILD_ARGS without it", lines
+
+
+def test_a_blank_between_words_of_build_args_separates_them():
+    assert build_arguments.words([], "A=1\nB=2\tC=3") == ["A=1", "B=2", "C=3"]
+
+
+def test_make_build_names_a_long_undeclared_name_once_and_cut(capsys):
+    """Sweep 14 W8: `slime.Dockerfile declares no ARG AAAA...` printed a 3000-character NAME twice."""
+    from tools.release import build
+
+    assert build.main(["--dry-run", "--engine", "buildah", "--build-args", "A" * 3000 + "=1"]) == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == (
+        f"make build: build argument {'A' * 100}... (3000 characters): slime.Dockerfile declares no ARG of that name, "
+        "so it would reach no step"
+    ), lines
+
+
 # Sweep 12 U3: Docker's predefined proxy arguments, refused as ARGs slime.Dockerfile does not declare.
 PROXY_BASES = ("HTTP_PROXY", "HTTPS_PROXY", "FTP_PROXY", "ALL_PROXY", "NO_PROXY")  # Docker's, as its docs list them
 PROXY_VALUES = {
@@ -181,8 +267,9 @@ def test_make_build_takes_each_proxy_argument_and_keeps_the_fingerprint(name, ca
 
 
 PROXY_REFUSED = {
+    # Sweep 14 U8: the cause named the download's record and the SBOM, which hold no proxy.
     "HTTPS_PROXY=http://u:SECRETPW@proxy.corp:3128": "build argument HTTPS_PROXY='http://***@proxy.corp:3128' carries "
-    "a user name or password",
+    "a user name or password, which the build's command and its log would show",
     "http_proxy=proxy.corp:3128": "build argument http_proxy='proxy.corp:3128' names no scheme: a proxy here is "
     "http:// or https://HOST:PORT",
     "ALL_PROXY=file:///etc/passwd": "build argument ALL_PROXY='file:///etc/passwd' is a file:// URL: a proxy here is "
@@ -202,7 +289,7 @@ def test_a_proxy_argument_out_of_form_is_refused_by_every_command_without_its_pa
     code = importlib.import_module(module).main([*BESIDES.get(module, []), option, text])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code != 0 and len(lines) == 2 and "SECRETPW" not in "\n".join(lines), lines
-    assert lines[0].split(": ", 1)[1].startswith(PROXY_REFUSED[text]), lines
+    assert lines[0].split(": ", 1)[1].startswith(PROXY_REFUSED[text]) and "SBOM" not in lines[0], lines
 
 
 # Sweep 13 U2: a proxy of another scheme was refused in fetch.py's download words, which offer file:// (no proxy) and
@@ -237,26 +324,31 @@ def test_a_proxy_of_another_scheme_is_refused_in_the_proxy_rule_s_words(name, va
 
 
 # Sweep 13 U2: HTTP_PROXY and http_proxy with two values were both passed; curl reads http_proxy alone, Python the
-# lower case first, Go the upper, so which proxy a step used depended on the tool.
+# lower case first, Go the upper, so which proxy a step used depended on the tool. Sweep 14 U8: the reason spoke of
+# http_proxy for every variable; W12: an empty lower case beside a set upper one (Python and curl read the empty one,
+# Go the upper) was taken. An empty upper case beside a set lower one is taken: every tool skips it for the lower.
 @pytest.mark.parametrize("base", PROXY_BASES)
 def test_the_two_cases_of_one_proxy_variable_are_taken_only_with_one_value(base):
     value = PROXY_VALUES[base]
     other = "localhost" if base == "NO_PROXY" else "http://other.corp:8080"
-    for upper, lower in ((value, value), (value, ""), ("", other)):  # the same value, or one of them unset
+    for upper, lower in ((value, value), ("", other), ("", "")):  # the same value, or the upper one empty
         assert build_arguments.parsed([f"{base}={upper}", f"{base.lower()}={lower}"]) == {
             base: upper,
             base.lower(): lower,
         }
+    curl = "curl reads http_proxy alone, Python" if base == "HTTP_PROXY" else "curl and Python read"
     for words in ([f"{base}={value}", f"{base.lower()}={other}"], [f"{base.lower()}={other}", f"{base}={value}"]):
         with pytest.raises(UserError) as caught:
             build_arguments.parsed(words)
         said = caught.value.cause
         assert said.startswith(f"build arguments {base}={value!r} and {base.lower()}={other!r} differ: "), said
         assert said.endswith(
-            "which of them a step uses would depend on the tool (curl reads http_proxy alone, Python "
-            "the lower case first, Go the upper)"
+            f"which of them a step uses would depend on the tool ({curl} the lower case first, Go the upper)"
         ), said
         assert caught.value.fix == f"give {base} and {base.lower()} the same value, or only one of them"
+    with pytest.raises(UserError) as caught:
+        build_arguments.parsed([f"{base}={value}", f"{base.lower()}="])
+    assert caught.value.cause.startswith(f"build arguments {base.lower()} given empty beside {base}="), caught.value
 
 
 # Sweep 13 W2: make build's own refusals of a build argument printed its value whole: a password and a query's value,

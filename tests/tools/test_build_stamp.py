@@ -74,7 +74,11 @@ def test_a_value_the_pairing_declares_is_refused_as_a_pairing(arg):
         ("UNUSED_DISTRIBUTIONS=", "changes what the image holds", "slime.Dockerfile"),
         ("PAIRING=v0.3.0", "the pairing is chosen with its whole set of values", "make build PAIRING=<name>"),
         ("IMAGE_INPUTS=0123456789abcdef", "IMAGE_INPUTS is the stamp", "leave IMAGE_INPUTS out"),
-        ("NOTANARG=1", "slime.Dockerfile declares no ARG NOTANARG", "pass only the ARGs slime.Dockerfile declares"),
+        (
+            "NOTANARG=1",
+            "build argument NOTANARG: slime.Dockerfile declares no ARG of that name",
+            "pass only the ARGs slime.Dockerfile declares",
+        ),
         ("IMAGE_SOURCE='https://x", "the quote ' at character 14 is never closed", "close each quote"),
         ("IMAGE_SOURCE=", "IMAGE_SOURCE= is empty where slime.Dockerfile's steps take a URL", "leave IMAGE_SOURCE out"),
     ],

@@ -50,10 +50,39 @@ def test_a_reference_by_the_grammar_is_read_into_its_parts(text, domain, path, t
         f"nvidia/cuda@{DIGEST.upper()}",
         "a/" + "b" * 255,
         "host:x/b",
+        # Sweep 12 W2: port 0 and a port past 65535 were taken as a registry's.
+        "reg.example:0/slime",
+        "reg.example:00/slime",
+        "[::1]:0/slime",
+        "reg.example:65536/slime:1",
     ],
 )
 def test_what_is_no_reference_is_refused_by_the_grammar(text):
     assert image_ref.parse(text) is None
+
+
+# Sweep 12 W2: `make build DRY_RUN=1 IMAGE=reg.example:0/slime` printed the command, build.py's grammar its own; each
+# IMAGE or TAG out of the one rule, and what the refusal says.
+IMAGES = {
+    "the sweep's port 0": (["--image", "reg.example:0/slime"], "names the registry's port 0, which no server listens"),
+    "a port past 65535": (["--image", "reg.example:65536/slime"], "names the registry's port 65536, past 65535"),
+    "an upper-case name": (["--image", "Slime"], "a repository name is lower-case"),
+    "a leading dash": (["--image=-x"], "begins with '-'"),
+    "a tag of a dash": (["--tag=-x"], "has the tag '-x'"),
+    "a digest in IMAGE": (["--image", f"slime@{DIGEST}"], "has the digest"),
+}
+
+
+@pytest.mark.parametrize("case", IMAGES)
+def test_make_build_holds_image_and_tag_to_the_one_reference_rule(case, capsys):
+    argv, said = IMAGES[case]
+    assert build.main([*argv, "--engine", "docker", "--dry-run"]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("make build: IMAGE:TAG '") and said in lines[0], lines
+
+
+def test_a_registry_port_in_range_is_taken():
+    assert image_ref.parse("reg.example:65535/slime").domain == "reg.example:65535"
 
 
 @pytest.mark.parametrize(

@@ -236,3 +236,46 @@ def test_a_download_pin_the_recipe_uses_but_does_not_set_is_warned_as_empty(reci
     warnings = tools_build.unpinned(Recipe.load(dockerfile))
     assert "EFA_INSTALLER_SHA256 is empty: that download is taken unchecked" in warnings, warnings
     assert "EFA_INSTALLER_SHA256 is empty: that download is taken unchecked" not in tools_build.unpinned(Recipe.load())
+
+
+def recipe_lines() -> dict[str, list[str]]:
+    """Each target -> the first physical line of each of its recipe's lines (a line continued by `\\` is one)."""
+    found: dict[str, list[str]] = {}
+    target, continued = None, False
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line.startswith("\t") and target and not continued:
+            found[target].append(line[1:])
+        elif not line.startswith("\t") and not continued and (rule := re.match(r"([a-z][a-z-]*):(?!=)", line)):
+            target = rule[1]
+            found.setdefault(target, [])
+        elif not line.startswith("\t") and not continued:
+            target = None if line.strip() and not line.startswith("#") else target
+        continued = line.endswith("\\")
+    return found
+
+
+def test_every_target_s_recipe_is_found():
+    targets = set(re.findall(r"^\.PHONY: ([a-z][a-z-]*)$", (ROOT / "Makefile").read_text(), re.M))
+    assert set(recipe_lines()) == targets and all(recipe_lines().values())
+
+
+@pytest.mark.parametrize("target", sorted(recipe_lines()))
+def test_no_recipe_line_is_echoed_by_make(target):
+    """Sweep 14 W9: make build-check and make repro-check echoed their lines, BUILD_ARGS, SLIME_REPO and AGAINST with
+    their passwords, before the tool redacted them; lint, docs, deploy, data-prep and smoke-test echoed VENV, REPORTS,
+    IMAGE. Each recipe line silent, the tool's own words the only echo."""
+    assert [line for line in recipe_lines()[target] if not line.startswith("@")] == []
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [
+        ["BUILD_ARGS=PIP_INDEX_URL=https://u:SECRETPW@x.example/simple", "SLIME_REPO=https://u:SECRETPW@x.example/s"],
+        ["AGAINST=u:SECRETPW@reg.example/slime:v1"],
+    ],
+    ids=["the sweep's build-check", "the sweep's repro-check"],
+)
+def test_the_sweep_s_passwords_are_not_echoed(variables, tmp_path):
+    target = "repro-check" if variables[0].startswith("AGAINST") else "build-check"
+    run = _make(target, *variables, path=_path_without(tmp_path, "docker"))
+    assert run.returncode != 0 and "SECRETPW" not in run.stdout + run.stderr, run.stdout + run.stderr

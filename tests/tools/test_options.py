@@ -270,7 +270,14 @@ def test_only_the_words_of_a_command_passed_on_may_be_empty():
         for module, _, flag, action, parser in every_valued()
         if action.nargs == argparse.REMAINDER or action.dest in parser.verbatim
     }
-    assert passed_on == {("tools.k8s.grpo_submit", "ray"), ("tools.writers", "command")}
+    # BUILD_ARGS (--build-args) too: a list of words, empty for none as the Makefile says, its words checked by
+    # build_arguments.words, which names the variable (sweep 14 U8: test_build_arguments).
+    assert passed_on == {
+        ("tools.k8s.grpo_submit", "ray"),
+        ("tools.writers", "command"),
+        ("tools.release.build", "--build-args"),
+        ("tools.release.build_check.run", "--build-args"),
+    }
 
 
 @pytest.mark.parametrize("given", ["", " "])

@@ -51,6 +51,19 @@ def tarball(path: Path, members: dict[str, bytes | None], compress: bool = True)
     return path
 
 
+def beside_layout(path: Path, name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> Path:
+    """The installer's layout and one more member `name` of the tar type `kind` (a link's target `link`)."""
+    tarball(path, LAYOUT)
+    with tarfile.open(path, "r:gz") as tar:
+        members = [(info, tar.extractfile(info).read() if info.isfile() else None) for info in tar.getmembers()]
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname, info.size = kind, link, 1 if kind == tarfile.REGTYPE else 0
+    with tarfile.open(path, "w:gz") as tar:
+        for each, data in [*members, (info, b"x" if kind == tarfile.REGTYPE else None)]:
+            tar.addfile(each, None if data is None else io.BytesIO(data))
+    return path
+
+
 def wheel_as(path: Path, name: str, version: str) -> Path:
     """A wheel of `name` at `version` (tests/local_index.py's), under the file name `path`."""
     scratch = path.parent / "built"
@@ -220,6 +233,17 @@ NOT_THE_INSTALLER = {
     "no installer script": lambda p: tarball(p, {"aws-efa-installer/README": b"readme"}),
     "the script a folder": lambda p: tarball(p, {"aws-efa-installer/": None, pin_downloads.INSTALLER: None}),
     "another layout": lambda p: tarball(p, {"efa_installer.sh": SCRIPT}),
+    # Sweep 14 W4: a member out of the installer's folder was pinned, the script being there; each way out of it.
+    "the sweep's member ../../evil": lambda p: beside_layout(p, "../../evil"),
+    "the sweep's member /etc/evil": lambda p: beside_layout(p, "/etc/evil"),
+    "a member through .. inside the folder": lambda p: beside_layout(p, "aws-efa-installer/../../evil"),
+    "a member beside the folder": lambda p: beside_layout(p, "evil"),
+    "a symbolic link out of the folder": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.SYMTYPE, "../.."),
+    "an absolute symbolic link": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.SYMTYPE, "/etc"),
+    "a hard link out of the folder": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.LNKTYPE, "etc/x"),
+    "a character device": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.CHRTYPE),
+    "a block device": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.BLKTYPE),
+    "a named pipe": lambda p: beside_layout(p, "aws-efa-installer/x", tarfile.FIFOTYPE),
 }
 NOT_THE_WHEEL = {
     "a 5-byte text file": lambda p, v: p.write_bytes(b"wheel"),
@@ -230,6 +254,11 @@ NOT_THE_WHEEL = {
     ),
     "another project": lambda p, v: wheel_as(p, "sglang", v),
     "another version": lambda p, v: wheel_as(p, "sglang-router", v + ".post1"),
+    # Sweep 14 U5: what the served file says of itself was printed whole, a 5000-digit Version a 5 KB line.
+    "the sweep's 5000-digit version": lambda p, v: zipped(
+        p, {"sglang_router-0.3.2.dist-info/METADATA": f"Name: sglang-router\nVersion: {'1' * 5000}\n".encode()}
+    ),
+    "a 5000-character dist-info folder": lambda p, v: zipped(p, {f"{'x' * 5000}.dist-info/WHEEL": b"x"}),
 }
 
 
@@ -251,6 +280,7 @@ def test_a_file_that_is_not_what_its_name_says_is_refused_and_nothing_is_pinned(
     assert len(lines) == 2 and "Traceback" not in err, err
     assert lines[0].startswith(f"pin_downloads: {name}: {url}/") and " is not a " in lines[0], lines
     assert lines[0].endswith("; nothing was pinned") and lines[1].startswith("fix: point the URL at the real file")
+    assert len(lines[0]) < len(url) + 600 and "\x1b" not in err, lines  # what the file says of itself, quoted
     assert unpinned.texts() == before
 
 
@@ -415,3 +445,45 @@ def test_each_class_of_http_error_answer_has_a_fix_of_its_own():
     fixes = [fetch.HTTP_ANSWERS[key][1] for key in fetch.HTTP_ANSWERS] + [fetch.OTHER_ANSWER[1]]
     assert len(set(fixes)) == len(fixes), fixes
     assert "404" in fetch.HTTP_ANSWERS and "the mirror" in fetch.HTTP_ANSWERS["404"][1]
+
+
+class _Cut(http.server.BaseHTTPRequestHandler):
+    """A stand-in mirror that declares 100 bytes, sends 50 and closes (a transfer cut short)."""
+
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "100")
+        self.end_headers()
+        self.wfile.write(b"x" * 50)
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_transfer_cut_short_names_the_pin_once(tree, capsys):
+    """Sweep 14 U5: fetch's cause names the file by its OUT, which is the pin, after pin_downloads named it:
+    `SGL_ROUTER_SHA256: SGL_ROUTER_SHA256 from ...`."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Cut)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/efa"
+    before = tree.texts()
+    try:
+        assert pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"]) == 1
+    finally:
+        server.shutdown()
+        server.server_close()
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(f"pin_downloads: EFA_INSTALLER_SHA256 from {url}/"), lines
+    assert lines[0].count("EFA_INSTALLER_SHA256") == 1 and "got 50 of the 100 bytes" in lines[0], lines
+    assert tree.texts() == before
+
+
+@pytest.mark.parametrize(
+    "name, kind, link",
+    [("aws-efa-installer/lib/x", tarfile.SYMTYPE, "../efa_installer.sh"), (".", tarfile.DIRTYPE, "")],
+    ids=["a link inside the folder", "the ./ folder tar -czf ./aws-efa-installer names"],
+)
+def test_a_member_that_stays_in_the_installer_s_folder_is_taken(tmp_path, name, kind, link):
+    """The layout check of sweep 14 W4 refuses only what leaves aws-efa-installer/ or is no file, folder or link."""
+    assert pin_downloads.installer_unlike(beside_layout(tmp_path / "efa.tar.gz", name, kind, link)) is None

@@ -2,8 +2,10 @@
 U3): a redirect loop was `HTTP 307, not 200, the image's manifest: b''` (Python's bytes repr, the loop unsaid); an
 upload Location with a USER:PASSWORD@ was `no http(s) URL`; a Location turning --insecure's plain HTTP to HTTPS got
 `needs --insecure`, which was given; a redirect's target was judged in fetch.py's download words (file:// offered).
-Stand-in: one registry on 127.0.0.1 for the module (test_referrer_answers' well-formed answers, but for the one answer
-a case sets, its headers' {port} and {path} the stand-in's own): a misbehaving registry cannot be had otherwise."""
+Sweep 14: a Location urljoin cannot read ended in a traceback (T2), a header line past 64 KiB was a registry not
+reached (U6), a tag index's `1e400` was pushed back as `Infinity` (W11). Stand-in: one registry on 127.0.0.1 for the
+module (test_referrer_answers' well-formed answers, but for the one answer a case sets, its headers' {port} and {path}
+the stand-in's own): a misbehaving registry cannot be had otherwise."""
 
 from __future__ import annotations
 
@@ -153,6 +155,40 @@ ANSWERS = {
         {("POST", "/blobs/"): (202, {"Location": "/v2/repo/up load"}, b"")},
         "with the Location 'http://127.0.0.1:{port}/v2/repo/up load', which holds ' ' at character",
         LOCATION_FIX,
+    ),
+    # Sweep 14 T2: urllib's urljoin of the Location raised ValueError, a traceback.
+    "the sweep's redirect to an unclosed [": (
+        redirect("GET", DIGEST, "http://[::1/x", 302),
+        "answered GET /v2/repo/manifests/{digest} with a redirect whose Location is no URL urllib reads "
+        "(Invalid IPv6 URL)",
+        LOCATION_FIX,
+    ),
+    "an upload's redirect to an unclosed [": (
+        redirect("POST", "/blobs/", "http://[::1/x", 307),
+        "answered POST /v2/repo/blobs/uploads/ with a redirect whose Location is no URL urllib reads",
+        LOCATION_FIX,
+    ),
+    # Sweep 14 U6: a header line past http.client's 64 KiB was said as a registry not reached, with that fix.
+    "the sweep's upload Location past 64 KiB": (
+        {("POST", "/blobs/"): (202, {"Location": "/" + "x" * 100_000}, b"")},
+        "answered POST /v2/repo/blobs/uploads/ out of HTTP's form: got more than 65536 bytes when reading header line",
+        "check that --image",
+    ),
+    "more headers than http.client reads": (
+        {("GET", DIGEST): (200, {f"X-{n}": "1" for n in range(101)}, b"")},
+        "answered GET /v2/repo/manifests/{digest} out of HTTP's form: got more than 100 headers",
+        "check that --image",
+    ),
+    # Sweep 14 W11: `1e400`, read as infinity, was pushed back in the tag's index as `Infinity`, no JSON.
+    "the sweep's tag index holding 1e400": (
+        {("GET", "sha256-"): (200, {}, b'{"schemaVersion":2,"manifests":[],"annotations":{"x":1e400}}')},
+        "with a number past a float's range (such as 1e400)",
+        "check that --image",
+    ),
+    "a tag index holding -1e400": (
+        {("GET", "sha256-"): (200, {}, b'{"schemaVersion":2,"manifests":[],"x":[-1e400]}')},
+        "with a number past a float's range",
+        "check that --image",
     ),
 }
 

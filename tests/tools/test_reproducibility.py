@@ -52,7 +52,7 @@ def test_a_differing_file_is_named_and_times_are_not_a_difference(tmp_path):
 # image, and fails as buildah does for an image it does not hold.
 BUILDAH = """#!/usr/bin/env python3
 import json, os, re, sys
-args = sys.argv[1:]
+args = [a for a in sys.argv[1:] if a != "--"]  # the end of options before the image
 images = json.load(open(os.environ["IMAGES"]))
 if args[2:4] != ["inspect", "--type"] or args[-1] not in images:
     sys.exit(print(f"Error: {args[-1]}: image not known", file=sys.stderr) or 125)
@@ -82,9 +82,9 @@ PAIRING = pairings.load("v0.3.1")
 @pytest.mark.parametrize(
     "labels, cause",
     [
-        (None, "--against built: no such image in buildah's storage"),
+        (None, "--against 'built': no such image in buildah's storage"),
         ({"org.slime-image.pairing": "v0.3.1"}, "was not made by make build-check: it is not built on the stand-in"),
-        ({"org.slime-image.standin": "base", "org.slime-image.pairing": "v0.3.0"}, "is a build of pairing v0.3.0"),
+        ({"org.slime-image.standin": "base", "org.slime-image.pairing": "v0.3.0"}, "is a build of pairing 'v0.3.0'"),
         ({"org.slime-image.standin": "other", "org.slime-image.pairing": "v0.3.1"}, "on another stand-in base"),
     ],
 )
@@ -110,3 +110,39 @@ def test_an_against_image_of_this_pairing_and_base_is_taken(images):
     standin = run.base_label(lock.locked(PAIRING)[PAIRING.lock].versions())
     images({"built": {"org.slime-image.standin": standin, "org.slime-image.pairing": "v0.3.1"}})
     repro.check_against("built", PAIRING)
+
+
+SECRET = "SECRETPW"
+# Each --against of no image reference's or id's form (sweep 14 W10: the password and the query's token printed,
+# `--help` reached buildah as its option, 3000 characters printed whole), and what its refusal says.
+AGAINST = {
+    "the sweep's password and query": (f"u:{SECRET}@reg.example/slime:v1?tok={SECRET}", "carries a user name"),
+    "a query alone": (f"reg.example/slime:v1?tok={SECRET}", "has the tag 'v1?tok=***'"),
+    "the sweep's --help": ("--help", "begins with '-'"),
+    "an option with its value": ("--format=x", "begins with '-'"),
+    "the sweep's 3000 characters": ("a" * 3000, "longer than the 255 characters"),
+    "3000 upper-case characters": ("A" * 3000, "(3000 characters): a repository name is lower-case"),
+    "a space": ("slime image", "holds a space"),
+    "port 0": ("reg.example:0/slime", "names the registry's port 0"),
+}
+
+
+@pytest.mark.parametrize("case", AGAINST)
+def test_an_against_of_no_image_form_is_refused_before_any_work(case, monkeypatch, capsys):
+    given, said = AGAINST[case]
+
+    def work(*args, **kwargs):
+        raise AssertionError("work began: " + " ".join(args))
+
+    monkeypatch.setattr(repro, "buildah", work)
+    monkeypatch.setattr(repro.pairings, "load", work)
+    assert repro.main([f"--against={given}"]) == 1  # as make repro-check passes it
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("repro-check: --against ") and said in lines[0], lines
+    assert SECRET not in err and len(lines[0]) < 600 and lines[1].startswith("fix: pass an image make build-check")
+
+
+@pytest.mark.parametrize("given", ["built", "localhost/slime-image:repro-b", "sha256:" + "a" * 64, "3f2a1b"])
+def test_an_against_of_a_reference_or_id_passes_the_form(given):
+    repro.check_against_form(given, "v0.3.1")

@@ -174,7 +174,24 @@ def by_build(tmp_path, server) -> list[str]:
     return [_said(lambda n=n: build.overrides(pairings.default(), [f"{n}=https://m.example/x{QUERY}"])) for n in given]
 
 
+def by_image_ref(tmp_path, server) -> list[str]:
+    """An image reference a URL's query was pasted into (sweep 14 W10), as make build and repro-check name one."""
+    from tools.release import image_ref
+
+    given = (f"reg.example/x:v1{QUERY}", f"reg.example/x{QUERY}")
+    return [f"{image_ref.said(text)} {image_ref.problem(text)}" for text in given]
+
+
+def by_repro(tmp_path, server) -> list[str]:
+    """repro-check's --against of no reference's form (sweep 14 W10)."""
+    from tools.release.build_check import repro
+
+    return [_said(lambda: repro.check_against_form(f"u:pw@reg.example/x:v1{QUERY}", "v0.3.1"))]
+
+
 SHOWING = {
+    "tools.release.image_ref": by_image_ref,
+    "tools.release.build_check.repro": by_repro,
     "tools.inputs.download_pins": by_download_pins,
     "tools.release.build": by_build,
     "tools.inputs.pairings": by_pairings,

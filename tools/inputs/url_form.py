@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-from slime_image.fetch import SCHEME, URL_FIX, shown, url_problem  # shown: the one redaction of a URL in a message
+from slime_image.fetch import SCHEME, URL_FIX, USERINFO, shown, url_problem  # shown: the one redaction of a URL
 from slime_image.recorded_values import REPO_FIX, REPO_URL  # the form slime-record holds a *_REPO_URL to
 
 # The ARGs that hold a URL beyond the *_URL names: the image's source label, read by anyone pulling the image (sweep 8
@@ -49,11 +49,20 @@ def problem(name: str, value: str) -> str | None:
     """Why `value` is no URL the ARG `name` may hold, in words that follow the value, or None: the form the build's
     fetch.py holds its URL to, declared there (fetch.py imports nothing, so the rule lives in it and this reads it), and
     for an index (INDEXES) an index's root besides, for a repository (*_REPO_URL) the record's form besides."""
-    if why := url_problem(value):
+    if why := url_problem(value) or host_missing(value):
         return why
     if name in INDEXES:
         return index_problem(value)
     return repo_problem(value) if is_repo(name) else None
+
+
+def host_missing(value: str) -> str | None:
+    """Why an http(s) URL names no server, or None: urllib takes `https:///x` and `http://:80/x`, and the download
+    fails at the resolver, a build later (sweep 14 W12). A file:// URL names none by its form. (fetch.py, which the
+    build runs, holds its URL to the same in the next image build cycle: it is image/'s.)"""
+    if value.partition("://")[0].lower() in ("http", "https") and not urlsplit(value).hostname:
+        return "names no host: an http(s) URL names its server after the //, as https://HOST[:PORT]/..."
+    return None
 
 
 def query_or_fragment(value: str) -> tuple[str, str] | None:
@@ -151,7 +160,9 @@ def proxy_problem(value: str) -> str | None:
         return f"is a {scheme}:// URL: {PROXY_FORM}; {SOCKS}"
     if scheme.lower() not in ("http", "https"):
         return f"is a {scheme}:// URL: {PROXY_FORM}"
-    if why := url_problem(value):
+    if USERINFO.match(value):  # the download's words name its record and the SBOM, which hold no proxy (sweep 14 U8)
+        return "carries a user name or password, which the build's command and its log would show"
+    if why := url_problem(value) or host_missing(value):
         return why
     parts = urlsplit(value)
     if (
@@ -169,25 +180,36 @@ def proxy_fix(name: str, value: str) -> str:
 
 
 # The two cases of one proxy variable are read differently: curl (and git's fetches through it) reads http_proxy
-# alone, and the lower case first of the others, as Python (pip, fetch.py) does; Go's tools the upper case first.
-CASES = (
-    "which of them a step uses would depend on the tool (curl reads http_proxy alone, Python the lower case first, "
-    "Go the upper)"
-)
+# alone, and the lower case first of the others, as Python (pip, fetch.py) does; Go's tools the upper case first. Each
+# reason names the variable it is given for (sweep 14 U8: NO_PROXY's spoke of http_proxy).
+def cases(upper: str) -> str:
+    curl = "curl reads http_proxy alone, Python" if upper == "HTTP_PROXY" else "curl and Python read"
+    return f"which of them a step uses would depend on the tool ({curl} the lower case first, Go the upper)"
+
+
 CASES_FIX = "give {} and {} the same value, or only one of them"
 
 
 def cases_problem(given: dict[str, str]) -> tuple[str, str] | None:
-    """(why, fix) where `given` sets the two cases of one proxy variable to different values, or None. An empty one
-    is unset, as every one of those tools reads it."""
+    """(why, fix) where `given` sets the two cases of one proxy variable to values a tool reads differently, or None.
+    An empty upper case beside a set lower case is taken: curl, Python and Go each skip an empty variable and read the
+    lower one. An empty lower case beside a set upper case is not: Python (pip, fetch.py) and curl read it, empty, and
+    leave the upper one unread, where Go takes the upper one (sweep 14 W12)."""
     for upper in (name for name in (*PROXIES, *NO_PROXY) if name.isupper()):
         lower = upper.lower()
-        if given.get(upper) and given.get(lower) and given[upper] != given[lower]:
-            show = said_hosts if upper in NO_PROXY else said
-            return (
-                f"{upper}={show(given[upper])} and {lower}={show(given[lower])} differ: {CASES}",
-                CASES_FIX.format(upper, lower),
+        if upper not in given or lower not in given or given[upper] == given[lower] or not given[upper]:
+            continue
+        show = said_hosts if upper in NO_PROXY else said
+        if not given[lower]:
+            why = (
+                f"{lower} given empty beside {upper}={show(given[upper])}: Python (pip, fetch.py) and curl read the "
+                f"empty {lower} and leave {upper} unread, where Go's tools take {upper}"
             )
+            return why, CASES_FIX.format(upper, lower)
+        return (
+            f"{upper}={show(given[upper])} and {lower}={show(given[lower])} differ: {cases(upper)}",
+            CASES_FIX.format(upper, lower),
+        )
     return None
 
 

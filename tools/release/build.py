@@ -33,11 +33,6 @@ from tools.planner import plan_steps, platforms
 from tools.release import image_ref, pin_downloads
 
 ENGINES = ("docker", "podman", "buildah")
-# What docker, podman and buildah accept as a repository name and a tag (the distribution reference grammar).
-NAME = re.compile(
-    r"(?:[a-zA-Z0-9.-]+(?::\d+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-)
-TAG = re.compile(r"\w[\w.-]{0,127}")
 
 
 def git_head() -> str:
@@ -82,9 +77,10 @@ def overrides(pairing: pairings.Pairing, extra: list[str]) -> dict[str, str]:
         said = f"{name}={cut(redacted(value))}"  # no password, no query's value, no page-long line (sweep 13 W2)
         if url_form.is_proxy(name):  # the engine's own, reaching every step unstamped; its form held by parsed()
             continue
-        if name not in declared:
+        if name not in declared:  # the NAME said once, cut (sweep 14 W8: 3000 characters printed twice)
             raise UserError(
-                f"build argument {name}: slime.Dockerfile declares no ARG {name}, so it would reach no step",
+                f"build argument {build_arguments.named(name)}: slime.Dockerfile declares no ARG of that name, so it "
+                "would reach no step",
                 "pass only the ARGs slime.Dockerfile declares (a mirror: MEGATRON_REPO_URL=..., PIP_INDEX_URL=...)",
             )
         if name == pairings.ARG:
@@ -210,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make build's BUILD_ARGS)"
     )
+    parser.passes_on("build_args")  # its words checked by build_arguments.words, which names BUILD_ARGS
     parser.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
 
     def run() -> int:
@@ -225,11 +222,13 @@ def main(argv: list[str] | None = None) -> int:
                 "IMAGE names REGISTRY/NAME alone; give the registry your credentials with the engine's login "
                 "(docker login REGISTRY)",
             )
-        if not NAME.fullmatch(args.image) or not TAG.fullmatch(tag):
+        # The one reference rule (image_ref), IMAGE and TAG read as one: a grammar of build.py's own took port 0
+        # (sweep 12 W2).
+        if why := image_ref.problem(reference := f"{args.image}:{tag}"):
             raise UserError(
-                f"{args.image}:{tag} is no image reference an engine takes (IMAGE=, TAG=)",
-                "IMAGE of lower-case letters, digits and . _ / - (a registry host:port before it), TAG of letters, "
-                "digits and . _ - (128 at most, not starting with . or -)",
+                f"IMAGE:TAG {image_ref.said(reference)} {why}",
+                "IMAGE of lower-case letters, digits and . _ / - (a registry HOST:PORT before it, a port 1 to 65535), "
+                "TAG of letters, digits and . _ - (128 at most, not starting with . or -)",
             )
         others = {pairing_tag(p): n for n, p in pairings.every().items() if n != pairing.name} if args.tag else {}
         if tag in others:  # sweep 5 U7: a v0.3.1 build tagged as v0.3.0's was taken

@@ -10,6 +10,9 @@ from dataclasses import dataclass
 
 from slime_image.errors import UserError
 from slime_image.fetch import CONTROL, HEX
+from slime_image.quoted import cut, quoted
+
+from tools.inputs import url_form
 
 _COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
 _DOMAIN_PART = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
@@ -39,6 +42,24 @@ def shown(text: str) -> str:
     return re.sub(r"^.*@(?!sha256:)", "***@", text)
 
 
+def said(text: str) -> str:
+    """An image reference as a message quotes it: shown(), each value after a '?' or '#' as *** as a URL's are (no
+    reference holds one: a URL's token pasted with it), then quoted(), cut with its length said (sweep 14 W10:
+    --against printed a password, a query's token and 3000 characters whole)."""
+    return quoted(url_form.shown(shown(text)))
+
+
+def port_problem(domain: str | None) -> str | None:
+    """Why a registry's HOST:PORT names no port a registry listens on, or None: the grammar takes any digits, and an
+    engine took port 0 (sweep 12 W2: `make build IMAGE=reg.example:0/slime` printed its command)."""
+    port = re.search(r":([0-9]+)$", domain or "")
+    if port and int(port[1]) == 0:
+        return "names the registry's port 0, which no server listens on (a port is 1 to 65535)"
+    if port and int(port[1]) > 65535:
+        return f"names the registry's port {cut(port[1], 20)}, past 65535, the highest port"
+    return None
+
+
 def has_userinfo(text: str) -> bool:
     """`text` holds an '@' that opens no digest: a USER:PASSWORD@ before the registry."""
     return shown(text) != text
@@ -51,6 +72,8 @@ def parse(text: str) -> Reference | None:
     if found is None:
         return None
     domain, path = found["domain"], found["path"]
+    if port_problem(domain):
+        return None
     if domain and not ("." in domain or ":" in domain or domain == "localhost"):
         path, domain = f"{domain}/{path}", None
         if not re.fullmatch(_COMPONENT, path.split("/")[0]):
@@ -70,22 +93,27 @@ def problem(text: str) -> str | None:
         return None
     if not text:
         return "is empty"
+    if (found := REFERENCE.fullmatch(text)) and (why := port_problem(found["domain"])):
+        return why
     if re.search(r"[\s\"'#]", text) or CONTROL.search(text):
         return "holds a space, a quote, a # or a control character (a comment goes on a line of its own)"
+    if text.startswith("-"):
+        return "begins with '-', as no reference does: an engine given it would read an option"
+    # Each part named quoted (redacted, cut): a part was printed whole, a token after a '?' with it (sweep 14 W10).
     name, _, digest = text.partition("@")
     if digest and not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
-        return f"has the digest {digest!r}, which is no sha256:<64 lower-case hex digits>"
+        return f"has the digest {said(digest)}, which is no sha256:<64 lower-case hex digits>"
     path = name.split("/", 1)[1] if "/" in name and re.search(r"[.:]|^localhost", name.split("/")[0]) else name
     path, _, tag = path.partition(":")
     if tag and not re.fullmatch(r"\w[\w.-]{0,127}", tag):
-        return f"has the tag {tag!r}: a tag is letters, digits, _ . and -, at most 128, not starting with . or -"
+        return f"has the tag {said(tag)}: a tag is letters, digits, _ . and -, at most 128, not starting with . or -"
     if bad := re.search(r"[^A-Za-z0-9._/-]", path):  # `re%2Fpo` was blamed as upper case (sweep 11 U6)
         return (
-            f"names the repository {path!r}, whose {bad.group()!r} no repository name holds (lower-case letters, "
+            f"names the repository {said(path)}, whose {bad.group()!r} no repository name holds (lower-case letters, "
             "digits and . _ - between them, / between its parts)"
         )
     if path != path.lower():
-        return f"names the repository {path!r}: a repository name is lower-case"
+        return f"names the repository {said(path)}: a repository name is lower-case"
     if len(name) > 255:
         return "is longer than the 255 characters of a name"
     return "is no image reference (REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST], as docker and podman read one)"

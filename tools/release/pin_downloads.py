@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import http.client
+import posixpath
 import sys
 import tarfile
 import tempfile
@@ -35,6 +36,7 @@ from packaging.version import Version
 from slime_image import fetch
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser
+from slime_image.quoted import quoted
 
 from tools import tree_writes
 from tools.inputs import build_arguments, download_pins, pairings, pep440, url_form
@@ -44,7 +46,13 @@ from tools.planner.wheel_zip import Unreadable, Wheel
 ARCH = "x86_64"  # the image's platform, linux/amd64
 EFA = "EFA_INSTALLER_SHA256"
 ROUTER = "SGL_ROUTER_SHA256"
-INSTALLER = "aws-efa-installer/efa_installer.sh"  # what the Dockerfile runs from the unpacked tarball
+FOLDER = "aws-efa-installer"  # the one folder of the installer's tarball
+INSTALLER = f"{FOLDER}/efa_installer.sh"  # what the Dockerfile runs from the unpacked tarball
+KINDS = {
+    tarfile.CHRTYPE: "a character device",
+    tarfile.BLKTYPE: "a block device",
+    tarfile.FIFOTYPE: "a named pipe",
+}
 ROUTER_NAME = "sglang-router"
 # The build argument naming where each pinned file is served: what a --build-arg may point at a mirror.
 SERVED_BY = {EFA: "EFA_INSTALLER_URL", ROUTER: "SGL_ROUTER_URL"}
@@ -64,16 +72,45 @@ def http_answer(code: int, name: str, download: Download) -> tuple[str, str]:
 
 
 def installer_unlike(path: Path) -> str | None:
-    """Why `path` is not the EFA installer's tarball: gzip, a tar, the installer's script inside."""
+    """Why `path` is not the EFA installer's tarball: gzip, a tar of the installer's layout (member_problem), the
+    installer's script inside."""
     with path.open("rb") as file:
         if file.read(2) != b"\x1f\x8b":
             return "it is not gzip-compressed"
     try:
         with tarfile.open(path, "r:gz") as tar:
-            script = next((m for m in tar if m.name.removeprefix("./") == INSTALLER), None)
+            members = tar.getmembers()
     except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
         return f"it is no gzip tarball ({exc})"
+    for member in members:
+        if why := member_problem(member):
+            return f"it holds the member {quoted(member.name)}, {why}"
+    script = next((m for m in members if m.name.removeprefix("./") == INSTALLER), None)
     return None if script is not None and script.isfile() else f"it holds no file {INSTALLER}"
+
+
+def member_problem(member: tarfile.TarInfo) -> str | None:
+    """Why a member of the EFA tarball is out of the installer's layout, every member a file, folder or link under
+    aws-efa-installer/ that stays there: the build unpacks it whole into /tmp as root (tar -xzf ... -C /tmp), and such a
+    tarball was pinned as the installer (sweep 14 W4: members `../../evil`, `/etc/evil`)."""
+    name = member.name.removeprefix("./")
+    if name == "." and member.isdir():  # the folder it is unpacked in, as `tar -czf ... ./aws-efa-installer` names it
+        return None
+    if name.startswith("/"):
+        return "an absolute path, which the layout never holds"
+    if ".." in name.split("/"):
+        return "a path through '..', out of the folder it is unpacked in"
+    if name.split("/")[0] != FOLDER:
+        return f"out of {FOLDER}/, which holds the whole installer"
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        return f"{KINDS.get(member.type, 'a member of no file kind')}, where the layout holds files, folders and links"
+    if member.issym() or member.islnk():
+        # A hard link's target is named from the archive's root, a symbolic link's from its own folder.
+        start = "" if member.islnk() else posixpath.dirname(name)
+        target = posixpath.normpath(posixpath.join(start, member.linkname))
+        if member.linkname.startswith("/") or target.split("/")[0] != FOLDER:
+            return f"a link to {quoted(member.linkname)}, out of {FOLDER}/"
+    return None
 
 
 def wheel_unlike(name: str, version: str, path: Path) -> str | None:
@@ -85,12 +122,13 @@ def wheel_unlike(name: str, version: str, path: Path) -> str | None:
                 return f"it holds {len(folders)} .dist-info folders, where a wheel holds one"
             folder = folders.pop()
             if f"{folder}/METADATA" not in wheel.names:
-                return f"its {folder} holds no METADATA"
+                return f"its {quoted(folder)} holds no METADATA"
             metadata = BytesParser().parsebytes(wheel.read(f"{folder}/METADATA"), headersonly=True)
     except Unreadable as exc:
         return f"it is no zip archive zipfile can read, as a wheel is (damaged, or in a form wheels never take: {exc})"
     named, _, numbered = folder.removesuffix(".dist-info").rpartition("-")
-    says = f"{metadata['Name']} {metadata['Version']} (its {folder})"
+    # What the file says of itself, quoted: a Version of 5000 digits was printed whole (sweep 14 U5).
+    says = quoted(f"{metadata['Name']} {metadata['Version']} (its {folder})")
     versions = {pep440.parsed(Version, each)[0] for each in (numbered, metadata["Version"] or "", version)}
     same = len(versions) == 1 and None not in versions
     if not same or {canonicalize_name(named), canonicalize_name(metadata["Name"] or "")} != {canonicalize_name(name)}:
@@ -127,7 +165,10 @@ def digests(wanted: dict[str, Download]) -> dict[str, str]:
             try:
                 fetch.fetch(download.url, "", str(path), str(Path(scratch) / "records"))
             except fetch.Refused as refused:  # fetch.py's own two lines, as it says them run alone
-                raise UserError(f"{name}: {refused.cause}; nothing was pinned", refused.fix) from None
+                # Its cause names the file by OUT, here the pin (`SGL_ROUTER_SHA256 from URL: ...`): named once (sweep
+                # 14 U5: `SGL_ROUTER_SHA256: SGL_ROUTER_SHA256 from ...`).
+                cause = refused.cause if refused.cause.startswith(f"{name} ") else f"{name}: {refused.cause}"
+                raise UserError(f"{cause}; nothing was pinned", refused.fix) from None
             except urllib.error.HTTPError as exc:  # reached: the server's answer says why, and so the fix
                 cause, fix = http_answer(exc.code, name, download)
                 said = f"HTTP {exc.code} ({fetch.plain(str(exc.reason))})"
@@ -210,7 +251,7 @@ def given_urls(words: list[str]) -> dict[str, str]:
             )
         if name not in SERVED_BY.values():
             raise UserError(
-                f"--build-arg {f'{name}={url_form.shown(value)}'!r}: only the URL a pinned file is served from may be "
+                f"--build-arg {quoted(f'{name}={value}')}: only the URL a pinned file is served from may be "
                 f"given ({known}); "
                 f"the pins it writes are {', '.join(SERVED_BY)}",
                 f"give {known}, or leave it out",

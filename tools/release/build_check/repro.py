@@ -27,11 +27,13 @@ from pathlib import Path
 from slime_image import work_folder
 from slime_image.errors import UserError, run_command
 from slime_image.options import Parser, add_path
+from slime_image.quoted import quoted
 
 from tools import tree_writes
 from tools.inputs import lock, pairings
 from tools.inputs.recipe import Recipe
 from tools.release import build as tools_build
+from tools.release import image_ref
 from tools.release.build_check import image_weight, record, registry
 from tools.release.build_check.run import (
     COMMANDS,
@@ -58,28 +60,45 @@ EXPLAINED = 12  # differing files a layer's entry explains with diffoscope; the 
 STANDIN_LABEL, PAIRING_LABEL = "org.slime-image.standin", "org.slime-image.pairing"
 
 
-def check_against(image: str, pairing: pairings.Pairing) -> None:
-    """Refuse, before any build, an --against IMAGE this comparison cannot use."""
-    fix = (
-        f"pass an image make build-check PAIRING={pairing.name} made (its id: the .iid beside its build log), or leave "
+def against_fix(pairing: str) -> str:
+    return (
+        f"pass an image make build-check PAIRING={pairing} made (its id: the .iid beside its build log), or leave "
         "--against out to build twice"
     )
+
+
+def check_against_form(image: str, pairing: str) -> None:
+    """Refuse, before any work, an --against that is no image reference or id (an id is one by the grammar too): it
+    was formatted whole into every message, a password, a query's token and 3000 characters with it, and `--help`
+    reached buildah as its option (sweep 14 W10)."""
+    if image_ref.has_userinfo(image):
+        why = "carries a user name or password before the registry, which no image in buildah's storage is named with"
+    else:
+        why = image_ref.problem(image)
+    if why:
+        raise UserError(f"--against {image_ref.said(image)} {why}", against_fix(pairing))
+
+
+def check_against(image: str, pairing: pairings.Pairing) -> None:
+    """Refuse, before any build, an --against IMAGE this comparison cannot use (its form checked first:
+    check_against_form)."""
+    fix, shown = against_fix(pairing.name), image_ref.said(image)
     labels = "".join(f'{{{{index .Docker.Config.Labels "{name}"}}}}\n' for name in (STANDIN_LABEL, PAIRING_LABEL))
-    found = buildah("inspect", "--type", "image", "--format", labels, image, check=False)
+    found = buildah("inspect", "--type", "image", "--format", labels, "--", image, check=False)
     if found.returncode != 0:
-        raise UserError(f"--against {image}: no such image in buildah's storage", fix)
+        raise UserError(f"--against {shown}: no such image in buildah's storage", fix)
     standin, made_of = [*found.stdout.splitlines(), "", ""][:2]
     if not standin.strip():
         raise UserError(
-            f"--against {image} was not made by make build-check: it is not built on the stand-in base", fix
+            f"--against {shown} was not made by make build-check: it is not built on the stand-in base",
+            fix,
         )
     if made_of.strip() != pairing.name:
-        raise UserError(
-            f"--against {image} is a build of pairing {made_of.strip() or '(none)'}, not {pairing.name}", fix
-        )
+        made = quoted(made_of.strip()) if made_of.strip() else "(none)"
+        raise UserError(f"--against {shown} is a build of pairing {made}, not {pairing.name}", fix)
     if standin.strip() != base_label(lock.locked(pairing)[pairing.lock].versions()):
         raise UserError(
-            f"--against {image} was built on another stand-in base than this build's (its lock's CUDA pins or the "
+            f"--against {shown} was built on another stand-in base than this build's (its lock's CUDA pins or the "
             "base's script changed since)",
             fix,
         )
@@ -88,7 +107,7 @@ def check_against(image: str, pairing: pairings.Pairing) -> None:
 def image_layers(image: str) -> list[dict]:
     """Each layer of a built image, bottom first: its instruction, size, digest and containers/storage folder."""
     graph_root = Path(buildah("info", "--format", "{{.store.GraphRoot}}").stdout.strip())
-    inspected = json.loads(buildah("inspect", "--type", "image", image).stdout)
+    inspected = json.loads(buildah("inspect", "--type", "image", "--", image).stdout)
     storage = image_weight.read_storage_layers(graph_root)
     table = image_weight.layer_table(inspected, storage)
     by_id = {layer["id"]: layer for layer in storage}
@@ -234,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def run() -> int:
         args = parser.parse_args(argv)
+        if args.against is not None:
+            check_against_form(args.against, args.pairing)
         pairing = pairings.load(args.pairing)
         lock.locked(pairing)  # its locks there and in the one form, before any work
         out = record.folder_for(pairing)

@@ -466,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--build-args", default="", metavar="'NAME=VALUE ...'", help="more, as shell words (make's BUILD_ARGS)"
     )
+    parser.passes_on("build_args")  # its words checked by build_arguments.words, which names BUILD_ARGS
     add_number(
         parser, "--registry-port", kind=int, low=1024, high=65535, default=registry.PORT,
         help="the local registry's port (another build check may hold the default); the base's reference names it, "
