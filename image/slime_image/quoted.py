@@ -13,15 +13,10 @@ from slime_image.fetch import shown
 
 URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://\S*")  # a URL inside a line of text: from its scheme to the next blank
 # A word of no URL that holds USER:PASSWORD@ all the same (`kernels @ u:SECRETPW@host/k.whl`, `https:/u:pw@host`: no
-# `//`, so URL missed it and the password was printed whole, sweep 13 W4): up to its first '@' after the ':', where a
-# host follows it (a name with a dot, `localhost` or [an address], or any name with a :PORT or a path after it). What
-# else follows an '@' is no host: an image's digest (`cuda:13.0.2@sha256:<hex>`) or a bare name (`v0.3.2:x@5f8d397`),
-# which were hidden as passwords (sweep 14 U1).
-USER_WORD = re.compile(
-    r"(?<!\S)(?!\S*://)[^\s:@]*:[^\s@]*@"
-    r"(?=(?:[\w-]+(?:\.[\w-]+)+|localhost|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:[/?#]|\s|$)"
-    r"|[\w-]+(?::\d{1,5}(?:[/?#]|\s|$)|[/?#]))"
-)
+# `//`, so URL missed it and the password was printed whole, sweep 13 W4): up to its first '@' after the ':', unless a
+# digest follows the '@' (`cuda:13.0.2@sha256:<hex>`: an image by digest, whose image and tag were hidden, sweep 14 U1).
+# Whatever else follows is taken for a host, however it is written: a password is never shown to spare a value's look.
+USER_WORD = re.compile(r"(?<!\S)(?!\S*://)[^\s:@]*:[^\s@]*@(?![A-Za-z0-9]+:[0-9A-Fa-f]{32,})")
 WIDTH = 200  # past any value of a pairing in its form (a patch series, a requirement by URL)
 
 
