@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 from local_index import wheel
-from silent_servers import mute
+from silent_servers import mute, served
 from slime_image import fetch
 from slime_image.errors import UserError
 
@@ -402,10 +402,12 @@ ANSWERED = {key: int(key.ljust(3, "0")) for key in fetch.HTTP_ANSWERS} | {"other
 
 
 class _Answer(http.server.BaseHTTPRequestHandler):
-    """A stand-in mirror that answers every GET with the status its server was made for, and no file."""
+    """A stand-in mirror that answers every GET with its `status`, and no file."""
+
+    status = 404
 
     def do_GET(self):
-        self.send_response(self.server.status)
+        self.send_response(self.status)
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -418,16 +420,10 @@ def test_every_http_error_answer_is_named_with_its_own_fix(tree, capsys, key):
     """Sweep 10 U4: a mirror answering 404 was told `fix: run it where the URL is reachable`, though it was reached:
     each class of HTTP error answer is named, its status in the cause, with the fix for that class."""
     status = ANSWERED[key]
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    server.status = status
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/efa"
     before = tree.texts()
-    try:
+    with served(type("Answer", (_Answer,), {"status": status})) as base:
+        url = f"{base}/efa"
         assert pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"]) == 1
-    finally:
-        server.shutdown()
-        server.server_close()
     err = capsys.readouterr().err
     efa = pin_downloads.downloads({**Recipe.load(tree.dockerfile).args, "EFA_INSTALLER_URL": url})[pin_downloads.EFA]
     cause, fix = pin_downloads.http_answer(status, pin_downloads.EFA, efa)
@@ -464,15 +460,10 @@ class _Cut(http.server.BaseHTTPRequestHandler):
 def test_a_transfer_cut_short_names_the_pin_once(tree, capsys):
     """Sweep 14 U5: fetch's cause names the file by its OUT, which is the pin, after pin_downloads named it:
     `SGL_ROUTER_SHA256: SGL_ROUTER_SHA256 from ...`."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Cut)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/efa"
     before = tree.texts()
-    try:
+    with served(_Cut) as base:
+        url = f"{base}/efa"
         assert pin_downloads.main(["--build-arg", f"EFA_INSTALLER_URL={url}"]) == 1
-    finally:
-        server.shutdown()
-        server.server_close()
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 2 and lines[0].startswith(f"pin_downloads: EFA_INSTALLER_SHA256 from {url}/"), lines
     assert lines[0].count("EFA_INSTALLER_SHA256") == 1 and "got 50 of the 100 bytes" in lines[0], lines
