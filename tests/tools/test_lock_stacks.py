@@ -112,7 +112,7 @@ def test_plan_lock_refuses_a_file_that_is_no_lock():
     "given, cause, fix",
     [
         ("/dev/null", "/dev/null is a device, not a lock", "name a lock file, one of locks/*.lock"),
-        ("locks", "lock locks: cannot write a file there: it is a folder", "not a folder"),
+        ("locks", "locks is a folder, not a lock", "name a lock file, one of locks/*.lock"),
         ("pyproject.toml", "pyproject.toml is no lock file", "name one of locks/*.lock"),
         ("requirements.txt", "requirements.txt is no lock file", "name one of locks/*.lock"),
     ],

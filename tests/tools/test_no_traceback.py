@@ -31,7 +31,12 @@ def make(*args: str) -> subprocess.CompletedProcess:
         (("tag", "PAIRING=v0.3.0 x"), "versions", "no pairing 'v0.3.0 x'", "use one of: v0.3.0, v0.3.1"),
         (("promote", "PAIRING=v0.3.0 x"), "promote", "no pairing 'v0.3.0 x'", "use one of"),
         (("build", "DRY_RUN=1", "ENGINE=buildah", "IMAGE=a b"), "make build", "a b:", "IMAGE of lower-case letters"),
-        (("build", "DRY_RUN=1", "ENGINE=buildah", "TAG=x y"), "make build", ":x y is no image reference", "TAG of"),
+        (
+            ("build", "DRY_RUN=1", "ENGINE=buildah", "TAG=x y"),
+            "make build",
+            "IMAGE:TAG 'slime-image:x y' holds a space",
+            "TAG of",
+        ),
         (("build", "DRY_RUN=1", "ENGINE=buildah", "PLATFORM= "), "make", "PLATFORM is given empty", "leave it unset"),
     ],
 )
